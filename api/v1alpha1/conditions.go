@@ -1,0 +1,29 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Condition types shared by the Flint resources. Each resource documents
+// which it reports; the controllers own them and stamp observedGeneration.
+const (
+	// ReadyCondition is True when the resource does its job: a Pool can
+	// provision volumes, an OSD serves I/O, a Volume's target serves I/O.
+	// False carries the reason; Unknown means not yet observed.
+	ReadyCondition = "Ready"
+	// DegradedCondition is True when the resource works with less
+	// redundancy or fewer members than asked for.
+	DegradedCondition = "Degraded"
+)

@@ -1,0 +1,212 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// VolumeSpec is the desired state of a Volume.
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas is immutable: it cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: it cannot be added or removed after creation"
+type VolumeSpec struct {
+	// pool is the name of the Pool the Volume is provisioned from.
+	// Required. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pool is immutable: a Volume's replicas live in one Pool"
+	Pool string `json:"pool"`
+
+	// size is the Volume's capacity, at least 1Mi. Required. It may grow
+	// (online resize) but never shrink.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="size must be at least 1Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="size cannot shrink: shrinking a block device under a filesystem loses data"
+	Size resource.Quantity `json:"size"`
+
+	// replicas overrides the Pool's number of copies. Optional; defaults to
+	// the Pool's replicas. Immutable.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicas is immutable"
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// source is the content the Volume starts from. Optional; empty starts
+	// with zeroes. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
+	Source *VolumeSource `json:"source,omitempty"`
+
+	// publishedHosts are the NVMe host NQNs allowed to connect to the
+	// Volume's subsystem: the nodes it is published to. Optional.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=223
+	// +kubebuilder:validation:items:Pattern=`^nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9.-]+(:.+)?$`
+	PublishedHosts []string `json:"publishedHosts,omitempty"`
+}
+
+// VolumeSource is the content a Volume starts from: exactly one of a
+// snapshot or another Volume.
+// +kubebuilder:validation:XValidation:rule="has(self.snapshot) != has(self.volume)",message="source needs exactly one of source.snapshot and source.volume"
+type VolumeSource struct {
+	// snapshot is the name of a snapshot to start from.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Snapshot string `json:"snapshot,omitempty"`
+	// volume is the name of a Volume to copy.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Volume string `json:"volume,omitempty"`
+}
+
+// VolumePhase is the coarse state of a Volume.
+// +kubebuilder:validation:Enum=Pending;Creating;Ready;Degraded;Rebuilding;Failed;Deleting
+type VolumePhase string
+
+const (
+	// VolumePhasePending means no placement is possible yet; a condition
+	// says why.
+	VolumePhasePending VolumePhase = "Pending"
+	// VolumePhaseCreating means replicas and the target are being built.
+	VolumePhaseCreating VolumePhase = "Creating"
+	// VolumePhaseReady means every replica is in sync and the target serves
+	// I/O.
+	VolumePhaseReady VolumePhase = "Ready"
+	// VolumePhaseDegraded means I/O is served with fewer in-sync replicas
+	// than asked for.
+	VolumePhaseDegraded VolumePhase = "Degraded"
+	// VolumePhaseRebuilding means a replica is being resynchronised.
+	VolumePhaseRebuilding VolumePhase = "Rebuilding"
+	// VolumePhaseFailed means no I/O can be served.
+	VolumePhaseFailed VolumePhase = "Failed"
+	// VolumePhaseDeleting means the Volume's target and replicas are being
+	// removed.
+	VolumePhaseDeleting VolumePhase = "Deleting"
+)
+
+// ReplicaState is the state of one replica of a Volume.
+// +kubebuilder:validation:Enum=Creating;Online;Rebuilding;Faulted;Stale
+type ReplicaState string
+
+const (
+	// ReplicaStateCreating means the replica's lvol or export is being made.
+	ReplicaStateCreating ReplicaState = "Creating"
+	// ReplicaStateOnline means the replica is an in-sync raid member.
+	ReplicaStateOnline ReplicaState = "Online"
+	// ReplicaStateRebuilding means the replica is being resynchronised.
+	ReplicaStateRebuilding ReplicaState = "Rebuilding"
+	// ReplicaStateFaulted means the replica's OSD or lvol failed.
+	ReplicaStateFaulted ReplicaState = "Faulted"
+	// ReplicaStateStale means the replica is no raid member and must be
+	// resynchronised before it is one again.
+	ReplicaStateStale ReplicaState = "Stale"
+)
+
+// ReplicaStatus is one copy of a Volume.
+type ReplicaStatus struct {
+	// osd is the OSD holding the replica.
+	OSD string `json:"osd"`
+	// lvol is the replica's lvol, as lvstore/name.
+	Lvol string `json:"lvol"`
+	// state is the replica's state.
+	State ReplicaState `json:"state"`
+	// rebuildPercent is the resynchronisation progress while rebuilding.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	RebuildPercent *int32 `json:"rebuildPercent,omitempty"`
+}
+
+// VolumeTarget is where hosts reach a Volume.
+type VolumeTarget struct {
+	// osd is the OSD that runs the Volume's raid1 and exports it.
+	OSD string `json:"osd"`
+	// nqn is the Volume's subsystem NQN; it never changes, so a host's
+	// multipath joins a moved target to the same namespace.
+	NQN string `json:"nqn"`
+	// endpoints are the target's NVMe-oF listeners.
+	// +optional
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// VolumeStatus is the observed state of a Volume.
+type VolumeStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// phase is the Volume's coarse state.
+	// +optional
+	Phase VolumePhase `json:"phase,omitempty"`
+	// capacity is the size the target currently exports.
+	// +optional
+	Capacity *resource.Quantity `json:"capacity,omitempty"`
+	// replicas are the Volume's copies and their state; raid membership is
+	// kept here, not in on-disk superblocks.
+	// +optional
+	// +listType=map
+	// +listMapKey=osd
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+	// target is where hosts reach the Volume.
+	// +optional
+	Target *VolumeTarget `json:"target,omitempty"`
+	// conditions: Ready (the target serves I/O), Degraded (fewer in-sync
+	// replicas than asked for) and one per reason the Volume cannot
+	// proceed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Volume is one replicated block volume: the object behind a
+// PersistentVolume (its name is the CSI volume id).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=fvol,categories=flint
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target.osd`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="NQN",type=string,JSONPath=`.status.target.nqn`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Volume struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the Volume.
+	// +required
+	Spec VolumeSpec `json:"spec"`
+	// status is the observed state of the Volume.
+	// +optional
+	Status VolumeStatus `json:"status,omitempty"`
+}
+
+// VolumeList is a list of Volumes.
+// +kubebuilder:object:root=true
+type VolumeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Volume `json:"items"`
+}
