@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package client
+
+import (
+	"context"
+
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+// BdevMallocCreate creates a RAM-backed bdev and returns its name.
+func (c *Client) BdevMallocCreate(ctx context.Context, req types.BdevMallocCreateRequest) (string, error) {
+	var name string
+	err := c.rpc.Call(ctx, "bdev_malloc_create", req, &name)
+	return name, err
+}
+
+// BdevMallocDelete deletes a malloc bdev.
+func (c *Client) BdevMallocDelete(ctx context.Context, name string) error {
+	return c.rpc.Call(ctx, "bdev_malloc_delete", types.BdevNameRequest{Name: name}, nil)
+}
+
+// BdevAioCreate creates an AIO bdev on a file or block device and returns
+// its name. An lvstore on it is loaded by examine: call BdevWaitForExamine.
+func (c *Client) BdevAioCreate(ctx context.Context, req types.BdevAioCreateRequest) (string, error) {
+	var name string
+	err := c.rpc.Call(ctx, "bdev_aio_create", req, &name)
+	return name, err
+}
+
+// BdevAioDelete deletes an AIO bdev; an lvstore on it is unloaded, not
+// destroyed.
+func (c *Client) BdevAioDelete(ctx context.Context, name string) error {
+	return c.rpc.Call(ctx, "bdev_aio_delete", types.BdevNameRequest{Name: name}, nil)
+}
+
+// BdevUringCreate creates an io_uring bdev and returns its name.
+func (c *Client) BdevUringCreate(ctx context.Context, req types.BdevUringCreateRequest) (string, error) {
+	var name string
+	err := c.rpc.Call(ctx, "bdev_uring_create", req, &name)
+	return name, err
+}
+
+// BdevUringDelete deletes an io_uring bdev.
+func (c *Client) BdevUringDelete(ctx context.Context, name string) error {
+	return c.rpc.Call(ctx, "bdev_uring_delete", types.BdevNameRequest{Name: name}, nil)
+}
+
+// BdevNvmeAttachController attaches a PCIe NVMe device or a remote
+// NVMe-oF subsystem and returns the names of the bdevs of its namespaces.
+func (c *Client) BdevNvmeAttachController(ctx context.Context, req types.BdevNvmeAttachControllerRequest) ([]string, error) {
+	var bdevs []string
+	err := c.rpc.Call(ctx, "bdev_nvme_attach_controller", req, &bdevs)
+	return bdevs, err
+}
+
+// BdevNvmeDetachController detaches a controller and deletes its bdevs.
+func (c *Client) BdevNvmeDetachController(ctx context.Context, name string) error {
+	return c.rpc.Call(ctx, "bdev_nvme_detach_controller", types.BdevNameRequest{Name: name}, nil)
+}
+
+// BdevNvmeGetControllers lists NVMe controllers, or the one named.
+func (c *Client) BdevNvmeGetControllers(ctx context.Context, name string) ([]types.NvmeController, error) {
+	var ctrlrs []types.NvmeController
+	err := c.rpc.Call(ctx, "bdev_nvme_get_controllers", optional(types.BdevNvmeGetControllersRequest{Name: name}, name != ""), &ctrlrs)
+	return ctrlrs, err
+}
+
+// BdevGetBdevs lists bdevs, or the one whose name, alias or uuid is name.
+func (c *Client) BdevGetBdevs(ctx context.Context, name string) ([]types.Bdev, error) {
+	var bdevs []types.Bdev
+	err := c.rpc.Call(ctx, "bdev_get_bdevs", optional(types.BdevGetBdevsRequest{Name: name}, name != ""), &bdevs)
+	return bdevs, err
+}
+
+// BdevGetIostat returns I/O counters of every bdev, or of the one named.
+func (c *Client) BdevGetIostat(ctx context.Context, name string) (types.Iostat, error) {
+	var stat types.Iostat
+	err := c.rpc.Call(ctx, "bdev_get_iostat", optional(types.BdevGetIostatRequest{Name: name}, name != ""), &stat)
+	return stat, err
+}
+
+// BdevWaitForExamine returns when every module has examined every bdev, for
+// example when an lvstore on a new bdev has loaded.
+func (c *Client) BdevWaitForExamine(ctx context.Context) error {
+	return c.rpc.Call(ctx, "bdev_wait_for_examine", nil, nil)
+}
+
+// optional returns params when present, else nil: SPDK lists everything when
+// params are omitted and refuses an empty object for some methods.
+func optional(params any, present bool) any {
+	if !present {
+		return nil
+	}
+	return params
+}

@@ -1,0 +1,334 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package spdktest is an in-process double of SPDK's JSON-RPC server for
+// tests. Each Target serves one Unix socket and keeps the state a real
+// spdk_tgt keeps: bdevs with their claims, lvstores with cluster
+// accounting, snapshots and clones, NVMe-oF transports and subsystems, NVMe
+// controllers attached over the fabric to other Targets, and raid1 with
+// degraded and rebuilding states. It answers with the codes and messages a
+// real SPDK v25.09 answers (recorded in spdk-transcripts).
+//
+// It never accepts what SPDK rejects. Where it does not model a behaviour it
+// refuses the call with CodeNotModeled rather than pretend.
+//
+// A Fabric connects Targets the way a network and the disks of a node do:
+// listeners are found by address, and disks (files for aio/uring, PCI
+// devices for pcie) keep their lvstores when a Target is killed and
+// restarted, while everything SPDK keeps in memory is lost.
+package spdktest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// CodeNotModeled answers a call the double does not model (-EOPNOTSUPP).
+const CodeNotModeled = -95
+
+// Clock tells the double the time: controller loss timeouts and rebuild
+// progress follow it.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// FakeClock is a Clock that moves only when told to.
+type FakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewFakeClock returns a FakeClock at a fixed instant.
+func NewFakeClock() *FakeClock {
+	return &FakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+// Now returns the clock's time.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Fabric holds what Targets share: listeners by address and persistent
+// disks. One lock serialises every call on every Target of the Fabric, so
+// calls that span Targets (attaching a remote controller) see one state.
+type Fabric struct {
+	mu    sync.Mutex
+	clock Clock
+	// RebuildBlocksPerSecond is how fast a raid1 rebuild copies.
+	rebuildRate uint64
+	disks       map[string]*disk
+	targets     []*Target
+}
+
+// FabricOption configures a Fabric.
+type FabricOption func(*Fabric)
+
+// WithClock makes the Fabric follow clock.
+func WithClock(clock Clock) FabricOption { return func(f *Fabric) { f.clock = clock } }
+
+// WithRebuildRate sets how many blocks per second a raid1 rebuild copies.
+func WithRebuildRate(blocksPerSecond uint64) FabricOption {
+	return func(f *Fabric) { f.rebuildRate = blocksPerSecond }
+}
+
+// NewFabric returns an empty Fabric on the real clock.
+func NewFabric(opts ...FabricOption) *Fabric {
+	f := &Fabric{clock: realClock{}, rebuildRate: 64 * 1024, disks: map[string]*disk{}}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// AddPCIeDevice makes an NVMe device at a PCI address that a Target can
+// attach with trtype pcie.
+func (f *Fabric) AddPCIeDevice(pciAddress string, sizeBytes uint64, serial, model string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.disks[pcieKey(pciAddress)] = &disk{size: sizeBytes, serial: serial, model: model}
+}
+
+// TargetOption configures a Target.
+type TargetOption func(*Target)
+
+// WithRDMA makes the Target behave like an SPDK built with RDMA support:
+// it accepts the RDMA transport.
+func WithRDMA() TargetOption { return func(t *Target) { t.rdma = true } }
+
+// Target is one SPDK application serving JSON-RPC on a Unix socket.
+type Target struct {
+	fabric *Fabric
+	socket string
+	rdma   bool
+
+	// Guarded by fabric.mu.
+	st      *state
+	running bool
+
+	lnMu  sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+// StartTarget starts a Target serving socket.
+func (f *Fabric) StartTarget(socket string, opts ...TargetOption) (*Target, error) {
+	t := &Target{fabric: f, socket: socket}
+	for _, o := range opts {
+		o(t)
+	}
+	if err := t.start(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.targets = append(f.targets, t)
+	f.mu.Unlock()
+	return t, nil
+}
+
+// Socket is the Target's RPC socket.
+func (t *Target) Socket() string { return t.socket }
+
+// Kill stops the Target the way SIGKILL stops SPDK: the socket closes, its
+// listeners vanish from the fabric, and everything in memory is lost. Disks
+// keep their lvstores.
+func (t *Target) Kill() {
+	t.lnMu.Lock()
+	if t.ln != nil {
+		_ = t.ln.Close()
+		t.ln = nil
+	}
+	for c := range t.conns {
+		_ = c.Close()
+	}
+	t.lnMu.Unlock()
+	t.wg.Wait()
+
+	t.fabric.mu.Lock()
+	if t.st != nil {
+		// What was on disks stays there, no longer loaded.
+		for _, s := range t.st.lvstores {
+			s.base = nil
+			for _, l := range s.lvols {
+				l.bdev = nil
+			}
+		}
+	}
+	t.running = false
+	t.st = nil
+	t.fabric.mu.Unlock()
+}
+
+// Restart starts a killed Target again with an empty configuration, like a
+// new SPDK process with the same arguments.
+func (t *Target) Restart() error {
+	t.Kill()
+	return t.start()
+}
+
+// Running reports whether the Target serves its socket.
+func (t *Target) Running() bool {
+	t.fabric.mu.Lock()
+	defer t.fabric.mu.Unlock()
+	return t.running
+}
+
+func (t *Target) start() error {
+	_ = os.Remove(t.socket)
+	ln, err := net.Listen("unix", t.socket)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", t.socket, err)
+	}
+	t.fabric.mu.Lock()
+	t.st = newState()
+	t.running = true
+	t.fabric.mu.Unlock()
+
+	t.lnMu.Lock()
+	t.ln = ln
+	t.conns = map[net.Conn]bool{}
+	t.lnMu.Unlock()
+	t.wg.Add(1)
+	go t.accept(ln)
+	return nil
+}
+
+func (t *Target) accept(ln net.Listener) {
+	defer t.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		t.lnMu.Lock()
+		if t.ln != ln {
+			t.lnMu.Unlock()
+			_ = c.Close()
+			return
+		}
+		t.conns[c] = true
+		t.lnMu.Unlock()
+		t.wg.Add(1)
+		go t.serve(c)
+	}
+}
+
+type rpcRequest struct {
+	Version string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	ID      json.RawMessage `json:"id"`
+	Params  json.RawMessage `json:"params"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (%d)", e.Message, e.Code) }
+
+func errf(code int, format string, args ...any) *rpcError {
+	return &rpcError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// serve answers the requests of one connection in order.
+func (t *Target) serve(c net.Conn) {
+	defer t.wg.Done()
+	defer func() {
+		t.lnMu.Lock()
+		delete(t.conns, c)
+		t.lnMu.Unlock()
+		_ = c.Close()
+	}()
+	dec := json.NewDecoder(c)
+	enc := json.NewEncoder(c)
+	for {
+		var req rpcRequest
+		if err := dec.Decode(&req); err != nil {
+			return
+		}
+		result, rerr := t.Handle(context.Background(), req.Method, req.Params)
+		resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
+		if rerr != nil {
+			resp["error"] = rerr
+		} else {
+			resp["result"] = result
+		}
+		if err := enc.Encode(resp); err != nil {
+			return
+		}
+	}
+}
+
+// Handle runs one call the way the RPC server does. It is exported for
+// tests that replay recorded calls without a socket.
+func (t *Target) Handle(_ context.Context, method string, params json.RawMessage) (any, *rpcError) {
+	f := t.fabric
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !t.running {
+		return nil, errf(CodeNotModeled, "target is not running")
+	}
+	f.refresh()
+	h, ok := handlers[method]
+	if !ok {
+		return nil, errf(-32601, "Method not found")
+	}
+	if len(params) > 0 && string(params) == "null" {
+		params = nil
+	}
+	res, err := h(t, params)
+	if err != nil {
+		var re *rpcError
+		if errors.As(err, &re) {
+			return nil, re
+		}
+		return nil, errf(-32603, "%v", err)
+	}
+	return res, nil
+}
+
+func (f *Fabric) now() time.Time { return f.clock.Now() }
+
+// running lists the Targets that serve.
+func (f *Fabric) running() []*Target {
+	var ts []*Target
+	for _, t := range f.targets {
+		if t.running {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}

@@ -1,0 +1,295 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package spdktest
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Controller states of bdev_nvme_get_controllers.
+const (
+	ctrlrEnabled            = "enabled"
+	ctrlrFailed             = "failed"
+	ctrlrReconnectIsDelayed = "reconnect_is_delayed"
+)
+
+// ctrlr is an NVMe controller attached by a Target: a PCIe device or a
+// subsystem of a Target on the fabric.
+type ctrlr struct {
+	name    string
+	trid    listenAddr
+	subnqn  string
+	hostnqn string
+	pcie    bool
+
+	lossTimeout    int32
+	reconnectDelay uint32
+	fastIOFail     uint32
+
+	state         string
+	cntlid        int
+	lostAt        time.Time
+	serial, model string
+	bdevs         []*bdev
+}
+
+func (st *state) ctrlr(name string) *ctrlr {
+	for _, c := range st.ctrlrs {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// remote finds the subsystem a fabric controller talks to, if it can be
+// reached: a running Target listening on the address with that subsystem
+// listening there too, and the host allowed.
+func (f *Fabric) remote(trid listenAddr, subnqn, host string) (*Target, *subsystem) {
+	for _, t := range f.running() {
+		s := t.st.subsystem(subnqn)
+		if s != nil && s.listensOn(trid) && s.allows(host) {
+			return t, s
+		}
+	}
+	return nil, nil
+}
+
+func (st *state) nextCntlid(nqn string) int {
+	st.cntlid[nqn]++
+	return st.cntlid[nqn]
+}
+
+// validReconnectOptions follows bdev_nvme's documented rules for the three
+// reconnect options.
+func validReconnectOptions(loss int32, delay, fastFail uint32) bool {
+	switch {
+	case loss < -1:
+		return false
+	case loss == 0:
+		return delay == 0 && fastFail == 0
+	case delay == 0:
+		return false
+	case loss > 0 && int64(delay) > int64(loss):
+		return false
+	case fastFail != 0 && (fastFail < delay || (loss > 0 && int64(fastFail) >= int64(loss))):
+		return false
+	}
+	return true
+}
+
+func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Name                 string `json:"name"`
+		Trtype               string `json:"trtype"`
+		Traddr               string `json:"traddr"`
+		Adrfam               string `json:"adrfam"`
+		Trsvcid              string `json:"trsvcid"`
+		Subnqn               string `json:"subnqn"`
+		Hostnqn              string `json:"hostnqn"`
+		CtrlrLossTimeoutSec  int32  `json:"ctrlr_loss_timeout_sec"`
+		ReconnectDelaySec    uint32 `json:"reconnect_delay_sec"`
+		FastIOFailTimeoutSec uint32 `json:"fast_io_fail_timeout_sec"`
+	}
+	if err := decode(p, &req, errDecode(), "name", "trtype", "traddr"); err != nil {
+		return nil, err
+	}
+	if t.st.ctrlr(req.Name) != nil {
+		return nil, errf(-114, "A controller named %s already exists with the specified network path", req.Name)
+	}
+	if !validReconnectOptions(req.CtrlrLossTimeoutSec, req.ReconnectDelaySec, req.FastIOFailTimeoutSec) {
+		return nil, errf(-22, "Invalid argument")
+	}
+	c := &ctrlr{
+		name: req.Name, lossTimeout: req.CtrlrLossTimeoutSec, reconnectDelay: req.ReconnectDelaySec,
+		fastIOFail: req.FastIOFailTimeoutSec, state: ctrlrEnabled,
+	}
+	if strings.EqualFold(req.Trtype, "pcie") {
+		return t.attachPCIe(c, req.Traddr)
+	}
+	trid, ok := normalizeListenAddr(listenAddr{Trtype: req.Trtype, Adrfam: req.Adrfam, Traddr: req.Traddr, Trsvcid: req.Trsvcid})
+	if !ok || (trid.Trtype != "TCP" && trid.Trtype != "RDMA") {
+		return nil, errf(-22, "Invalid argument")
+	}
+	if req.Hostnqn == "" {
+		req.Hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + newUUID()
+	}
+	remote, s := t.fabric.remote(trid, req.Subnqn, req.Hostnqn)
+	if s == nil {
+		return nil, errf(-5, "Input/output error")
+	}
+	c.trid, c.subnqn, c.hostnqn = trid, req.Subnqn, req.Hostnqn
+	c.serial, c.model = s.serial, s.model
+	c.cntlid = remote.st.nextCntlid(s.nqn)
+	t.st.ctrlrs = append(t.st.ctrlrs, c)
+	names := []string{}
+	for _, ns := range s.namespaces {
+		b := &bdev{
+			name: fmt.Sprintf("%sn%d", c.name, ns.nsid), product: "NVMe disk",
+			blockSize: ns.b.blockSize, numBlocks: ns.b.numBlocks, kind: kindNvme, ctrlr: c, nsid: ns.nsid,
+		}
+		b.uuid = uuidOfNGUID(ns.nguid)
+		b.aliases = []string{b.uuid}
+		c.bdevs = append(c.bdevs, b)
+		t.register(b)
+		names = append(names, b.name)
+	}
+	return names, nil
+}
+
+// uuidOfNGUID formats an NGUID as the uuid an initiator gives its bdev.
+func uuidOfNGUID(nguid string) string {
+	n := strings.ToLower(nguid)
+	return n[0:8] + "-" + n[8:12] + "-" + n[12:16] + "-" + n[16:20] + "-" + n[20:32]
+}
+
+func (t *Target) attachPCIe(c *ctrlr, traddr string) (any, error) {
+	d := t.fabric.disks[pcieKey(traddr)]
+	if d == nil || t.fabric.pcieInUse(traddr) {
+		return nil, errf(-19, "No such device")
+	}
+	c.pcie = true
+	c.trid = listenAddr{Trtype: "PCIe", Traddr: strings.ToLower(traddr)}
+	c.serial, c.model = d.serial, d.model
+	c.cntlid = 1
+	t.st.ctrlrs = append(t.st.ctrlrs, c)
+	u := newUUID()
+	b := &bdev{
+		name: c.name + "n1", uuid: u, aliases: []string{u}, product: "NVMe disk",
+		blockSize: 4096, numBlocks: d.size / 4096, kind: kindNvme, ctrlr: c, nsid: 1, disk: d,
+	}
+	c.bdevs = append(c.bdevs, b)
+	t.register(b)
+	return []string{b.name}, nil
+}
+
+// pcieInUse reports whether a running Target already drives the device.
+func (f *Fabric) pcieInUse(traddr string) bool {
+	for _, t := range f.running() {
+		for _, c := range t.st.ctrlrs {
+			if c.pcie && strings.EqualFold(c.trid.Traddr, traddr) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refreshCtrlr follows the fabric: a controller that loses its subsystem
+// (Target gone, listener or host removed) fails at once with SPDK's
+// defaults, or retries and is deleted with its bdevs once
+// ctrlr_loss_timeout_sec has passed. A retrying controller reconnects when
+// the subsystem is reachable again.
+func (t *Target) refreshCtrlr(c *ctrlr, now time.Time) {
+	if c.pcie {
+		return
+	}
+	remote, s := t.fabric.remote(c.trid, c.subnqn, c.hostnqn)
+	switch c.state {
+	case ctrlrEnabled:
+		if s == nil {
+			if c.lossTimeout == 0 {
+				c.state = ctrlrFailed
+			} else {
+				c.state, c.lostAt = ctrlrReconnectIsDelayed, now
+			}
+			return
+		}
+		t.syncNamespaces(c, s)
+	case ctrlrReconnectIsDelayed:
+		if s != nil {
+			c.state, c.cntlid = ctrlrEnabled, remote.st.nextCntlid(s.nqn)
+			t.syncNamespaces(c, s)
+			return
+		}
+		if c.lossTimeout > 0 && since(c.lostAt, now) >= time.Duration(c.lossTimeout)*time.Second {
+			t.deleteCtrlr(c)
+		}
+	}
+}
+
+// syncNamespaces follows namespace removal and resize on the subsystem.
+func (t *Target) syncNamespaces(c *ctrlr, s *subsystem) {
+	for _, b := range slices.Clone(c.bdevs) {
+		ns := s.namespace(b.nsid)
+		if ns == nil {
+			c.bdevs = slices.DeleteFunc(c.bdevs, func(x *bdev) bool { return x == b })
+			t.unregister(b)
+			continue
+		}
+		b.numBlocks = ns.b.numBlocks * uint64(ns.b.blockSize) / uint64(b.blockSize)
+	}
+}
+
+func (t *Target) deleteCtrlr(c *ctrlr) {
+	for _, b := range c.bdevs {
+		t.unregister(b)
+	}
+	c.bdevs = nil
+	t.st.ctrlrs = slices.DeleteFunc(t.st.ctrlrs, func(x *ctrlr) bool { return x == c })
+}
+
+func bdevNvmeDetachController(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decode(p, &req, errDecode(), "name"); err != nil {
+		return nil, err
+	}
+	c := t.st.ctrlr(req.Name)
+	if c == nil {
+		return nil, errf(-19, "No such device")
+	}
+	t.deleteCtrlr(c)
+	return true, nil
+}
+
+func bdevNvmeGetControllers(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decode(p, &req, errDecode()); err != nil {
+		return nil, err
+	}
+	out := []any{}
+	for _, c := range t.st.ctrlrs {
+		if req.Name == "" || req.Name == c.name {
+			out = append(out, map[string]any{"name": c.name, "ctrlrs": []any{map[string]any{
+				"state": c.state, "trid": c.renderTrid(), "cntlid": c.cntlid,
+				"host": map[string]any{"nqn": c.hostnqn, "addr": "", "svcid": ""},
+			}}})
+		}
+	}
+	if req.Name != "" && len(out) == 0 {
+		return nil, errf(22, "Controller %s does not exist", req.Name)
+	}
+	return out, nil
+}
+
+func (c *ctrlr) renderTrid() map[string]any {
+	if c.pcie {
+		return map[string]any{"trtype": "PCIe", "traddr": c.trid.Traddr}
+	}
+	return map[string]any{
+		"trtype": c.trid.Trtype, "adrfam": c.trid.Adrfam, "traddr": c.trid.Traddr,
+		"trsvcid": c.trid.Trsvcid, "subnqn": c.subnqn,
+	}
+}

@@ -1,0 +1,466 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package spdktest
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+const discoveryNQN = "nqn.2014-08.org.nvmexpress.discovery"
+
+type transport struct {
+	trtype string
+	opts   map[string]any
+}
+
+type listenAddr struct {
+	Trtype  string `json:"trtype"`
+	Adrfam  string `json:"adrfam"`
+	Traddr  string `json:"traddr"`
+	Trsvcid string `json:"trsvcid"`
+}
+
+func (a listenAddr) same(b listenAddr) bool {
+	return strings.EqualFold(a.Trtype, b.Trtype) && a.Traddr == b.Traddr && a.Trsvcid == b.Trsvcid
+}
+
+type namespace struct {
+	nsid               uint32
+	b                  *bdev
+	nguid, uuid, eui64 string
+}
+
+type subsystem struct {
+	nqn, serial, model string
+	allowAnyHost, ana  bool
+	maxNS              uint32
+	hosts              []string
+	listeners          []listenAddr
+	namespaces         []*namespace // by nsid
+}
+
+func (s *subsystem) allows(host string) bool {
+	return s.allowAnyHost || slices.Contains(s.hosts, host)
+}
+
+func (s *subsystem) listensOn(a listenAddr) bool {
+	return slices.ContainsFunc(s.listeners, a.same)
+}
+
+func (s *subsystem) namespace(nsid uint32) *namespace {
+	for _, ns := range s.namespaces {
+		if ns.nsid == nsid {
+			return ns
+		}
+	}
+	return nil
+}
+
+// removeNamespaceOf drops the namespace of a bdev that went away.
+func (s *subsystem) removeNamespaceOf(b *bdev) {
+	s.namespaces = slices.DeleteFunc(s.namespaces, func(ns *namespace) bool { return ns.b == b })
+}
+
+func (st *state) subsystem(nqn string) *subsystem {
+	for _, s := range st.subsystems {
+		if s.nqn == nqn {
+			return s
+		}
+	}
+	return nil
+}
+
+func (st *state) transport(trtype string) *transport {
+	for _, tr := range st.transports {
+		if strings.EqualFold(tr.trtype, trtype) {
+			return tr
+		}
+	}
+	return nil
+}
+
+var nqnPattern = regexp.MustCompile(`^nqn\.[0-9]{4}-(0[1-9]|1[0-2])\.[a-zA-Z0-9][a-zA-Z0-9.-]*:.+$`)
+
+// validNQN follows the NVMe base specification's NQN format, as SPDK checks it.
+func validNQN(nqn string) bool {
+	return len(nqn) <= 223 && (nqn == discoveryNQN || nqnPattern.MatchString(nqn))
+}
+
+// Transport defaults SPDK applies for options left out.
+var transportDefaults = map[string]map[string]any{
+	"TCP": {
+		"max_queue_depth": 128, "max_io_qpairs_per_ctrlr": 127, "in_capsule_data_size": 4096,
+		"max_io_size": 131072, "io_unit_size": 131072, "max_aq_depth": 128, "num_shared_buffers": 511,
+		"buf_cache_size": uint32(4294967295), "dif_insert_or_strip": false, "zcopy": false,
+		"c2h_success": true, "sock_priority": 0, "abort_timeout_sec": 1, "ack_timeout": 0, "data_wr_pool_size": 0,
+	},
+	"RDMA": {
+		"max_queue_depth": 128, "max_io_qpairs_per_ctrlr": 127, "in_capsule_data_size": 4096,
+		"max_io_size": 131072, "io_unit_size": 8192, "max_aq_depth": 128, "num_shared_buffers": 4095,
+		"buf_cache_size": 32, "dif_insert_or_strip": false, "abort_timeout_sec": 1,
+	},
+}
+
+func nvmfCreateTransport(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Trtype              string  `json:"trtype"`
+		MaxQueueDepth       *uint32 `json:"max_queue_depth"`
+		MaxIOQpairsPerCtrlr *uint32 `json:"max_io_qpairs_per_ctrlr"`
+		InCapsuleDataSize   *uint32 `json:"in_capsule_data_size"`
+		MaxIOSize           *uint32 `json:"max_io_size"`
+		IOUnitSize          *uint32 `json:"io_unit_size"`
+		MaxAQDepth          *uint32 `json:"max_aq_depth"`
+		NumSharedBuffers    *uint32 `json:"num_shared_buffers"`
+		BufCacheSize        *uint32 `json:"buf_cache_size"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "trtype"); err != nil {
+		return nil, err
+	}
+	trtype := strings.ToUpper(req.Trtype)
+	if trtype != "TCP" && !(trtype == "RDMA" && t.rdma) {
+		return nil, errf(-32602, "Invalid transport type '%s'", req.Trtype)
+	}
+	if t.st.transport(trtype) != nil {
+		return nil, errf(-32603, "Transport type '%s' already exists", trtype)
+	}
+	opts := map[string]any{"trtype": trtype}
+	for k, v := range transportDefaults[trtype] {
+		opts[k] = v
+	}
+	for k, v := range map[string]*uint32{
+		"max_queue_depth": req.MaxQueueDepth, "max_io_qpairs_per_ctrlr": req.MaxIOQpairsPerCtrlr,
+		"in_capsule_data_size": req.InCapsuleDataSize, "max_io_size": req.MaxIOSize, "io_unit_size": req.IOUnitSize,
+		"max_aq_depth": req.MaxAQDepth, "num_shared_buffers": req.NumSharedBuffers, "buf_cache_size": req.BufCacheSize,
+	} {
+		if v != nil {
+			opts[k] = *v
+		}
+	}
+	t.st.transports = append(t.st.transports, &transport{trtype: trtype, opts: opts})
+	return true, nil
+}
+
+func nvmfGetTransports(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Trtype string `json:"trtype"`
+	}
+	if err := decode(p, &req, errInvalidParams()); err != nil {
+		return nil, err
+	}
+	out := []any{}
+	for _, tr := range t.st.transports {
+		if req.Trtype == "" || strings.EqualFold(tr.trtype, req.Trtype) {
+			out = append(out, tr.opts)
+		}
+	}
+	if req.Trtype != "" && len(out) == 0 {
+		return nil, errf(-19, "No such device")
+	}
+	return out, nil
+}
+
+func nvmfCreateSubsystem(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN           string `json:"nqn"`
+		SerialNumber  string `json:"serial_number"`
+		ModelNumber   string `json:"model_number"`
+		AllowAnyHost  bool   `json:"allow_any_host"`
+		AnaReporting  bool   `json:"ana_reporting"`
+		MaxNamespaces uint32 `json:"max_namespaces"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn"); err != nil {
+		return nil, err
+	}
+	if !validNQN(req.NQN) || req.NQN == discoveryNQN || t.st.subsystem(req.NQN) != nil {
+		return nil, errf(-32603, "Unable to create subsystem %s", req.NQN)
+	}
+	if req.SerialNumber == "" {
+		req.SerialNumber = "00000000000000000000"
+	}
+	if len(req.SerialNumber) > 20 || !printable(req.SerialNumber) {
+		return nil, errf(-32602, "Invalid SN %s", req.SerialNumber)
+	}
+	if req.ModelNumber == "" {
+		req.ModelNumber = "SPDK bdev Controller"
+	}
+	if len(req.ModelNumber) > 40 || !printable(req.ModelNumber) {
+		return nil, errf(-32602, "Invalid MN %s", req.ModelNumber)
+	}
+	if req.MaxNamespaces == 0 {
+		req.MaxNamespaces = 32
+	}
+	t.st.subsystems = append(t.st.subsystems, &subsystem{
+		nqn: req.NQN, serial: req.SerialNumber, model: req.ModelNumber,
+		allowAnyHost: req.AllowAnyHost, ana: req.AnaReporting, maxNS: req.MaxNamespaces,
+	})
+	return true, nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func nqnParam(t *Target, p json.RawMessage) (*subsystem, error) {
+	var req struct {
+		NQN string `json:"nqn"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errInvalidParams()
+	}
+	return s, nil
+}
+
+func nvmfDeleteSubsystem(t *Target, p json.RawMessage) (any, error) {
+	s, err := nqnParam(t, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range s.namespaces {
+		ns.b.release()
+	}
+	t.st.subsystems = slices.DeleteFunc(t.st.subsystems, func(x *subsystem) bool { return x == s })
+	return true, nil
+}
+
+func nvmfGetSubsystems(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN string `json:"nqn"`
+	}
+	if err := decode(p, &req, errInvalidParams()); err != nil {
+		return nil, err
+	}
+	out := []any{}
+	if req.NQN == "" || req.NQN == discoveryNQN {
+		out = append(out, map[string]any{
+			"nqn": discoveryNQN, "subtype": "Discovery", "listen_addresses": []any{}, "allow_any_host": true, "hosts": []any{},
+		})
+	}
+	for _, s := range t.st.subsystems {
+		if req.NQN == "" || req.NQN == s.nqn {
+			out = append(out, renderSubsystem(s))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errf(-19, "No such device")
+	}
+	return out, nil
+}
+
+func renderSubsystem(s *subsystem) map[string]any {
+	hosts := []any{}
+	for _, h := range s.hosts {
+		hosts = append(hosts, map[string]any{"nqn": h})
+	}
+	listeners := []any{}
+	for _, l := range s.listeners {
+		listeners = append(listeners, l)
+	}
+	nss := []any{}
+	for _, ns := range s.namespaces {
+		m := map[string]any{"nsid": ns.nsid, "bdev_name": ns.b.name, "name": ns.b.name, "nguid": ns.nguid, "uuid": ns.uuid}
+		if ns.eui64 != "" {
+			m["eui64"] = ns.eui64
+		}
+		if s.ana {
+			m["anagrpid"] = ns.nsid
+		}
+		nss = append(nss, m)
+	}
+	return map[string]any{
+		"nqn": s.nqn, "subtype": "NVMe", "listen_addresses": listeners, "allow_any_host": s.allowAnyHost,
+		"hosts": hosts, "serial_number": s.serial, "model_number": s.model, "max_namespaces": s.maxNS,
+		"min_cntlid": 1, "max_cntlid": 65519, "namespaces": nss,
+	}
+}
+
+func nvmfSubsystemAddNs(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN       string `json:"nqn"`
+		Namespace struct {
+			BdevName string `json:"bdev_name"`
+			NSID     uint32 `json:"nsid"`
+			NGUID    string `json:"nguid"`
+			UUID     string `json:"uuid"`
+			EUI64    string `json:"eui64"`
+		} `json:"namespace"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn", "namespace"); err != nil {
+		return nil, err
+	}
+	ns := req.Namespace
+	s := t.st.subsystem(req.NQN)
+	b := t.st.bdev(ns.BdevName)
+	switch {
+	case s == nil, b == nil, b.claimType != "",
+		ns.NSID > s.maxNS, ns.NSID != 0 && s.namespace(ns.NSID) != nil,
+		ns.NGUID != "" && !isHex(ns.NGUID, 32), ns.EUI64 != "" && !isHex(ns.EUI64, 16),
+		ns.UUID != "" && !isUUID(ns.UUID):
+		return nil, errInvalidParams()
+	}
+	if ns.NSID == 0 {
+		for ns.NSID = 1; s.namespace(ns.NSID) != nil; ns.NSID++ {
+		}
+		if ns.NSID > s.maxNS {
+			return nil, errInvalidParams()
+		}
+	}
+	if ns.UUID == "" {
+		ns.UUID = b.uuid
+	}
+	if ns.NGUID == "" {
+		ns.NGUID = strings.ToUpper(strings.ReplaceAll(b.uuid, "-", ""))
+	}
+	b.claim(claimExclusiveWrite, "nvmf:"+s.nqn)
+	s.namespaces = append(s.namespaces, &namespace{nsid: ns.NSID, b: b, nguid: strings.ToUpper(ns.NGUID), uuid: ns.UUID, eui64: ns.EUI64})
+	slices.SortFunc(s.namespaces, func(a, b *namespace) int { return int(a.nsid) - int(b.nsid) })
+	return ns.NSID, nil
+}
+
+func isHex(s string, n int) bool {
+	_, err := hex.DecodeString(s)
+	return len(s) == n && err == nil
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func isUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+func nvmfSubsystemRemoveNs(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN  string `json:"nqn"`
+		NSID uint32 `json:"nsid"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn", "nsid"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errInvalidParams()
+	}
+	ns := s.namespace(req.NSID)
+	if ns == nil {
+		return nil, errInvalidParams()
+	}
+	ns.b.release()
+	s.removeNamespaceOf(ns.b)
+	return true, nil
+}
+
+func nvmfSubsystemListener(add bool) handler {
+	return func(t *Target, p json.RawMessage) (any, error) {
+		var req struct {
+			NQN           string     `json:"nqn"`
+			ListenAddress listenAddr `json:"listen_address"`
+		}
+		if err := decode(p, &req, errInvalidParams(), "nqn", "listen_address"); err != nil {
+			return nil, err
+		}
+		s := t.st.subsystem(req.NQN)
+		if s == nil {
+			return nil, errInvalidParams()
+		}
+		a, ok := normalizeListenAddr(req.ListenAddress)
+		if !ok {
+			return nil, errInvalidParams()
+		}
+		if !add {
+			if !s.listensOn(a) {
+				return nil, errInvalidParams()
+			}
+			s.listeners = slices.DeleteFunc(s.listeners, a.same)
+			return true, nil
+		}
+		if t.st.transport(a.Trtype) == nil || s.listensOn(a) || t.fabric.listenedByOther(t, a) {
+			return nil, errInvalidParams()
+		}
+		s.listeners = append(s.listeners, a)
+		return true, nil
+	}
+}
+
+func normalizeListenAddr(a listenAddr) (listenAddr, bool) {
+	a.Trtype = strings.ToUpper(a.Trtype)
+	ip := net.ParseIP(a.Traddr)
+	switch strings.ToLower(a.Adrfam) {
+	case "ipv4", "":
+		a.Adrfam = "IPv4"
+		return a, ip != nil && ip.To4() != nil && a.Trsvcid != ""
+	case "ipv6":
+		a.Adrfam = "IPv6"
+		return a, ip != nil && ip.To4() == nil && a.Trsvcid != ""
+	}
+	return a, false
+}
+
+// listenedByOther reports whether another Target already listens on the
+// address: a second process cannot bind it.
+func (f *Fabric) listenedByOther(self *Target, a listenAddr) bool {
+	for _, t := range f.running() {
+		if t == self {
+			continue
+		}
+		for _, s := range t.st.subsystems {
+			if s.listensOn(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func nvmfSubsystemHost(add bool) handler {
+	return func(t *Target, p json.RawMessage) (any, error) {
+		var req struct {
+			NQN  string `json:"nqn"`
+			Host string `json:"host"`
+		}
+		if err := decode(p, &req, errInvalidParams(), "nqn", "host"); err != nil {
+			return nil, err
+		}
+		s := t.st.subsystem(req.NQN)
+		if s == nil {
+			return nil, errInvalidParams()
+		}
+		has := slices.Contains(s.hosts, req.Host)
+		if add {
+			if has || !validNQN(req.Host) {
+				return nil, errf(-32603, "Internal error")
+			}
+			s.hosts = append(s.hosts, req.Host)
+			return true, nil
+		}
+		if !has {
+			return nil, errf(-32603, "Internal error")
+		}
+		s.hosts = slices.DeleteFunc(s.hosts, func(h string) bool { return h == req.Host })
+		return true, nil
+	}
+}

@@ -1,0 +1,201 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package spdktest
+
+import (
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// disk is storage that outlives a Target: a file, a PCI device, or the RAM
+// of a malloc bdev (which dies with its Target). An lvstore lives on it.
+type disk struct {
+	size          uint64
+	serial, model string
+	lvs           *lvstore
+}
+
+func pcieKey(addr string) string { return "pcie:" + strings.ToLower(addr) }
+
+func fileKey(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "file:" + path
+}
+
+type bdevKind int
+
+const (
+	kindMalloc bdevKind = iota
+	kindAio
+	kindUring
+	kindNvme
+	kindLvol
+	kindRaid
+)
+
+const (
+	claimReadManyWriteOne = "read_many_write_one" // an lvstore on its base bdev
+	claimExclusiveWrite   = "exclusive_write"     // a raid member or an NVMe-oF namespace
+)
+
+// bdev is one registered block device.
+type bdev struct {
+	name      string
+	uuid      string
+	aliases   []string
+	product   string
+	blockSize uint32
+	numBlocks uint64
+	kind      bdevKind
+
+	claimType string
+	claimedBy string // "lvol", "raid:<name>" or "nvmf:<nqn>"
+
+	disk  *disk  // malloc, aio, uring, pcie: what an lvstore is stored on
+	lvol  *lvol  // kindLvol
+	raid  *raid  // kindRaid
+	ctrlr *ctrlr // kindNvme
+	nsid  uint32 // kindNvme
+}
+
+func (b *bdev) matches(name string) bool {
+	if b.name == name || b.uuid == name {
+		return true
+	}
+	for _, a := range b.aliases {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// state is what one SPDK process keeps in memory.
+type state struct {
+	bdevs      []*bdev
+	lvstores   []*lvstore // loaded, in load order
+	transports []*transport
+	subsystems []*subsystem
+	ctrlrs     []*ctrlr
+	raids      []*raid
+	logLevel   string
+	printLevel string
+	cntlid     map[string]int // next controller id per subsystem NQN
+}
+
+func newState() *state {
+	return &state{logLevel: "NOTICE", printLevel: "INFO", cntlid: map[string]int{}}
+}
+
+func (st *state) bdev(name string) *bdev {
+	for _, b := range st.bdevs {
+		if b.matches(name) {
+			return b
+		}
+	}
+	return nil
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+const zeroUUID = "00000000-0000-0000-0000-000000000000"
+
+// register adds a bdev and lets the modules examine it: an lvstore on its
+// disk loads, and a configuring raid waiting for its name claims it.
+func (t *Target) register(b *bdev) {
+	st := t.st
+	st.bdevs = append(st.bdevs, b)
+	if b.disk != nil && b.disk.lvs != nil && b.disk.lvs.base == nil && st.lvstoreByName(b.disk.lvs.name) == nil {
+		t.loadLvstore(b.disk.lvs, b)
+	}
+	for _, r := range st.raids {
+		if r.state != raidConfiguring {
+			continue
+		}
+		for i := range r.slots {
+			if r.slots[i].b == nil && r.slots[i].name == b.name && b.claimType == "" {
+				t.raidConfigureSlot(r, i, b)
+			}
+		}
+	}
+}
+
+// unregister removes a bdev and everything built on it: the lvols of an
+// lvstore on it, its raid slot, its NVMe-oF namespace.
+func (t *Target) unregister(b *bdev) {
+	st := t.st
+	if b.disk != nil && b.disk.lvs != nil && b.disk.lvs.base == b {
+		t.unloadLvstore(b.disk.lvs)
+	}
+	switch {
+	case strings.HasPrefix(b.claimedBy, "raid:"):
+		if r := st.raid(strings.TrimPrefix(b.claimedBy, "raid:")); r != nil {
+			t.raidHotRemove(r, b)
+		}
+	case strings.HasPrefix(b.claimedBy, "nvmf:"):
+		if s := st.subsystem(strings.TrimPrefix(b.claimedBy, "nvmf:")); s != nil {
+			s.removeNamespaceOf(b)
+		}
+	}
+	for i, x := range st.bdevs {
+		if x == b {
+			st.bdevs = append(st.bdevs[:i], st.bdevs[i+1:]...)
+			break
+		}
+	}
+}
+
+func (b *bdev) claim(kind, by string) {
+	b.claimType, b.claimedBy = kind, by
+}
+
+func (b *bdev) release() {
+	b.claimType, b.claimedBy = "", ""
+}
+
+// refresh brings every running Target's view of the fabric up to date: lost
+// and regained controllers, expired loss timeouts, rebuild progress.
+func (f *Fabric) refresh() {
+	now := f.now()
+	for _, t := range f.running() {
+		for _, c := range append([]*ctrlr(nil), t.st.ctrlrs...) {
+			t.refreshCtrlr(c, now)
+		}
+		for _, r := range t.st.raids {
+			r.advanceRebuild(now, f.rebuildRate)
+		}
+	}
+}
+
+// since is the time from then to now, never negative.
+func since(then, now time.Time) time.Duration {
+	if now.Before(then) {
+		return 0
+	}
+	return now.Sub(then)
+}

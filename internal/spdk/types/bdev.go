@@ -1,0 +1,208 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package types
+
+// BdevMallocCreateRequest creates a RAM-backed bdev.
+type BdevMallocCreateRequest struct {
+	Name      string `json:"name,omitempty"`
+	NumBlocks uint64 `json:"num_blocks"`
+	BlockSize uint32 `json:"block_size"`
+	UUID      string `json:"uuid,omitempty"`
+}
+
+// BdevAioCreateRequest creates a bdev on a file or kernel block device
+// through Linux AIO.
+type BdevAioCreateRequest struct {
+	Filename  string `json:"filename"`
+	Name      string `json:"name"`
+	BlockSize uint32 `json:"block_size,omitempty"`
+	Readonly  bool   `json:"readonly,omitempty"`
+	Fallocate bool   `json:"fallocate,omitempty"`
+	UUID      string `json:"uuid,omitempty"`
+}
+
+// BdevUringCreateRequest creates a bdev on a file or kernel block device
+// through io_uring.
+type BdevUringCreateRequest struct {
+	Filename  string `json:"filename"`
+	Name      string `json:"name"`
+	BlockSize uint32 `json:"block_size,omitempty"`
+	UUID      string `json:"uuid,omitempty"`
+}
+
+// BdevNameRequest names one bdev or controller: the parameters of the
+// delete and detach methods.
+type BdevNameRequest struct {
+	Name string `json:"name"`
+}
+
+// BdevNvmeAttachControllerRequest attaches an NVMe controller: a local PCIe
+// device (Trtype "pcie", Traddr the PCI address) or a remote subsystem over
+// a fabric. The three reconnect options make a lost fabric controller retry
+// and finally be deleted; with SPDK's defaults a controller that dies while
+// idle is never noticed.
+type BdevNvmeAttachControllerRequest struct {
+	Name    string `json:"name"`
+	Trtype  string `json:"trtype"`
+	Traddr  string `json:"traddr"`
+	Adrfam  string `json:"adrfam,omitempty"`
+	Trsvcid string `json:"trsvcid,omitempty"`
+	Subnqn  string `json:"subnqn,omitempty"`
+	Hostnqn string `json:"hostnqn,omitempty"`
+	// CtrlrLossTimeoutSec is how long a lost controller retries before it is
+	// deleted with its bdevs; -1 retries forever.
+	CtrlrLossTimeoutSec int32 `json:"ctrlr_loss_timeout_sec,omitempty"`
+	// ReconnectDelaySec is the time between retries.
+	ReconnectDelaySec uint32 `json:"reconnect_delay_sec,omitempty"`
+	// FastIOFailTimeoutSec is how long I/O is held before it fails while
+	// the controller retries.
+	FastIOFailTimeoutSec uint32 `json:"fast_io_fail_timeout_sec,omitempty"`
+}
+
+// BdevNvmeGetControllersRequest lists NVMe controllers, one when Name is set.
+type BdevNvmeGetControllersRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
+// TransportID addresses an NVMe controller.
+type TransportID struct {
+	Trtype  string `json:"trtype"`
+	Adrfam  string `json:"adrfam,omitempty"`
+	Traddr  string `json:"traddr"`
+	Trsvcid string `json:"trsvcid,omitempty"`
+	Subnqn  string `json:"subnqn,omitempty"`
+}
+
+// NvmeController is one named controller and its paths.
+type NvmeController struct {
+	Name   string          `json:"name"`
+	Ctrlrs []NvmeCtrlrPath `json:"ctrlrs"`
+}
+
+// NvmeCtrlrPath is one path of a controller. State is "enabled",
+// "resetting", "reconnect_is_delayed" or "failed".
+type NvmeCtrlrPath struct {
+	State  string      `json:"state"`
+	Trid   TransportID `json:"trid"`
+	Cntlid int         `json:"cntlid"`
+	Host   struct {
+		NQN string `json:"nqn"`
+	} `json:"host"`
+}
+
+// BdevGetBdevsRequest lists bdevs, one when Name (a name, alias or uuid) is
+// set.
+type BdevGetBdevsRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
+// Bdev is one block device.
+type Bdev struct {
+	Name           string             `json:"name"`
+	Aliases        []string           `json:"aliases"`
+	ProductName    string             `json:"product_name"`
+	BlockSize      uint32             `json:"block_size"`
+	NumBlocks      uint64             `json:"num_blocks"`
+	UUID           string             `json:"uuid"`
+	Claimed        bool               `json:"claimed"`
+	ClaimType      string             `json:"claim_type,omitempty"`
+	DriverSpecific BdevDriverSpecific `json:"driver_specific"`
+}
+
+// SizeBytes is the bdev's capacity.
+func (b Bdev) SizeBytes() uint64 { return b.NumBlocks * uint64(b.BlockSize) }
+
+// BdevDriverSpecific holds the module-specific part of a Bdev that Flint
+// reads.
+type BdevDriverSpecific struct {
+	Lvol *LvolBdevInfo  `json:"lvol,omitempty"`
+	Raid *RaidBdev      `json:"raid,omitempty"`
+	Nvme []NvmeBdevInfo `json:"nvme,omitempty"`
+}
+
+// LvolBdevInfo is the lvol part of an lvol bdev.
+type LvolBdevInfo struct {
+	LvolStoreUUID        string   `json:"lvol_store_uuid"`
+	BaseBdev             string   `json:"base_bdev"`
+	ThinProvision        bool     `json:"thin_provision"`
+	NumAllocatedClusters uint64   `json:"num_allocated_clusters"`
+	Snapshot             bool     `json:"snapshot"`
+	Clone                bool     `json:"clone"`
+	Clones               []string `json:"clones,omitempty"`
+	BaseSnapshot         string   `json:"base_snapshot,omitempty"`
+}
+
+// NvmeBdevInfo is one path of an NVMe bdev and the controller's identity.
+type NvmeBdevInfo struct {
+	Trid      TransportID `json:"trid"`
+	CtrlrData struct {
+		Cntlid       int    `json:"cntlid"`
+		ModelNumber  string `json:"model_number"`
+		SerialNumber string `json:"serial_number"`
+		Firmware     string `json:"firmware_revision"`
+		Subnqn       string `json:"subnqn"`
+	} `json:"ctrlr_data"`
+}
+
+// BdevGetIostatRequest asks for I/O counters, of one bdev when Name is set.
+type BdevGetIostatRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
+// Iostat is SPDK's I/O counters; latencies are in ticks of TickRate per
+// second.
+type Iostat struct {
+	TickRate uint64       `json:"tick_rate"`
+	Ticks    uint64       `json:"ticks"`
+	Bdevs    []BdevIostat `json:"bdevs"`
+}
+
+// BdevIostat is the I/O counters of one bdev since it was registered.
+type BdevIostat struct {
+	Name                 string `json:"name"`
+	BytesRead            uint64 `json:"bytes_read"`
+	NumReadOps           uint64 `json:"num_read_ops"`
+	BytesWritten         uint64 `json:"bytes_written"`
+	NumWriteOps          uint64 `json:"num_write_ops"`
+	BytesUnmapped        uint64 `json:"bytes_unmapped"`
+	NumUnmapOps          uint64 `json:"num_unmap_ops"`
+	ReadLatencyTicks     uint64 `json:"read_latency_ticks"`
+	MaxReadLatencyTicks  uint64 `json:"max_read_latency_ticks"`
+	MinReadLatencyTicks  uint64 `json:"min_read_latency_ticks"`
+	WriteLatencyTicks    uint64 `json:"write_latency_ticks"`
+	MaxWriteLatencyTicks uint64 `json:"max_write_latency_ticks"`
+	MinWriteLatencyTicks uint64 `json:"min_write_latency_ticks"`
+	UnmapLatencyTicks    uint64 `json:"unmap_latency_ticks"`
+}
+
+// SpdkVersion is the answer of spdk_get_version.
+type SpdkVersion struct {
+	Version string `json:"version"`
+	Fields  struct {
+		Major  int    `json:"major"`
+		Minor  int    `json:"minor"`
+		Patch  int    `json:"patch"`
+		Suffix string `json:"suffix"`
+		Commit string `json:"commit"`
+	} `json:"fields"`
+}
+
+// LogSetLevelRequest sets a log level (ERROR, WARNING, NOTICE, INFO, DEBUG;
+// any case).
+type LogSetLevelRequest struct {
+	Level string `json:"level"`
+}

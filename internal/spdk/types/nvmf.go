@@ -1,0 +1,143 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package types
+
+// NvmfCreateTransportRequest creates an NVMe-oF transport ("TCP", "RDMA").
+// Zero fields keep SPDK's default for the transport.
+type NvmfCreateTransportRequest struct {
+	Trtype              string `json:"trtype"`
+	MaxQueueDepth       uint32 `json:"max_queue_depth,omitempty"`
+	MaxIOQpairsPerCtrlr uint32 `json:"max_io_qpairs_per_ctrlr,omitempty"`
+	InCapsuleDataSize   uint32 `json:"in_capsule_data_size,omitempty"`
+	IOUnitSize          uint32 `json:"io_unit_size,omitempty"`
+	NumSharedBuffers    uint32 `json:"num_shared_buffers,omitempty"`
+	BufCacheSize        uint32 `json:"buf_cache_size,omitempty"`
+}
+
+// NvmfGetTransportsRequest lists transports, one when Trtype is set.
+type NvmfGetTransportsRequest struct {
+	Trtype string `json:"trtype,omitempty"`
+}
+
+// NvmfTransport is one transport and its effective settings.
+type NvmfTransport struct {
+	Trtype              string `json:"trtype"`
+	MaxQueueDepth       uint32 `json:"max_queue_depth"`
+	MaxIOQpairsPerCtrlr uint32 `json:"max_io_qpairs_per_ctrlr"`
+	InCapsuleDataSize   uint32 `json:"in_capsule_data_size"`
+	MaxIOSize           uint32 `json:"max_io_size"`
+	IOUnitSize          uint32 `json:"io_unit_size"`
+	NumSharedBuffers    uint32 `json:"num_shared_buffers"`
+	BufCacheSize        uint32 `json:"buf_cache_size"`
+}
+
+// NvmfCreateSubsystemRequest creates an NVMe subsystem. SerialNumber is at
+// most 20 characters, ModelNumber at most 40.
+type NvmfCreateSubsystemRequest struct {
+	NQN           string `json:"nqn"`
+	SerialNumber  string `json:"serial_number,omitempty"`
+	ModelNumber   string `json:"model_number,omitempty"`
+	AllowAnyHost  bool   `json:"allow_any_host"`
+	AnaReporting  bool   `json:"ana_reporting,omitempty"`
+	MaxNamespaces uint32 `json:"max_namespaces,omitempty"`
+}
+
+// NQNRequest names one subsystem.
+type NQNRequest struct {
+	NQN string `json:"nqn"`
+}
+
+// NvmfGetSubsystemsRequest lists subsystems, one when NQN is set.
+type NvmfGetSubsystemsRequest struct {
+	NQN string `json:"nqn,omitempty"`
+}
+
+// ListenAddress is an NVMe-oF listener.
+type ListenAddress struct {
+	Trtype  string `json:"trtype"`
+	Adrfam  string `json:"adrfam"`
+	Traddr  string `json:"traddr"`
+	Trsvcid string `json:"trsvcid"`
+}
+
+// NvmfSubsystem is one subsystem. The discovery subsystem is listed too.
+type NvmfSubsystem struct {
+	NQN             string          `json:"nqn"`
+	Subtype         string          `json:"subtype"`
+	ListenAddresses []ListenAddress `json:"listen_addresses"`
+	AllowAnyHost    bool            `json:"allow_any_host"`
+	Hosts           []struct {
+		NQN string `json:"nqn"`
+	} `json:"hosts"`
+	SerialNumber  string          `json:"serial_number,omitempty"`
+	ModelNumber   string          `json:"model_number,omitempty"`
+	MaxNamespaces uint32          `json:"max_namespaces,omitempty"`
+	Namespaces    []NvmfNamespace `json:"namespaces,omitempty"`
+}
+
+// HostNQNs lists the hosts allowed to connect.
+func (s NvmfSubsystem) HostNQNs() []string {
+	hosts := make([]string, 0, len(s.Hosts))
+	for _, h := range s.Hosts {
+		hosts = append(hosts, h.NQN)
+	}
+	return hosts
+}
+
+// NvmfNamespace is one namespace of a subsystem. An initiator's bdev takes
+// its uuid from the NGUID.
+type NvmfNamespace struct {
+	NSID     uint32 `json:"nsid"`
+	BdevName string `json:"bdev_name"`
+	NGUID    string `json:"nguid,omitempty"`
+	UUID     string `json:"uuid,omitempty"`
+	AnaGrpID uint32 `json:"anagrpid,omitempty"`
+}
+
+// NvmfSubsystemAddNsRequest adds a namespace; SPDK answers its nsid.
+type NvmfSubsystemAddNsRequest struct {
+	NQN       string               `json:"nqn"`
+	Namespace NvmfNamespaceRequest `json:"namespace"`
+}
+
+// NvmfNamespaceRequest describes a namespace to add; zero fields are
+// assigned by SPDK (NGUID and UUID from the bdev's uuid).
+type NvmfNamespaceRequest struct {
+	BdevName string `json:"bdev_name"`
+	NSID     uint32 `json:"nsid,omitempty"`
+	NGUID    string `json:"nguid,omitempty"`
+	UUID     string `json:"uuid,omitempty"`
+}
+
+// NvmfSubsystemRemoveNsRequest removes a namespace.
+type NvmfSubsystemRemoveNsRequest struct {
+	NQN  string `json:"nqn"`
+	NSID uint32 `json:"nsid"`
+}
+
+// NvmfSubsystemListenerRequest adds or removes a listener.
+type NvmfSubsystemListenerRequest struct {
+	NQN           string        `json:"nqn"`
+	ListenAddress ListenAddress `json:"listen_address"`
+}
+
+// NvmfSubsystemHostRequest allows or disallows a host. Removing a host
+// drops its live connections at once.
+type NvmfSubsystemHostRequest struct {
+	NQN  string `json:"nqn"`
+	Host string `json:"host"`
+}
