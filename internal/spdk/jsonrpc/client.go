@@ -56,8 +56,12 @@ type conn struct {
 type request struct {
 	Version string `json:"jsonrpc"`
 	Method  string `json:"method"`
-	ID      uint64 `json:"id"`
 	Params  any    `json:"params,omitempty"`
+}
+
+// withID adds the id to an encoded request.
+func withID(req []byte, id uint64) []byte {
+	return append(fmt.Appendf(nil, `{"id":%d,`, id), req[1:]...)
 }
 
 type response struct {
@@ -87,23 +91,36 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	cn, id, err := c.connection(ctx)
-	if err != nil {
-		return fmt.Errorf("spdk %s: %w", method, err)
-	}
-	answer := make(chan response, 1)
-	if err := cn.register(id, answer); err != nil {
-		return fmt.Errorf("spdk %s: %w", method, err)
-	}
-	defer cn.unregister(id)
-
-	data, err := json.Marshal(request{Version: "2.0", Method: method, ID: id, Params: params})
+	data, err := json.Marshal(request{Version: "2.0", Method: method, Params: params})
 	if err != nil {
 		return fmt.Errorf("spdk %s: encode params: %w", method, err)
 	}
-	if err := cn.write(ctx, data); err != nil {
-		c.drop(cn, err)
-		return fmt.Errorf("spdk %s: %w: %w", method, ErrDisconnected, err)
+	// A request whose write failed never reached SPDK, so it is sent once
+	// more on a fresh connection: the usual case is the first call after
+	// SPDK restarted, on the connection to the old process.
+	var (
+		cn     *conn
+		answer chan response
+	)
+	for attempt := 0; ; attempt++ {
+		var id uint64
+		cn, id, err = c.connection(ctx)
+		if err != nil {
+			return fmt.Errorf("spdk %s: %w", method, err)
+		}
+		answer = make(chan response, 1)
+		if err = cn.register(id, answer); err == nil {
+			err = cn.write(ctx, withID(data, id))
+			if err == nil {
+				defer cn.unregister(id)
+				break
+			}
+			cn.unregister(id)
+			c.drop(cn, err)
+		}
+		if attempt == 1 {
+			return fmt.Errorf("spdk %s: %w: %w", method, ErrDisconnected, err)
+		}
 	}
 
 	select {

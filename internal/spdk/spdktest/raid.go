@@ -221,12 +221,12 @@ func bdevRaidAddBaseBdev(t *Target, p json.RawMessage) (any, error) {
 	b := t.st.bdev(req.BaseBdev)
 	free := slices.IndexFunc(r.slots, func(s raidSlot) bool { return s.b == nil })
 	switch {
+	case r.rebuild != nil: // seen on SPDK v25.09 while a rebuild ran
+		return nil, fail(-1, "Operation not permitted")
 	case b == nil, r.slotOf(b) >= 0, free < 0, r.state == raidOnline && b.numBlocks < r.numBlocks:
 		return nil, fail(-22, "Invalid argument")
 	case b.claimType != "":
 		return nil, fail(-1, "Operation not permitted")
-	case r.rebuild != nil:
-		return nil, fail(-16, "Device or resource busy")
 	}
 	online := r.state == raidOnline
 	t.raidConfigureSlot(r, free, b)

@@ -1,0 +1,408 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package contract holds the SPDK contract suite: one table of scenarios,
+// each the way Flint uses SPDK, run against the double always and against
+// real spdk_tgt processes when FLINT_SPDK_DIR names an SPDK build tree
+// (make test-spdk). Expectations are the same for both, modulo uuids.
+package contract
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+const (
+	mib       = 1 << 20
+	imageSize = 256 * mib // 63 data clusters of 4 MiB once the lvstore's metadata is off
+	hostNQN   = "nqn.2014-08.org.nvmexpress:uuid:2c7a1d36-3a3f-4b57-9c2b-1f0e6a5d4c3b"
+)
+
+var scenarios = []struct {
+	name    string
+	targets int
+	run     func(t *testing.T, l *lab)
+}{
+	{"lvstore on an aio device", 1, lvstoreOnAio},
+	{"thin and thick lvols", 1, thinAndThickLvols},
+	{"snapshot and clone rules", 1, snapshotsAndClones},
+	{"lvstore survives a restart, exports do not", 1, lvstoreSurvivesRestart},
+	{"export an lvol to one host", 1, exportToOneHost},
+	{"raid1 over a local and two remote replicas", 3, raid1AcrossTargets},
+}
+
+func TestContract(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			l := newLab(t, sc.targets)
+			if l.real {
+				t.Logf("against real SPDK in %s", l.dir)
+			}
+			defer func() {
+				if r := recover(); r != nil {
+					f, isFailure := r.(failure)
+					if !isFailure {
+						panic(r)
+					}
+					t.Fatalf("unexpected SPDK error: %v", f.err)
+				}
+			}()
+			sc.run(t, l)
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// failure carries an unexpected error out of a scenario to TestContract,
+// which fails the scenario with it.
+type failure struct{ err error }
+
+// must returns v, or ends the scenario when err is set.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(failure{err})
+	}
+	return v
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr checks that err is SPDK's refusal of the kind sentinel (or, when
+// sentinel is nil, of exactly the code).
+func wantErr(t *testing.T, err error, sentinel error, code int) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("SPDK accepted what it must refuse (want %v, code %d)", sentinel, code)
+	}
+	if sentinel != nil && !errors.Is(err, sentinel) {
+		t.Fatalf("err = %v, want %v", err, sentinel)
+	}
+	if got := jsonrpc.CodeOf(err); code != 0 && got != code {
+		t.Fatalf("err = %v, want code %d", err, code)
+	}
+}
+
+// aioLvstore creates an aio bdev over a fresh image and an lvstore on it.
+func aioLvstore(t *testing.T, l *lab, c *client.Client, name string) types.Lvstore {
+	t.Helper()
+	path := l.image(t, name, imageSize)
+	must(c.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: path, Name: name + "_aio", BlockSize: 4096}))
+	must(c.BdevLvolCreateLvstore(ctx(t), types.BdevLvolCreateLvstoreRequest{BdevName: name + "_aio", LvsName: name}))
+	stores := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{LvsName: name}))
+	if len(stores) != 1 {
+		t.Fatalf("lvstores named %s: %v", name, stores)
+	}
+	return stores[0]
+}
+
+func lvstoreOnAio(t *testing.T, l *lab) {
+	c := l.targets[0].client
+	s := aioLvstore(t, l, c, "lvs0")
+	if s.ClusterSize != 4*mib || s.TotalDataClusters != 63 || s.FreeClusters != 63 || s.BaseBdev != "lvs0_aio" {
+		t.Errorf("lvstore = %+v, want 63 free clusters of 4 MiB on lvs0_aio", s)
+	}
+	base := must(c.BdevGetBdevs(ctx(t), "lvs0_aio"))
+	if !base[0].Claimed || base[0].ClaimType != "read_many_write_one" {
+		t.Errorf("the lvstore's base bdev is not claimed: %+v", base[0])
+	}
+
+	_, err := c.BdevLvolCreateLvstore(ctx(t), types.BdevLvolCreateLvstoreRequest{BdevName: "lvs0_aio", LvsName: "other"})
+	wantErr(t, err, jsonrpc.ErrNotPermitted, jsonrpc.CodeNotPermitted)
+	must(c.BdevMallocCreate(ctx(t), types.BdevMallocCreateRequest{Name: "m0", NumBlocks: 8192, BlockSize: 4096}))
+	_, err = c.BdevLvolCreateLvstore(ctx(t), types.BdevLvolCreateLvstoreRequest{BdevName: "m0", LvsName: "lvs0"})
+	wantErr(t, err, jsonrpc.ErrExists, jsonrpc.CodeExists)
+	_, err = c.BdevLvolCreateLvstore(ctx(t), types.BdevLvolCreateLvstoreRequest{BdevName: "nosuch", LvsName: "x"})
+	wantErr(t, err, jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+	_, err = c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{LvsName: "nosuch"})
+	wantErr(t, err, jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+
+	ok(t, c.BdevLvolDeleteLvstore(ctx(t), types.LvstoreSelector{UUID: s.UUID}))
+	if stores := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{})); len(stores) != 0 {
+		t.Errorf("lvstores after delete: %v", stores)
+	}
+	wantErr(t, c.BdevLvolDeleteLvstore(ctx(t), types.LvstoreSelector{LvsName: "lvs0"}), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+}
+
+func thinAndThickLvols(t *testing.T, l *lab) {
+	c := l.targets[0].client
+	aioLvstore(t, l, c, "lvs0")
+	thin := must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "thin", SizeInMiB: 64, ThinProvision: true, LvsName: "lvs0"}))
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "thick", SizeInMiB: 30, LvsName: "lvs0"}))
+	s := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{LvsName: "lvs0"}))[0]
+	if s.FreeClusters != 63-8 {
+		t.Errorf("free clusters = %d after a thick 30 MiB lvol (8 clusters, rounded up), want 55", s.FreeClusters)
+	}
+	b := must(c.BdevGetBdevs(ctx(t), "lvs0/thin"))[0]
+	if b.Name != thin || b.SizeBytes() != 64*mib || b.DriverSpecific.Lvol == nil || !b.DriverSpecific.Lvol.ThinProvision {
+		t.Errorf("thin lvol bdev = %+v", b)
+	}
+	if b := must(c.BdevGetBdevs(ctx(t), "lvs0/thick"))[0]; b.SizeBytes() != 32*mib {
+		t.Errorf("thick lvol of 30 MiB has %d bytes, want 32 MiB (whole clusters)", b.SizeBytes())
+	}
+
+	_, err := c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "thin", SizeInMiB: 4, ThinProvision: true, LvsName: "lvs0"})
+	wantErr(t, err, jsonrpc.ErrExists, jsonrpc.CodeExists)
+	_, err = c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "huge", SizeInMiB: 4096, LvsName: "lvs0"})
+	wantErr(t, err, jsonrpc.ErrNoSpace, jsonrpc.CodeInvalidParams)
+	_, err = c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "x", SizeInMiB: 4, LvsName: "nosuch"})
+	wantErr(t, err, jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+
+	// Thin lvols may promise more than the store holds; thick may not.
+	ok(t, c.BdevLvolResize(ctx(t), "lvs0/thin", 1024))
+	if b := must(c.BdevGetBdevs(ctx(t), thin))[0]; b.SizeBytes() != 1024*mib {
+		t.Errorf("thin lvol after resize has %d bytes", b.SizeBytes())
+	}
+	wantErr(t, c.BdevLvolResize(ctx(t), "lvs0/thick", 4096), jsonrpc.ErrNoSpace, jsonrpc.CodeInvalidParams)
+	wantErr(t, c.BdevLvolResize(ctx(t), "lvs0/nosuch", 8), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+
+	lvols := must(c.BdevLvolGetLvols(ctx(t), types.BdevLvolGetLvolsRequest{LvsName: "lvs0"}))
+	if len(lvols) != 2 {
+		t.Errorf("lvols = %+v, want thin and thick", lvols)
+	}
+	ok(t, c.BdevLvolDelete(ctx(t), "lvs0/thick"))
+	wantErr(t, c.BdevLvolDelete(ctx(t), "lvs0/thick"), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+	if s := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{LvsName: "lvs0"}))[0]; s.FreeClusters != 63 {
+		t.Errorf("free clusters after deleting the thick lvol = %d, want 63", s.FreeClusters)
+	}
+}
+
+func snapshotsAndClones(t *testing.T, l *lab) {
+	c := l.targets[0].client
+	aioLvstore(t, l, c, "lvs0")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, LvsName: "lvs0"}))
+	must(c.BdevLvolSnapshot(ctx(t), "lvs0/vol", "snap"))
+	origin := must(c.BdevGetBdevs(ctx(t), "lvs0/vol"))[0].DriverSpecific.Lvol
+	if !origin.Clone || !origin.ThinProvision || origin.BaseSnapshot != "snap" {
+		t.Errorf("the snapshot's origin is not its thin clone: %+v", origin)
+	}
+	_, err := c.BdevLvolSnapshot(ctx(t), "lvs0/vol", "snap")
+	wantErr(t, err, jsonrpc.ErrExists, jsonrpc.CodeInvalidParams)
+	wantErr(t, c.BdevLvolResize(ctx(t), "lvs0/snap", 64), jsonrpc.ErrNotPermitted, jsonrpc.CodeInvalidParams)
+	_, err = c.BdevLvolClone(ctx(t), "lvs0/vol", "x")
+	wantErr(t, err, jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+
+	must(c.BdevLvolClone(ctx(t), "lvs0/snap", "clone"))
+	snap := must(c.BdevGetBdevs(ctx(t), "lvs0/snap"))[0].DriverSpecific.Lvol
+	if !snap.Snapshot || len(snap.Clones) != 2 {
+		t.Errorf("snapshot = %+v, want two clones", snap)
+	}
+	// Two clones pin the snapshot; with one left it merges into it.
+	wantErr(t, c.BdevLvolDelete(ctx(t), "lvs0/snap"), jsonrpc.ErrNotPermitted, jsonrpc.CodeInternalError)
+	ok(t, c.BdevLvolDelete(ctx(t), "lvs0/clone"))
+	ok(t, c.BdevLvolDelete(ctx(t), "lvs0/snap"))
+	vol := must(c.BdevGetBdevs(ctx(t), "lvs0/vol"))[0].DriverSpecific.Lvol
+	if vol.Clone || vol.NumAllocatedClusters != 4 {
+		t.Errorf("after its snapshot merged, vol = %+v; want no parent and the 4 clusters back", vol)
+	}
+}
+
+func lvstoreSurvivesRestart(t *testing.T, l *lab) {
+	tg := l.targets[0]
+	c := tg.client
+	s := aioLvstore(t, l, c, "lvs0")
+	vol := must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
+	ok(t, c.BdevLvolResize(ctx(t), "lvs0/vol", 48))
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: "nqn.2026-01.io.flint:vol"}))
+
+	tg.kill()
+	tg.restart(t)
+
+	if subs := must(c.NvmfGetSubsystems(ctx(t), "")); len(subs) != 1 || subs[0].Subtype != "Discovery" {
+		t.Errorf("subsystems after restart = %+v, want only discovery", subs)
+	}
+	if ts := must(c.NvmfGetTransports(ctx(t), "")); len(ts) != 0 {
+		t.Errorf("transports after restart = %+v, want none", ts)
+	}
+	_, err := c.BdevGetBdevs(ctx(t), "lvs0/vol")
+	wantErr(t, err, jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+
+	must(c.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.image(t, "lvs0", imageSize), Name: "again", BlockSize: 4096}))
+	ok(t, c.BdevWaitForExamine(ctx(t)))
+	back := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{}))
+	if len(back) != 1 || back[0].UUID != s.UUID || back[0].Name != "lvs0" || back[0].BaseBdev != "again" {
+		t.Fatalf("lvstore after restart = %+v, want %s on the new aio bdev", back, s.UUID)
+	}
+	b := must(c.BdevGetBdevs(ctx(t), "lvs0/vol"))[0]
+	if b.Name != vol || b.SizeBytes() != 48*mib {
+		t.Errorf("lvol after restart = %s with %d bytes, want %s with 48 MiB", b.Name, b.SizeBytes(), vol)
+	}
+}
+
+func exportToOneHost(t *testing.T, l *lab) {
+	c := l.targets[0].client
+	aioLvstore(t, l, c, "lvs0")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs0"}))
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{
+		Trtype: "TCP", IOUnitSize: 16384, InCapsuleDataSize: 8192, NumSharedBuffers: 2047, BufCacheSize: 64,
+	}))
+	tr := must(c.NvmfGetTransports(ctx(t), "tcp"))
+	if len(tr) != 1 || tr[0].IOUnitSize != 16384 || tr[0].InCapsuleDataSize != 8192 || tr[0].NumSharedBuffers != 2047 || tr[0].BufCacheSize != 64 {
+		t.Errorf("transport = %+v, want the tuning applied", tr)
+	}
+	wantErr(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}), jsonrpc.ErrExists, jsonrpc.CodeInternalError)
+
+	nqn := "nqn.2026-01.io.flint:pvc-1"
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: "FLINT0000000001", ModelNumber: "Flint volume"}))
+	wantErr(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn}), nil, jsonrpc.CodeInternalError)
+	wantErr(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: "nqn.2026-01.io.flint:sn", SerialNumber: "FLINT000000000000000001"}), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	nsid := must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs0/vol"}))
+	if nsid != 1 {
+		t.Errorf("nsid = %d, want 1", nsid)
+	}
+	_, err := c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs0/vol"})
+	wantErr(t, err, jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	addr := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: freePort(t)}
+	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, addr))
+	wantErr(t, c.NvmfSubsystemAddListener(ctx(t), nqn, addr), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
+	wantErr(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN), nil, jsonrpc.CodeInternalError)
+
+	sub := must(c.NvmfGetSubsystems(ctx(t), nqn))[0]
+	if sub.AllowAnyHost || len(sub.HostNQNs()) != 1 || sub.HostNQNs()[0] != hostNQN || sub.SerialNumber != "FLINT0000000001" ||
+		len(sub.Namespaces) != 1 || len(sub.ListenAddresses) != 1 || sub.ListenAddresses[0].Trtype != "TCP" {
+		t.Errorf("subsystem = %+v", sub)
+	}
+	ok(t, c.NvmfSubsystemRemoveHost(ctx(t), nqn, hostNQN))
+	wantErr(t, c.NvmfSubsystemRemoveHost(ctx(t), nqn, hostNQN), nil, jsonrpc.CodeInternalError)
+
+	ok(t, c.NvmfDeleteSubsystem(ctx(t), nqn))
+	wantErr(t, c.NvmfDeleteSubsystem(ctx(t), nqn), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	if b := must(c.BdevGetBdevs(ctx(t), "lvs0/vol"))[0]; b.Claimed {
+		t.Errorf("the lvol stays claimed after its subsystem was deleted")
+	}
+}
+
+// raid1AcrossTargets is Flint's volume: target 0 holds one replica and the
+// raid1, targets 1 and 2 export theirs to it. Losing target 2 empties its
+// slot once the controller loss timeout passes; the replica comes back
+// with its data on its disk and rebuilds.
+func raid1AcrossTargets(t *testing.T, l *lab) {
+	const size = 64
+	tgtNQN := "nqn.2026-01.io.flint:osd-0"
+	replicaNQN := func(i int) string { return "nqn.2026-01.io.flint:osd-" + string(rune('0'+i)) + ":vol" }
+	ports := []string{"", freePort(t), freePort(t)}
+	export := func(i int, fresh bool) {
+		c := l.targets[i].client
+		if fresh {
+			aioLvstore(t, l, c, "lvs"+string(rune('0'+i)))
+			must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: size, ThinProvision: true, LvsName: "lvs" + string(rune('0'+i))}))
+		}
+		ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+		ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: replicaNQN(i)}))
+		must(c.NvmfSubsystemAddNs(ctx(t), replicaNQN(i), types.NvmfNamespaceRequest{BdevName: "lvs" + string(rune('0'+i)) + "/vol"}))
+		ok(t, c.NvmfSubsystemAddListener(ctx(t), replicaNQN(i), types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[i]}))
+		ok(t, c.NvmfSubsystemAddHost(ctx(t), replicaNQN(i), tgtNQN))
+	}
+	tgt := l.targets[0].client
+	attach := func(i int) string {
+		bdevs := must(tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+			Name: "r" + string(rune('0'+i)), Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[i],
+			Subnqn: replicaNQN(i), Hostnqn: tgtNQN, CtrlrLossTimeoutSec: 2, ReconnectDelaySec: 1, FastIOFailTimeoutSec: 1,
+		}))
+		if len(bdevs) != 1 {
+			t.Fatalf("attach replica %d: bdevs %v", i, bdevs)
+		}
+		return bdevs[0]
+	}
+	raid := func() types.RaidBdev {
+		raids := must(tgt.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))
+		if len(raids) != 1 {
+			t.Fatalf("raids = %+v", raids)
+		}
+		return raids[0]
+	}
+
+	aioLvstore(t, l, tgt, "lvs0")
+	must(tgt.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: size, ThinProvision: true, LvsName: "lvs0"}))
+	export(1, true)
+	export(2, true)
+
+	// Only the target's host NQN may connect to a replica.
+	_, err := tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+		Name: "intruder", Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[1], Subnqn: replicaNQN(1), Hostnqn: hostNQN,
+	})
+	wantErr(t, err, nil, jsonrpc.CodeIOError)
+	// The reconnect options must be consistent.
+	_, err = tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+		Name: "bad", Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[1], Subnqn: replicaNQN(1), Hostnqn: tgtNQN,
+		CtrlrLossTimeoutSec: 2,
+	})
+	wantErr(t, err, nil, 0)
+
+	r1, r2 := attach(1), attach(2)
+	ok(t, tgt.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/vol", r1, r2}}))
+	if r := raid(); r.State != types.RaidStateOnline || r.NumBaseBdevsOperational != 3 {
+		t.Fatalf("raid = %+v, want online with 3 members", r)
+	}
+	if b := must(tgt.BdevGetBdevs(ctx(t), "vol"))[0]; b.SizeBytes() != size*mib {
+		t.Errorf("raid1 size = %d, want %d MiB", b.SizeBytes(), size)
+	}
+	wantErr(t, tgt.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{r1}}), jsonrpc.ErrExists, jsonrpc.CodeExists)
+
+	// Lose replica 2: its controller retries, is deleted after the loss
+	// timeout, and the raid goes on degraded.
+	l.targets[2].kill()
+	eventually(t, 20*time.Second, "the lost replica leaving the raid", func() (bool, error) {
+		r := raid()
+		return r.State == types.RaidStateOnline && r.NumBaseBdevsOperational == 2, nil
+	})
+	if _, err := tgt.BdevNvmeGetControllers(ctx(t), "r2"); !errors.Is(err, jsonrpc.ErrNotFound) {
+		t.Errorf("the lost controller is still there: %v", err)
+	}
+
+	// The replica returns with its lvol on its disk; re-export, re-attach
+	// and rebuild it.
+	l.targets[2].restart(t)
+	c2 := l.targets[2].client
+	must(c2.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.image(t, "lvs2", imageSize), Name: "lvs2_aio", BlockSize: 4096}))
+	ok(t, c2.BdevWaitForExamine(ctx(t)))
+	export(2, false)
+	r2 = attach(2)
+	ok(t, tgt.BdevRaidAddBaseBdev(ctx(t), "vol", r2))
+	eventually(t, 60*time.Second, "the rebuild finishing", func() (bool, error) {
+		r := raid()
+		return r.Process == nil && r.NumBaseBdevsOperational == 3, nil
+	})
+	wantErr(t, tgt.BdevRaidAddBaseBdev(ctx(t), "vol", r2), jsonrpc.ErrInvalid, jsonrpc.CodeInvalid)
+
+	// Remove a member by hand, and delete the raid.
+	ok(t, tgt.BdevRaidRemoveBaseBdev(ctx(t), r1))
+	wantErr(t, tgt.BdevRaidRemoveBaseBdev(ctx(t), r1), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+	if r := raid(); r.NumBaseBdevsOperational != 2 {
+		t.Errorf("raid after removing a member = %+v", r)
+	}
+	ok(t, tgt.BdevRaidDelete(ctx(t), "vol"))
+	wantErr(t, tgt.BdevRaidDelete(ctx(t), "vol"), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+	ok(t, tgt.BdevNvmeDetachController(ctx(t), "r1"))
+	wantErr(t, tgt.BdevNvmeDetachController(ctx(t), "r1"), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+}
