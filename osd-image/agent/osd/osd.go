@@ -1,0 +1,288 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+// Errors of the OSD's operations, matched with errors.Is. The agent's API
+// maps each to one gRPC code.
+var (
+	// ErrConflict: an object of that name exists with other parameters.
+	ErrConflict = errors.New("exists with different parameters")
+	// ErrInvalid: the request itself is wrong.
+	ErrInvalid = errors.New("invalid request")
+	// ErrNotFound: something the request refers to does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrForeignDevice: the device holds data Flint does not own; nothing
+	// on it was touched.
+	ErrForeignDevice = errors.New("device holds data this OSD does not own")
+)
+
+// Device drivers.
+const (
+	DriverPCIe   = "pcie"
+	DriverAIO    = "aio"
+	DriverURing  = "uring"
+	DriverMalloc = "malloc"
+)
+
+// Device is the one device an OSD owns.
+type Device struct {
+	Driver string
+	// PCIAddress of the NVMe controller, for pcie.
+	PCIAddress string
+	// Path of the block device or file, for aio and uring.
+	Path string
+	// MallocBytes is the size of a RAM-backed device (development only).
+	MallocBytes uint64
+}
+
+// Listener is where the OSD's subsystems listen.
+type Listener struct {
+	// Transport is "tcp" or "rdma".
+	Transport string
+	Address   string
+	Port      int
+}
+
+// Tuning sizes the NVMe-oF transport; zero keeps SPDK's default.
+type Tuning struct {
+	IOUnitSize, InCapsuleDataSize, NumSharedBuffers, BufCacheSize, MaxQueueDepth uint32
+}
+
+// Config is what an OSD is.
+type Config struct {
+	// UID identifies the OSD; its lvstore is named after it.
+	UID      string
+	Device   Device
+	Listener Listener
+	Tuning   Tuning
+}
+
+// OSD drives one SPDK application.
+type OSD struct {
+	cfg  Config
+	spdk *client.Client
+}
+
+// New returns the OSD of cfg driving the SPDK behind spdk.
+func New(cfg Config, spdk *client.Client) *OSD {
+	return &OSD{cfg: cfg, spdk: spdk}
+}
+
+const baseBdevName = "flint_base"
+
+// lvs is the name of the OSD's lvstore.
+func (o *OSD) lvs() string { return LvstoreName(o.cfg.UID) }
+
+// Bootstrap brings SPDK to the OSD's base state: the device claimed, the
+// OSD's lvstore loaded (created on a blank device), the transport up. It
+// is idempotent and is what the agent runs after every SPDK start. It
+// refuses, touching nothing, a device that holds another owner's lvstore
+// or data that is no lvstore.
+func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
+	base, err := o.claimDevice(ctx)
+	if err != nil {
+		return types.Lvstore{}, err
+	}
+	store, err := o.ensureLvstore(ctx, base)
+	if err != nil {
+		return types.Lvstore{}, err
+	}
+	if err := o.ensureTransport(ctx); err != nil {
+		return types.Lvstore{}, err
+	}
+	return store, nil
+}
+
+// claimDevice creates the device's bdev unless it exists and returns its
+// name.
+func (o *OSD) claimDevice(ctx context.Context) (string, error) {
+	d := o.cfg.Device
+	switch d.Driver {
+	case DriverPCIe, DriverAIO, DriverURing, DriverMalloc:
+	default:
+		return "", fmt.Errorf("%w: device driver %q is none of pcie, aio, uring, malloc", ErrInvalid, d.Driver)
+	}
+	if d.Driver == DriverPCIe {
+		// The controller is named after the OSD's base; its namespace 1
+		// is the base bdev.
+		name := baseBdevName + "n1"
+		if _, err := o.spdk.BdevNvmeGetControllers(ctx, baseBdevName); err == nil {
+			return name, nil
+		} else if !errors.Is(err, jsonrpc.ErrNotFound) {
+			return "", fmt.Errorf("look up NVMe controller %s: %w", baseBdevName, err)
+		}
+		if _, err := o.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
+			Name: baseBdevName, Trtype: "pcie", Traddr: d.PCIAddress,
+		}); err != nil {
+			return "", fmt.Errorf("attach NVMe device %s: %w", d.PCIAddress, err)
+		}
+		return name, nil
+	}
+	if _, err := o.spdk.BdevGetBdevs(ctx, baseBdevName); err == nil {
+		return baseBdevName, nil
+	} else if !errors.Is(err, jsonrpc.ErrNotFound) {
+		return "", fmt.Errorf("look up bdev %s: %w", baseBdevName, err)
+	}
+	var err error
+	switch d.Driver {
+	case DriverAIO:
+		_, err = o.spdk.BdevAioCreate(ctx, types.BdevAioCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: 4096})
+	case DriverURing:
+		_, err = o.spdk.BdevUringCreate(ctx, types.BdevUringCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: 4096})
+	case DriverMalloc:
+		_, err = o.spdk.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: baseBdevName, NumBlocks: d.MallocBytes / 4096, BlockSize: 4096})
+	}
+	if err != nil {
+		return "", fmt.Errorf("create %s bdev on %s: %w", d.Driver, o.deviceName(), err)
+	}
+	return baseBdevName, nil
+}
+
+func (o *OSD) deviceName() string {
+	switch o.cfg.Device.Driver {
+	case DriverPCIe:
+		return o.cfg.Device.PCIAddress
+	case DriverMalloc:
+		return "malloc"
+	}
+	return o.cfg.Device.Path
+}
+
+// ensureLvstore loads or creates the OSD's lvstore on base.
+func (o *OSD) ensureLvstore(ctx context.Context, base string) (types.Lvstore, error) {
+	if err := o.spdk.BdevWaitForExamine(ctx); err != nil {
+		return types.Lvstore{}, fmt.Errorf("wait for SPDK to examine %s: %w", base, err)
+	}
+	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{})
+	if err != nil {
+		return types.Lvstore{}, fmt.Errorf("list lvstores: %w", err)
+	}
+	for _, s := range stores {
+		switch {
+		case s.BaseBdev == base && s.Name == o.lvs():
+			return s, nil
+		case s.BaseBdev == base:
+			return types.Lvstore{}, fmt.Errorf("%w: %s holds lvstore %q, not this OSD's %q; if its data is no longer needed, delete that lvstore or wipe the device", ErrForeignDevice, o.deviceName(), s.Name, o.lvs())
+		case s.Name == o.lvs():
+			return types.Lvstore{}, fmt.Errorf("%w: this OSD's lvstore %q is on bdev %s, not on %s", ErrConflict, s.Name, s.BaseBdev, o.deviceName())
+		}
+	}
+	bdevs, err := o.spdk.BdevGetBdevs(ctx, base)
+	if err != nil {
+		return types.Lvstore{}, fmt.Errorf("look up bdev %s: %w", base, err)
+	}
+	if bdevs[0].Claimed {
+		return types.Lvstore{}, fmt.Errorf("%w: SPDK found something on %s that claims it (a raid superblock or partitions); wipe the device if it is really free", ErrForeignDevice, o.deviceName())
+	}
+	if err := o.checkBlank(); err != nil {
+		return types.Lvstore{}, err
+	}
+	if _, err := o.spdk.BdevLvolCreateLvstore(ctx, types.BdevLvolCreateLvstoreRequest{BdevName: base, LvsName: o.lvs(), ClearMethod: "unmap"}); err != nil {
+		return types.Lvstore{}, fmt.Errorf("create lvstore %s on %s: %w", o.lvs(), o.deviceName(), err)
+	}
+	stores, err = o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+	if err != nil {
+		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+	}
+	return stores[0], nil
+}
+
+// blankProbe is how much of a kernel-visible device must be zero before a
+// new lvstore may be written on it.
+const blankProbe = 1 << 20
+
+// checkBlank refuses a device whose first MiB is not zero: a filesystem,
+// a partition table, anything Flint did not write. PCIe devices belong to
+// the user-space driver and cannot be read from here; SPDK's own examine
+// (lvstore, raid, GPT) guards them.
+func (o *OSD) checkBlank() error {
+	d := o.cfg.Device
+	if d.Driver != DriverAIO && d.Driver != DriverURing {
+		return nil
+	}
+	f, err := os.Open(d.Path)
+	if err != nil {
+		return fmt.Errorf("open %s to check it is blank: %w", d.Path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, blankProbe)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read %s to check it is blank: %w", d.Path, err)
+	}
+	if !bytes.Equal(buf[:n], make([]byte, n)) {
+		return fmt.Errorf("%w: %s is not blank and holds no Flint lvstore (a filesystem or partition table?); wipe it (wipefs -a, blkdiscard) if it is really free", ErrForeignDevice, d.Path)
+	}
+	return nil
+}
+
+// ensureTransport creates the listener's transport with the OSD's tuning.
+// A transport that exists with other settings cannot be changed while
+// SPDK runs.
+func (o *OSD) ensureTransport(ctx context.Context) error {
+	tr := o.cfg.Listener.Transport
+	want := types.NvmfCreateTransportRequest{
+		Trtype: trtype(tr), IOUnitSize: o.cfg.Tuning.IOUnitSize, InCapsuleDataSize: o.cfg.Tuning.InCapsuleDataSize,
+		NumSharedBuffers: o.cfg.Tuning.NumSharedBuffers, BufCacheSize: o.cfg.Tuning.BufCacheSize, MaxQueueDepth: o.cfg.Tuning.MaxQueueDepth,
+	}
+	have, err := o.spdk.NvmfGetTransports(ctx, trtype(tr))
+	switch {
+	case errors.Is(err, jsonrpc.ErrNotFound):
+		if err := o.spdk.NvmfCreateTransport(ctx, want); err != nil {
+			return fmt.Errorf("create the %s transport: %w", tr, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("list transports: %w", err)
+	}
+	h := have[0]
+	for _, c := range []struct {
+		name       string
+		want, have uint32
+	}{
+		{"io_unit_size", want.IOUnitSize, h.IOUnitSize},
+		{"in_capsule_data_size", want.InCapsuleDataSize, h.InCapsuleDataSize},
+		{"num_shared_buffers", want.NumSharedBuffers, h.NumSharedBuffers},
+		{"buf_cache_size", want.BufCacheSize, h.BufCacheSize},
+		{"max_queue_depth", want.MaxQueueDepth, h.MaxQueueDepth},
+	} {
+		if c.want != 0 && c.want != c.have {
+			return fmt.Errorf("%w: the %s transport runs with %s %d, want %d; restart the OSD to apply it", ErrConflict, tr, c.name, c.have, c.want)
+		}
+	}
+	return nil
+}
+
+func trtype(transport string) string {
+	if transport == "rdma" {
+		return "RDMA"
+	}
+	return "TCP"
+}

@@ -1,0 +1,293 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+const (
+	gib     = 1 << 30
+	hostA   = NQNPrefix + ":osd:a"
+	hostB   = NQNPrefix + ":osd:b"
+	osdUID  = "0b9c6f1e-6a55-4c1d-9a51-2f6a3c1e8d01"
+	otherID = "7f1d2e3c-0000-4000-8000-000000000001"
+)
+
+type rig struct {
+	t      *testing.T
+	dir    string
+	fabric *spdktest.Fabric
+	target *spdktest.Target
+	spdk   *client.Client
+}
+
+func newRig(t *testing.T) *rig {
+	dir, err := os.MkdirTemp("", "flint-osd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	f := spdktest.NewFabric()
+	tg, err := f.StartTarget(filepath.Join(dir, "spdk.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(tg.Socket())
+	t.Cleanup(func() { _ = c.Close(); tg.Kill() })
+	return &rig{t: t, dir: dir, fabric: f, target: tg, spdk: c}
+}
+
+func (r *rig) file(name string, size int64) string {
+	path := filepath.Join(r.dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		r.t.Fatal(err)
+	}
+	return path
+}
+
+func (r *rig) osd(uid, path string, tuning Tuning) *OSD {
+	return New(Config{
+		UID:      uid,
+		Device:   Device{Driver: DriverAIO, Path: path},
+		Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
+		Tuning:   tuning,
+	}, r.spdk)
+}
+
+func TestBootstrapIsIdempotentAndSurvivesRestart(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	o := r.osd(osdUID, r.file("dev", gib), Tuning{IOUnitSize: 16384})
+	first, err := o.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Name != LvstoreName(osdUID) || first.TotalBytes() == 0 {
+		t.Fatalf("lvstore = %+v", first)
+	}
+	again, err := o.Bootstrap(ctx)
+	if err != nil || again.UUID != first.UUID {
+		t.Fatalf("second bootstrap: %+v, %v; want the same lvstore", again, err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+
+	// SPDK restarts with nothing: bootstrap reloads the lvstore from the
+	// device and re-creates the transport.
+	if err := r.target.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := o.Bootstrap(ctx)
+	if err != nil || back.UUID != first.UUID {
+		t.Fatalf("bootstrap after restart: %+v, %v; want lvstore %s back", back, err, first.UUID)
+	}
+	if tr, err := r.spdk.NvmfGetTransports(ctx, "tcp"); err != nil || tr[0].IOUnitSize != 16384 {
+		t.Errorf("transport after restart: %+v, %v", tr, err)
+	}
+	if rep, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil || rep.SizeBytes != 64<<20 {
+		t.Errorf("the replica did not survive the restart: %+v, %v", rep, err)
+	}
+}
+
+func TestBootstrapRefusesForeignDevices(t *testing.T) {
+	ctx := context.Background()
+	t.Run("another OSD's lvstore", func(t *testing.T) {
+		r := newRig(t)
+		path := r.file("dev", gib)
+		if _, err := r.osd(otherID, path, Tuning{}).Bootstrap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.osd(osdUID, path, Tuning{}).Bootstrap(ctx)
+		if !errors.Is(err, ErrForeignDevice) {
+			t.Fatalf("err = %v, want ErrForeignDevice", err)
+		}
+		stores, _ := r.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{})
+		if len(stores) != 1 || stores[0].Name != LvstoreName(otherID) {
+			t.Errorf("the other OSD's lvstore was touched: %+v", stores)
+		}
+	})
+	t.Run("data that is no lvstore", func(t *testing.T) {
+		r := newRig(t)
+		path := r.file("dev", gib)
+		if err := os.WriteFile(path, []byte("\x53\xef ext4 superblock, say"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, gib); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.osd(osdUID, path, Tuning{}).Bootstrap(ctx)
+		if !errors.Is(err, ErrForeignDevice) {
+			t.Fatalf("err = %v, want ErrForeignDevice", err)
+		}
+		if stores, _ := r.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{}); len(stores) != 0 {
+			t.Errorf("an lvstore was written over unknown data: %+v", stores)
+		}
+	})
+	t.Run("transport running with other tuning", func(t *testing.T) {
+		r := newRig(t)
+		path := r.file("dev", gib)
+		if _, err := r.osd(osdUID, path, Tuning{IOUnitSize: 16384}).Bootstrap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.osd(osdUID, path, Tuning{IOUnitSize: 8192}).Bootstrap(ctx); !errors.Is(err, ErrConflict) {
+			t.Fatalf("err = %v, want ErrConflict", err)
+		}
+	})
+}
+
+func TestBootstrapDrivers(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	r.fabric.AddPCIeDevice("0000:3b:00.0", 4*gib, "S4EVNF0M123456", "Samsung SSD 980 PRO")
+	for _, d := range []Device{
+		{Driver: DriverPCIe, PCIAddress: "0000:3b:00.0"},
+		{Driver: DriverMalloc, MallocBytes: 256 << 20},
+	} {
+		t.Run(d.Driver, func(t *testing.T) {
+			if err := r.target.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			o := New(Config{UID: osdUID, Device: d, Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420}}, r.spdk)
+			s, err := o.Bootstrap(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Name != LvstoreName(osdUID) {
+				t.Errorf("lvstore %+v", s)
+			}
+			if _, err := o.Bootstrap(ctx); err != nil {
+				t.Errorf("second bootstrap: %v", err)
+			}
+		})
+	}
+	o := New(Config{UID: osdUID, Device: Device{Driver: "nvme"}}, r.spdk)
+	if _, err := o.Bootstrap(ctx); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown driver: %v, want ErrInvalid", err)
+	}
+}
+
+func TestReplicas(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	o := r.osd(osdUID, r.file("dev", gib), Tuning{})
+	if _, err := o.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		op      func() error
+		wantErr error
+	}{
+		{"create", func() error { _, err := o.CreateReplica(ctx, "pvc-1", 100<<20); return err }, nil},
+		{"create again, same size", func() error { _, err := o.CreateReplica(ctx, "pvc-1", 100<<20); return err }, nil},
+		{"create again, other size", func() error { _, err := o.CreateReplica(ctx, "pvc-1", 200<<20); return err }, ErrConflict},
+		{"create with a bad name", func() error { _, err := o.CreateReplica(ctx, "PVC_1", 1<<20); return err }, ErrInvalid},
+		{"create without size", func() error { _, err := o.CreateReplica(ctx, "pvc-2", 0); return err }, ErrInvalid},
+		{"thin beyond the device", func() error { _, err := o.CreateReplica(ctx, "pvc-3", 10*gib); return err }, nil},
+		{"grow", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 300<<20); return err }, nil},
+		{"grow again", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 300<<20); return err }, nil},
+		{"shrink", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 100<<20); return err }, ErrInvalid},
+		{"resize a missing replica", func() error { _, err := o.ResizeReplica(ctx, "pvc-9", 1<<20); return err }, ErrNotFound},
+		{"export to the target", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA); return err }, nil},
+		{"export again", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA); return err }, nil},
+		{"export a missing replica", func() error { _, err := o.ExportReplica(ctx, "pvc-9", hostA); return err }, ErrNotFound},
+		{"delete", func() error { return o.DeleteReplica(ctx, "pvc-3") }, nil},
+		{"delete again", func() error { return o.DeleteReplica(ctx, "pvc-3") }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.op()
+			if (tt.wantErr == nil && err != nil) || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	rep, err := o.CreateReplica(ctx, "pvc-1", 300<<20)
+	if err != nil || rep.SizeBytes != 300<<20 || rep.Lvol != LvstoreName(osdUID)+"/pvc-1" {
+		t.Errorf("replica after grow: %+v, %v", rep, err)
+	}
+}
+
+// Exporting to a new target host removes the old one: the old target is
+// fenced from the replica.
+func TestExportFencesTheOldTarget(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	o := r.osd(osdUID, r.file("dev", gib), Tuning{})
+	if _, err := o.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := o.ExportReplica(ctx, "pvc-1", hostA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.NQN != ReplicaNQN("pvc-1") || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
+		t.Errorf("export = %+v", exp)
+	}
+	if _, err := o.ExportReplica(ctx, "pvc-1", hostB); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := r.spdk.NvmfGetSubsystems(ctx, ReplicaNQN("pvc-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hosts := subs[0].HostNQNs(); len(hosts) != 1 || hosts[0] != hostB || subs[0].AllowAnyHost {
+		t.Errorf("hosts = %v (allow any %v), want only %s", hosts, subs[0].AllowAnyHost, hostB)
+	}
+	if len(subs[0].Namespaces) != 1 || len(subs[0].ListenAddresses) != 1 {
+		t.Errorf("subsystem = %+v, want one namespace and one listener", subs[0])
+	}
+}
+
+func TestDeleteReplicaRefusesARaidMember(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	o := r.osd(osdUID, r.file("dev", gib), Tuning{})
+	if _, err := o.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: raidName("pvc-1"), RaidLevel: "raid1", BaseBdevs: []string{LvstoreName(osdUID) + "/pvc-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Errorf("the refused delete touched the replica: %v", err)
+	}
+}

@@ -1,0 +1,274 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+const mib = 1 << 20
+
+// Replica is one volume's thin lvol on this OSD.
+type Replica struct {
+	Volume string
+	// Lvol is the lvol's alias, lvstore/volume.
+	Lvol string
+	// SizeBytes is the lvol's size, in whole clusters.
+	SizeBytes uint64
+	// AllocatedBytes is what the thin lvol has written.
+	AllocatedBytes uint64
+}
+
+// Export is where a replica is reached.
+type Export struct {
+	NQN       string
+	Transport string
+	Address   string
+	Port      int
+}
+
+func (o *OSD) lvolAlias(volume string) string { return o.lvs() + "/" + volume }
+
+// replica reads a volume's replica; ErrNotFound when there is none.
+func (o *OSD) replica(ctx context.Context, volume string) (Replica, types.Bdev, error) {
+	bdevs, err := o.spdk.BdevGetBdevs(ctx, o.lvolAlias(volume))
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		return Replica{}, types.Bdev{}, fmt.Errorf("%w: no replica of volume %s on this OSD", ErrNotFound, volume)
+	}
+	if err != nil {
+		return Replica{}, types.Bdev{}, fmt.Errorf("look up replica %s: %w", volume, err)
+	}
+	b := bdevs[0]
+	r := Replica{Volume: volume, Lvol: o.lvolAlias(volume), SizeBytes: b.SizeBytes()}
+	if b.DriverSpecific.Lvol != nil {
+		stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+		if err != nil {
+			return Replica{}, types.Bdev{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+		}
+		r.AllocatedBytes = b.DriverSpecific.Lvol.NumAllocatedClusters * stores[0].ClusterSize
+	}
+	return r, b, nil
+}
+
+// clusterRound rounds size up to the lvstore's clusters, as SPDK does.
+func (o *OSD) clusterRound(ctx context.Context, size uint64) (uint64, error) {
+	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+	if err != nil {
+		return 0, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+	}
+	c := stores[0].ClusterSize
+	return (size + c - 1) / c * c, nil
+}
+
+// CreateReplica makes a thin lvol of sizeBytes for volume. A replica of the
+// same size is success; one of another size is ErrConflict.
+func (o *OSD) CreateReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
+	if err := checkVolumeName(volume); err != nil {
+		return Replica{}, err
+	}
+	if sizeBytes == 0 {
+		return Replica{}, fmt.Errorf("%w: replica of %s needs a size", ErrInvalid, volume)
+	}
+	want, err := o.clusterRound(ctx, sizeBytes)
+	if err != nil {
+		return Replica{}, err
+	}
+	r, _, err := o.replica(ctx, volume)
+	switch {
+	case err == nil && r.SizeBytes == want:
+		return r, nil
+	case err == nil:
+		return Replica{}, fmt.Errorf("%w: replica %s has %d bytes, not %d; resize it instead", ErrConflict, volume, r.SizeBytes, sizeBytes)
+	case !errors.Is(err, ErrNotFound):
+		return Replica{}, err
+	}
+	if _, err := o.spdk.BdevLvolCreate(ctx, types.BdevLvolCreateRequest{
+		LvolName: volume, SizeInMiB: (sizeBytes + mib - 1) / mib, ThinProvision: true, LvsName: o.lvs(),
+	}); err != nil {
+		return Replica{}, fmt.Errorf("create replica %s: %w", volume, err)
+	}
+	r, _, err = o.replica(ctx, volume)
+	return r, err
+}
+
+// ResizeReplica grows a replica to sizeBytes. A replica already of that
+// size is left alone; shrinking is refused.
+func (o *OSD) ResizeReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
+	r, _, err := o.replica(ctx, volume)
+	if err != nil {
+		return Replica{}, err
+	}
+	want, err := o.clusterRound(ctx, sizeBytes)
+	if err != nil {
+		return Replica{}, err
+	}
+	switch {
+	case want == r.SizeBytes:
+		return r, nil
+	case want < r.SizeBytes:
+		return Replica{}, fmt.Errorf("%w: replica %s has %d bytes; shrinking to %d would lose data", ErrInvalid, volume, r.SizeBytes, sizeBytes)
+	}
+	if err := o.spdk.BdevLvolResize(ctx, r.Lvol, (sizeBytes+mib-1)/mib); err != nil {
+		return Replica{}, fmt.Errorf("resize replica %s: %w", volume, err)
+	}
+	r, _, err = o.replica(ctx, volume)
+	return r, err
+}
+
+// DeleteReplica removes a replica's export and its lvol. A missing replica
+// is success. A replica that is a member of this OSD's raid for the volume
+// is refused: delete the target first.
+func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
+	_, b, err := o.replica(ctx, volume)
+	if errors.Is(err, ErrNotFound) {
+		return o.UnexportReplica(ctx, volume)
+	}
+	if err != nil {
+		return err
+	}
+	if b.Claimed {
+		raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+		if err != nil {
+			return fmt.Errorf("list raids: %w", err)
+		}
+		for _, r := range raids {
+			for _, s := range r.BaseBdevsList {
+				if s.Name != nil && (*s.Name == b.Name || slices.Contains(b.Aliases, *s.Name)) {
+					return fmt.Errorf("%w: replica %s is a member of target %s; delete the target first", ErrConflict, volume, r.Name)
+				}
+			}
+		}
+	}
+	if err := o.UnexportReplica(ctx, volume); err != nil {
+		return err
+	}
+	if err := o.spdk.BdevLvolDelete(ctx, o.lvolAlias(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		return fmt.Errorf("delete replica %s: %w", volume, err)
+	}
+	return nil
+}
+
+// ExportReplica exports a replica to exactly one host: the NQN of the OSD
+// that runs the volume's target. Any other host is removed, which drops its
+// live connections: that is how an old target is fenced.
+func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (Export, error) {
+	_, b, err := o.replica(ctx, volume)
+	if err != nil {
+		return Export{}, err
+	}
+	nqn := ReplicaNQN(volume)
+	if err := o.ensureSubsystem(ctx, nqn, VolumeSerial(volume), "Flint replica", b.Name); err != nil {
+		return Export{}, err
+	}
+	if err := o.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
+		return Export{}, err
+	}
+	return o.export(nqn), nil
+}
+
+// UnexportReplica deletes a replica's subsystem; a missing one is success.
+func (o *OSD) UnexportReplica(ctx context.Context, volume string) error {
+	return o.deleteSubsystem(ctx, ReplicaNQN(volume))
+}
+
+func (o *OSD) export(nqn string) Export {
+	l := o.cfg.Listener
+	return Export{NQN: nqn, Transport: l.Transport, Address: l.Address, Port: l.Port}
+}
+
+func (o *OSD) listenAddress() types.ListenAddress {
+	l := o.cfg.Listener
+	return types.ListenAddress{Trtype: l.Transport, Adrfam: "ipv4", Traddr: l.Address, Trsvcid: strconv.Itoa(l.Port)}
+}
+
+// ensureSubsystem makes nqn exist with bdev as namespace 1 and the OSD's
+// listener, creating what is missing.
+func (o *OSD) ensureSubsystem(ctx context.Context, nqn, serial, model, bdev string) error {
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		if err := o.spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{
+			NQN: nqn, SerialNumber: serial, ModelNumber: model, AllowAnyHost: false,
+		}); err != nil {
+			return fmt.Errorf("create subsystem %s: %w", nqn, err)
+		}
+		subs, err = o.spdk.NvmfGetSubsystems(ctx, nqn)
+	}
+	if err != nil {
+		return fmt.Errorf("read subsystem %s: %w", nqn, err)
+	}
+	sub := subs[0]
+	switch {
+	case len(sub.Namespaces) == 0:
+		if _, err := o.spdk.NvmfSubsystemAddNs(ctx, nqn, types.NvmfNamespaceRequest{BdevName: bdev, NSID: 1}); err != nil {
+			return fmt.Errorf("add %s to subsystem %s: %w", bdev, nqn, err)
+		}
+	case sub.Namespaces[0].BdevName != bdev:
+		return fmt.Errorf("%w: subsystem %s exports bdev %s, not %s", ErrConflict, nqn, sub.Namespaces[0].BdevName, bdev)
+	}
+	want := o.listenAddress()
+	for _, l := range sub.ListenAddresses {
+		if l.Traddr == want.Traddr && l.Trsvcid == want.Trsvcid {
+			return nil
+		}
+	}
+	if err := o.spdk.NvmfSubsystemAddListener(ctx, nqn, want); err != nil {
+		return fmt.Errorf("listen for %s on %s:%s: %w", nqn, want.Traddr, want.Trsvcid, err)
+	}
+	return nil
+}
+
+// setHosts makes hosts the exact allow-list of nqn: it adds the missing
+// first, then removes the others.
+func (o *OSD) setHosts(ctx context.Context, nqn string, hosts []string) error {
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	if err != nil {
+		return fmt.Errorf("read subsystem %s: %w", nqn, err)
+	}
+	have := subs[0].HostNQNs()
+	for _, h := range hosts {
+		if !slices.Contains(have, h) {
+			if err := o.spdk.NvmfSubsystemAddHost(ctx, nqn, h); err != nil {
+				return fmt.Errorf("allow host %s on %s: %w", h, nqn, err)
+			}
+		}
+	}
+	for _, h := range have {
+		if !slices.Contains(hosts, h) {
+			if err := o.spdk.NvmfSubsystemRemoveHost(ctx, nqn, h); err != nil {
+				return fmt.Errorf("disallow host %s on %s: %w", h, nqn, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (o *OSD) deleteSubsystem(ctx context.Context, nqn string) error {
+	if _, err := o.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
+		return nil
+	}
+	if err := o.spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
+		return fmt.Errorf("delete subsystem %s: %w", nqn, err)
+	}
+	return nil
+}
