@@ -139,11 +139,7 @@ func (t *Target) loadLvstore(s *lvstore, base *bdev) {
 
 func (t *Target) unloadLvstore(s *lvstore) {
 	for _, l := range s.lvols {
-		if l.bdev != nil {
-			b := l.bdev
-			l.bdev = nil
-			t.unregister(b)
-		}
+		t.unregisterLvol(l)
 	}
 	s.base.release()
 	s.base = nil
@@ -163,6 +159,23 @@ func (t *Target) registerLvol(l *lvol) {
 	}
 	l.bdev = b
 	t.register(b)
+}
+
+// unregisterLvol removes a loaded lvol's bdev; the lvol stays on disk.
+func (t *Target) unregisterLvol(l *lvol) {
+	if l.bdev != nil {
+		b := l.bdev
+		l.bdev = nil
+		t.unregister(b)
+	}
+}
+
+// renamed refreshes a loaded lvol's alias after its or its lvstore's name
+// changed.
+func (l *lvol) renamed() {
+	if l.bdev != nil {
+		l.bdev.aliases = []string{l.alias()}
+	}
 }
 
 func (l *lvol) resized() {
@@ -424,37 +437,25 @@ func bdevLvolDelete(t *Target, p json.RawMessage) (any, error) {
 			l.allocated = 0
 		}
 	}
-	if l.bdev != nil {
-		b := l.bdev
-		l.bdev = nil
-		t.unregister(b)
-	}
+	t.unregisterLvol(l)
 	s.remove(l)
 	return true, nil
 }
 
 func bdevLvolRename(t *Target, p json.RawMessage) (any, error) {
-	var req struct {
-		OldName string `json:"old_name"`
-		NewName string `json:"new_name"`
-	}
-	if err := decode(p, &req, errDecode(), "old_name", "new_name"); err != nil {
+	oldName, newName, err := decodeRename(p)
+	if err != nil {
 		return nil, err
 	}
-	l := t.st.lvolOf(req.OldName)
+	l := t.st.lvolOf(oldName)
 	if l == nil {
 		return nil, errf(-19, "No such device")
 	}
-	if l.lvs.lvol(req.NewName) != nil {
-		return nil, errf(-32602, "File exists")
+	if err := checkNewName(newName, l.lvs.lvol(newName) != nil); err != nil {
+		return nil, err
 	}
-	if req.NewName == "" || len(req.NewName) > maxNameLen {
-		return nil, errf(-32602, "Invalid argument")
-	}
-	l.name = req.NewName
-	if l.bdev != nil {
-		l.bdev.aliases = []string{l.alias()}
-	}
+	l.name = newName
+	l.renamed()
 	return true, nil
 }
 
@@ -489,30 +490,43 @@ func bdevLvolGetLvols(t *Target, p json.RawMessage) (any, error) {
 }
 
 func bdevLvolRenameLvstore(t *Target, p json.RawMessage) (any, error) {
+	oldName, newName, err := decodeRename(p)
+	if err != nil {
+		return nil, err
+	}
+	s := t.st.lvstoreByName(oldName)
+	if s == nil {
+		return nil, errf(-19, "No such device")
+	}
+	if err := checkNewName(newName, t.st.lvstoreByName(newName) != nil); err != nil {
+		return nil, err
+	}
+	s.name = newName
+	for _, l := range s.lvols {
+		l.renamed()
+	}
+	return true, nil
+}
+
+func decodeRename(p json.RawMessage) (oldName, newName string, err error) {
 	var req struct {
 		OldName string `json:"old_name"`
 		NewName string `json:"new_name"`
 	}
-	if err := decode(p, &req, errDecode(), "old_name", "new_name"); err != nil {
-		return nil, err
+	err = decode(p, &req, errDecode(), "old_name", "new_name")
+	return req.OldName, req.NewName, err
+}
+
+// checkNewName answers a rename as SPDK does: a taken name first, then an
+// empty or too long one.
+func checkNewName(name string, taken bool) error {
+	if taken {
+		return errf(-32602, "File exists")
 	}
-	s := t.st.lvstoreByName(req.OldName)
-	if s == nil {
-		return nil, errf(-19, "No such device")
+	if name == "" || len(name) > maxNameLen {
+		return errf(-32602, "Invalid argument")
 	}
-	if t.st.lvstoreByName(req.NewName) != nil {
-		return nil, errf(-32602, "File exists")
-	}
-	if req.NewName == "" || len(req.NewName) > maxNameLen {
-		return nil, errf(-32602, "Invalid argument")
-	}
-	s.name = req.NewName
-	for _, l := range s.lvols {
-		if l.bdev != nil {
-			l.bdev.aliases = []string{l.alias()}
-		}
-	}
-	return true, nil
+	return nil
 }
 
 // bdevLvolInflate makes an lvol thick and independent of any snapshot.
