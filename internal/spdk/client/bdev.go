@@ -108,3 +108,15 @@ func optional(params any, present bool) any {
 	}
 	return params
 }
+
+// BdevNullCreate creates a null bdev and returns its name.
+func (c *Client) BdevNullCreate(ctx context.Context, req types.BdevNullCreateRequest) (string, error) {
+	var name string
+	err := c.rpc.Call(ctx, "bdev_null_create", req, &name)
+	return name, err
+}
+
+// BdevNullDelete deletes a null bdev.
+func (c *Client) BdevNullDelete(ctx context.Context, name string) error {
+	return c.rpc.Call(ctx, "bdev_null_delete", types.BdevNameRequest{Name: name}, nil)
+}

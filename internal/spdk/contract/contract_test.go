@@ -48,6 +48,7 @@ var scenarios = []struct {
 	{"lvstore survives a restart, exports do not", 1, lvstoreSurvivesRestart},
 	{"export an lvol to one host", 1, exportToOneHost},
 	{"raid1 over a local and two remote replicas", 3, raid1AcrossTargets},
+	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
 }
 
 func TestContract(t *testing.T) {
@@ -405,4 +406,36 @@ func raid1AcrossTargets(t *testing.T, l *lab) {
 	wantErr(t, tgt.BdevRaidDelete(ctx(t), "vol"), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
 	ok(t, tgt.BdevNvmeDetachController(ctx(t), "r1"))
 	wantErr(t, tgt.BdevNvmeDetachController(ctx(t), "r1"), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+}
+
+// raid1CreatedDegraded is how a target is assembled while a replica is
+// unreachable or out of sync: a null bdev holds its slot at creation and
+// is removed at once, leaving an online raid1 with an empty slot that
+// add_base_bdev later fills with a rebuild.
+func raid1CreatedDegraded(t *testing.T, l *lab) {
+	c := l.targets[0].client
+	aioLvstore(t, l, c, "lvs0")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "a", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "b", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
+	blocks := must(c.BdevGetBdevs(ctx(t), "lvs0/a"))[0].NumBlocks
+	must(c.BdevNullCreate(ctx(t), types.BdevNullCreateRequest{Name: "placeholder", NumBlocks: blocks, BlockSize: 4096}))
+	_, err := c.BdevNullCreate(ctx(t), types.BdevNullCreateRequest{Name: "placeholder", NumBlocks: blocks, BlockSize: 4096})
+	wantErr(t, err, jsonrpc.ErrExists, 0)
+
+	ok(t, c.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a", "placeholder"}}))
+	ok(t, c.BdevRaidRemoveBaseBdev(ctx(t), "placeholder"))
+	ok(t, c.BdevNullDelete(ctx(t), "placeholder"))
+	wantErr(t, c.BdevNullDelete(ctx(t), "placeholder"), jsonrpc.ErrNotFound, 0)
+	r := must(c.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]
+	if r.State != types.RaidStateOnline || r.NumBaseBdevs != 2 || r.NumBaseBdevsOperational != 1 || r.BaseBdevsList[1].Name != nil {
+		t.Fatalf("raid = %+v, want online with one empty slot", r)
+	}
+	if b := must(c.BdevGetBdevs(ctx(t), "vol"))[0]; b.SizeBytes() != 32*mib {
+		t.Errorf("degraded raid1 size = %d, want 32 MiB", b.SizeBytes())
+	}
+	ok(t, c.BdevRaidAddBaseBdev(ctx(t), "vol", "lvs0/b"))
+	eventually(t, 60*time.Second, "the rebuild onto the empty slot finishing", func() (bool, error) {
+		r := must(c.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]
+		return r.Process == nil && r.NumBaseBdevsOperational == 2, nil
+	})
 }

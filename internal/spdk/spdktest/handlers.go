@@ -41,6 +41,8 @@ func init() {
 
 		"bdev_malloc_create": bdevMallocCreate,
 		"bdev_malloc_delete": bdevDeleteOf(kindMalloc),
+		"bdev_null_create":   bdevNullCreate,
+		"bdev_null_delete":   bdevDeleteOf(kindNull),
 		"bdev_aio_create":    bdevFileCreate(kindAio),
 		"bdev_aio_delete":    bdevDeleteOf(kindAio),
 		"bdev_uring_create":  bdevFileCreate(kindUring),
@@ -176,6 +178,34 @@ func bdevMallocCreate(t *Target, p json.RawMessage) (any, error) {
 		name: req.Name, uuid: req.UUID, aliases: []string{req.UUID}, product: "Malloc disk",
 		blockSize: req.BlockSize, numBlocks: req.NumBlocks, kind: kindMalloc,
 		disk: &disk{size: req.NumBlocks * uint64(req.BlockSize)},
+	})
+	return req.Name, nil
+}
+
+// bdevNullCreate follows SPDK's documented bdev_null_create; it is not in
+// the recorded transcripts.
+func bdevNullCreate(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Name      string `json:"name"`
+		NumBlocks uint64 `json:"num_blocks"`
+		BlockSize uint32 `json:"block_size"`
+		UUID      string `json:"uuid"`
+	}
+	if err := decode(p, &req, errDecode(), "name", "num_blocks", "block_size"); err != nil {
+		return nil, err
+	}
+	if req.BlockSize == 0 || req.BlockSize%512 != 0 || req.NumBlocks == 0 {
+		return nil, errf(-22, "Invalid argument")
+	}
+	if t.st.bdev(req.Name) != nil {
+		return nil, errf(-17, "File exists")
+	}
+	if req.UUID == "" {
+		req.UUID = newUUID()
+	}
+	t.register(&bdev{
+		name: req.Name, uuid: req.UUID, aliases: []string{req.UUID}, product: "Null disk",
+		blockSize: req.BlockSize, numBlocks: req.NumBlocks, kind: kindNull,
 	})
 	return req.Name, nil
 }

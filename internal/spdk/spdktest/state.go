@@ -50,6 +50,7 @@ const (
 	kindNvme
 	kindLvol
 	kindRaid
+	kindNull
 )
 
 const (

@@ -206,3 +206,12 @@ type SpdkVersion struct {
 type LogSetLevelRequest struct {
 	Level string `json:"level"`
 }
+
+// BdevNullCreateRequest creates a null bdev: writes are dropped and reads
+// return zeroes. Flint uses one only as a raid slot placeholder that is
+// removed before the raid serves I/O.
+type BdevNullCreateRequest struct {
+	Name      string `json:"name"`
+	NumBlocks uint64 `json:"num_blocks"`
+	BlockSize uint32 `json:"block_size"`
+}
