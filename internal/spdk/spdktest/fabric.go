@@ -188,6 +188,8 @@ func (t *Target) Kill() {
 	}
 	t.running = false
 	t.st = nil
+	// Initiators see their connections drop now, not at their next call.
+	t.fabric.refresh()
 	t.fabric.mu.Unlock()
 }
 
@@ -310,6 +312,9 @@ func (t *Target) Handle(_ context.Context, method string, params json.RawMessage
 		params = nil
 	}
 	res, err := h(t, params)
+	// Connections follow the change at once (a host removed, a listener
+	// gone), as they do when SPDK drops them.
+	f.refresh()
 	if err != nil {
 		var re *rpcError
 		if errors.As(err, &re) {

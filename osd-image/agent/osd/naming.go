@@ -66,3 +66,15 @@ func VolumeSerial(volume string) string {
 
 // raidName is the raid1 bdev of a volume on its target.
 func raidName(volume string) string { return "raid_" + volume }
+
+// remoteName is the controller a target attaches a remote replica with;
+// its bdev is remoteName + "n1".
+func remoteName(volume, osdUID string) string {
+	sum := sha256.Sum256([]byte(volume + "/" + osdUID))
+	return "r" + hex.EncodeToString(sum[:])[:15]
+}
+
+// placeholderName holds an empty raid slot while a raid is created.
+func placeholderName(volume string, slot int) string {
+	return fmt.Sprintf("ph%d_%s", slot, volume)
+}

@@ -1,0 +1,314 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+// Reconnect options for remote replicas: a lost replica is retried every
+// 2 s, I/O to it fails after 5 s so the raid carries on degraded, and the
+// controller and its bdev are deleted after 10 s. With SPDK's defaults a
+// replica that dies while idle is never noticed.
+const (
+	ctrlrLossTimeoutSec  = 10
+	reconnectDelaySec    = 2
+	fastIOFailTimeoutSec = 5
+)
+
+// Member is one replica of a volume as its target sees it.
+type Member struct {
+	// OSD is the uid of the OSD holding the replica.
+	OSD string
+	// Export is where a remote replica is reached; empty for the local one.
+	Export Export
+	// InSync says the replica holds every write the volume acknowledged.
+	// Only in-sync replicas assemble a raid; the others are rebuilt from
+	// them, one at a time.
+	InSync bool
+}
+
+// TargetSpec is the volume a target serves.
+type TargetSpec struct {
+	Volume  string
+	Members []Member
+	// Hosts are the NQNs allowed to connect: the nodes the volume is
+	// published to.
+	Hosts []string
+}
+
+// Member states a target reports.
+const (
+	MemberOnline     = "Online"     // an in-sync raid member
+	MemberRebuilding = "Rebuilding" // being resynchronised
+	MemberPending    = "Pending"    // reachable, waiting for its rebuild
+	MemberMissing    = "Missing"    // not reachable
+)
+
+// MemberStatus is one replica's place in the target.
+type MemberStatus struct {
+	OSD            string
+	State          string
+	RebuildPercent int
+}
+
+// TargetStatus is what a target serves and how healthy it is.
+type TargetStatus struct {
+	Export  Export
+	Members []MemberStatus
+}
+
+// Degraded reports whether any member is not online.
+func (s TargetStatus) Degraded() bool {
+	return slices.ContainsFunc(s.Members, func(m MemberStatus) bool { return m.State != MemberOnline })
+}
+
+// EnsureTarget makes this OSD serve spec.Volume: remote replicas attached
+// with reconnect options, a raid1 assembled from the reachable in-sync
+// replicas, at most one rebuild started onto a reachable replica that is
+// not a member, and the volume's subsystem exported to exactly spec.Hosts.
+// It is level-triggered: call it again to progress rebuilds and to re-drive
+// the target after SPDK restarted.
+func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
+	if err := o.checkTargetSpec(spec); err != nil {
+		return TargetStatus{}, err
+	}
+	local, localBdev, err := o.replica(ctx, spec.Volume)
+	if err != nil {
+		return TargetStatus{}, err
+	}
+	bdevs := map[string]string{} // member OSD → its bdev, when reachable
+	for _, m := range spec.Members {
+		if m.OSD == o.cfg.UID {
+			bdevs[m.OSD] = localBdev.Name
+			continue
+		}
+		b, err := o.attachRemote(ctx, spec.Volume, m)
+		if err != nil {
+			return TargetStatus{}, err
+		}
+		if b != "" {
+			bdevs[m.OSD] = b
+		}
+	}
+	raid, err := o.ensureRaid(ctx, spec, bdevs, local.SizeBytes/4096)
+	if err != nil {
+		return TargetStatus{}, err
+	}
+	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
+		return TargetStatus{}, err
+	}
+	nqn := VolumeNQN(spec.Volume)
+	if err := o.ensureSubsystem(ctx, nqn, VolumeSerial(spec.Volume), "Flint volume", raidName(spec.Volume)); err != nil {
+		return TargetStatus{}, err
+	}
+	if err := o.setHosts(ctx, nqn, spec.Hosts); err != nil {
+		return TargetStatus{}, err
+	}
+	return o.targetStatus(ctx, spec, bdevs)
+}
+
+func (o *OSD) checkTargetSpec(spec TargetSpec) error {
+	if err := checkVolumeName(spec.Volume); err != nil {
+		return err
+	}
+	local, inSync := 0, 0
+	seen := map[string]bool{}
+	for _, m := range spec.Members {
+		if seen[m.OSD] {
+			return fmt.Errorf("%w: volume %s lists OSD %s twice", ErrInvalid, spec.Volume, m.OSD)
+		}
+		seen[m.OSD] = true
+		if m.OSD == o.cfg.UID {
+			local++
+		}
+		if m.InSync {
+			inSync++
+		}
+	}
+	switch {
+	case local != 1:
+		return fmt.Errorf("%w: a target runs on an OSD that holds one of the volume's replicas; %s lists none on this OSD", ErrInvalid, spec.Volume)
+	case inSync == 0:
+		return fmt.Errorf("%w: volume %s has no in-sync replica to assemble from", ErrInvalid, spec.Volume)
+	}
+	return nil
+}
+
+// attachRemote attaches a remote replica unless it is attached, and
+// returns its bdev; "" when the replica cannot be reached now.
+func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string, error) {
+	name := remoteName(volume, m.OSD)
+	bdev := name + "n1"
+	if _, err := o.spdk.BdevGetBdevs(ctx, bdev); err == nil {
+		return bdev, nil
+	} else if !errors.Is(err, jsonrpc.ErrNotFound) {
+		return "", fmt.Errorf("look up replica bdev %s: %w", bdev, err)
+	}
+	// A controller without its bdev is retrying or failed: let it go and
+	// attach afresh.
+	if _, err := o.spdk.BdevNvmeGetControllers(ctx, name); err == nil {
+		if err := o.spdk.BdevNvmeDetachController(ctx, name); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return "", fmt.Errorf("detach stale controller %s: %w", name, err)
+		}
+	}
+	e := m.Export
+	_, err := o.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
+		Name: name, Trtype: e.Transport, Adrfam: "ipv4", Traddr: e.Address, Trsvcid: fmt.Sprint(e.Port),
+		Subnqn: e.NQN, Hostnqn: HostNQN(o.cfg.UID),
+		CtrlrLossTimeoutSec: ctrlrLossTimeoutSec, ReconnectDelaySec: reconnectDelaySec, FastIOFailTimeoutSec: fastIOFailTimeoutSec,
+	})
+	if jsonrpc.CodeOf(err) == jsonrpc.CodeIOError {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
+	}
+	return bdev, nil
+}
+
+// ensureRaid returns the volume's raid1, creating it from the reachable
+// in-sync members when it does not exist. Every other member gets a slot
+// held by a null placeholder that is removed at once: SPDK brings a raid1
+// without superblock online only when every named base bdev exists.
+func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]string, blocks uint64) (types.RaidBdev, error) {
+	name := raidName(spec.Volume)
+	if r, err := o.raid(ctx, name); err == nil || !errors.Is(err, ErrNotFound) {
+		return r, err
+	}
+	var bases, placeholders []string
+	for i, m := range spec.Members {
+		if b, ok := bdevs[m.OSD]; ok && m.InSync {
+			bases = append(bases, b)
+			continue
+		}
+		ph := placeholderName(spec.Volume, i)
+		if _, err := o.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: 4096}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
+			return types.RaidBdev{}, fmt.Errorf("create placeholder %s: %w", ph, err)
+		}
+		bases = append(bases, ph)
+		placeholders = append(placeholders, ph)
+	}
+	if len(placeholders) == len(bases) {
+		return types.RaidBdev{}, fmt.Errorf("%w: no in-sync replica of %s is reachable", ErrNotFound, spec.Volume)
+	}
+	if err := o.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false}); err != nil {
+		return types.RaidBdev{}, fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
+	}
+	for _, ph := range placeholders {
+		if err := o.spdk.BdevRaidRemoveBaseBdev(ctx, ph); err != nil {
+			return types.RaidBdev{}, fmt.Errorf("free the slot held by %s: %w", ph, err)
+		}
+		if err := o.spdk.BdevNullDelete(ctx, ph); err != nil {
+			return types.RaidBdev{}, fmt.Errorf("delete placeholder %s: %w", ph, err)
+		}
+	}
+	return o.raid(ctx, name)
+}
+
+func (o *OSD) raid(ctx context.Context, name string) (types.RaidBdev, error) {
+	raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+	if err != nil {
+		return types.RaidBdev{}, fmt.Errorf("list raids: %w", err)
+	}
+	for _, r := range raids {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return types.RaidBdev{}, fmt.Errorf("%w: no raid %s", ErrNotFound, name)
+}
+
+// members lists the bdev names in a raid's slots.
+func members(r types.RaidBdev) []string {
+	var names []string
+	for _, s := range r.BaseBdevsList {
+		if s.Name != nil && s.IsConfigured {
+			names = append(names, *s.Name)
+		}
+	}
+	return names
+}
+
+// startNextRebuild adds one reachable replica that is not a member, unless
+// a rebuild runs: SPDK rebuilds one member at a time.
+func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string) error {
+	if r.Process != nil {
+		return nil
+	}
+	in := members(r)
+	for _, m := range spec.Members {
+		b, ok := bdevs[m.OSD]
+		if !ok || slices.Contains(in, b) {
+			continue
+		}
+		if err := o.spdk.BdevRaidAddBaseBdev(ctx, r.Name, b); err != nil {
+			return fmt.Errorf("add replica on OSD %s to %s: %w", m.OSD, r.Name, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[string]string) (TargetStatus, error) {
+	r, err := o.raid(ctx, raidName(spec.Volume))
+	if err != nil {
+		return TargetStatus{}, err
+	}
+	in := members(r)
+	st := TargetStatus{Export: o.export(VolumeNQN(spec.Volume))}
+	for _, m := range spec.Members {
+		ms := MemberStatus{OSD: m.OSD, State: MemberMissing}
+		b, reachable := bdevs[m.OSD]
+		switch {
+		case reachable && r.Process != nil && r.Process.Target == b:
+			ms.State, ms.RebuildPercent = MemberRebuilding, r.Process.Progress.Percent
+		case reachable && slices.Contains(in, b):
+			ms.State = MemberOnline
+		case reachable:
+			ms.State = MemberPending
+		}
+		st.Members = append(st.Members, ms)
+	}
+	return st, nil
+}
+
+// DeleteTarget stops serving a volume here: its subsystem, raid and remote
+// attachments go; the local replica stays. Missing pieces are success.
+func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs []string) error {
+	if err := o.deleteSubsystem(ctx, VolumeNQN(volume)); err != nil {
+		return err
+	}
+	if err := o.spdk.BdevRaidDelete(ctx, raidName(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		return fmt.Errorf("delete raid %s: %w", raidName(volume), err)
+	}
+	for _, m := range memberOSDs {
+		if m == o.cfg.UID {
+			continue
+		}
+		if err := o.spdk.BdevNvmeDetachController(ctx, remoteName(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return fmt.Errorf("detach replica of %s on OSD %s: %w", volume, m, err)
+		}
+	}
+	return nil
+}

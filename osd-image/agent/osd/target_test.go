@@ -1,0 +1,262 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+const publishedHost = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
+
+// cluster is three OSDs, each with its own SPDK double, on one fabric.
+type cluster struct {
+	t       *testing.T
+	clock   *spdktest.FakeClock
+	targets []*spdktest.Target
+	osds    []*OSD
+	spdks   []*client.Client
+}
+
+func newCluster(t *testing.T) *cluster {
+	dir, err := os.MkdirTemp("", "flint-osds-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c := &cluster{t: t, clock: spdktest.NewFakeClock()}
+	fabric := spdktest.NewFabric(spdktest.WithClock(c.clock), spdktest.WithRebuildRate(4096))
+	for i := range 3 {
+		tg, err := fabric.StartTarget(filepath.Join(dir, fmt.Sprintf("osd%d.sock", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := filepath.Join(dir, fmt.Sprintf("osd%d.img", i))
+		if err := os.WriteFile(dev, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(dev, gib); err != nil {
+			t.Fatal(err)
+		}
+		spdk := client.New(tg.Socket())
+		t.Cleanup(func() { _ = spdk.Close(); tg.Kill() })
+		c.targets = append(c.targets, tg)
+		c.spdks = append(c.spdks, spdk)
+		c.osds = append(c.osds, New(Config{
+			UID:      fmt.Sprintf("osd-%d", i),
+			Device:   Device{Driver: DriverAIO, Path: dev},
+			Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4421 + i},
+		}, spdk))
+		c.bootstrap(i)
+	}
+	return c
+}
+
+func (c *cluster) bootstrap(i int) {
+	c.t.Helper()
+	if _, err := c.osds[i].Bootstrap(context.Background()); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// exportReplica (re-)exports OSD i's replica of the volume to OSD 0, the
+// target, and returns the member for the target spec.
+func (c *cluster) exportReplica(i int, inSync bool) Member {
+	c.t.Helper()
+	m := Member{OSD: c.osds[i].cfg.UID, InSync: inSync}
+	if i == 0 {
+		return m
+	}
+	exp, err := c.osds[i].ExportReplica(context.Background(), "pvc-1", HostNQN(c.osds[0].cfg.UID))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	m.Export = exp
+	return m
+}
+
+func (c *cluster) ensure(members ...Member) TargetStatus {
+	c.t.Helper()
+	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: "pvc-1", Members: members, Hosts: []string{publishedHost}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+func states(st TargetStatus) []string {
+	var s []string
+	for _, m := range st.Members {
+		s = append(s, m.State)
+	}
+	return s
+}
+
+func wantStates(t *testing.T, st TargetStatus, want ...string) {
+	t.Helper()
+	if got := states(st); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("member states = %v, want %v", got, want)
+	}
+}
+
+func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+
+	st := c.ensure(m0, m1, m2)
+	wantStates(t, st, MemberOnline, MemberOnline, MemberOnline)
+	if st.Degraded() || st.Export.NQN != VolumeNQN("pvc-1") || st.Export.Port != 4421 {
+		t.Fatalf("target status = %+v", st)
+	}
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	sub, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
+	if err != nil || len(sub[0].HostNQNs()) != 1 || sub[0].HostNQNs()[0] != publishedHost || sub[0].SerialNumber != VolumeSerial("pvc-1") {
+		t.Fatalf("volume subsystem = %+v, %v", sub, err)
+	}
+
+	// OSD 2's SPDK dies. Its controller retries, then is deleted with its
+	// bdev after the loss timeout, and the raid goes on with two members.
+	c.targets[2].Kill()
+	c.clock.Advance(ctrlrLossTimeoutSec * time.Second)
+	st = c.ensure(m0, m1, m2)
+	wantStates(t, st, MemberOnline, MemberOnline, MemberMissing)
+	if !st.Degraded() {
+		t.Error("a target with a missing member must be degraded")
+	}
+
+	// It comes back with its lvol on its disk; it missed writes, so it is
+	// no longer in sync and is rebuilt.
+	if err := c.targets[2].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(2)
+	m2 = c.exportReplica(2, false)
+	st = c.ensure(m0, m1, m2)
+	wantStates(t, st, MemberOnline, MemberOnline, MemberRebuilding)
+	c.clock.Advance(2 * time.Second) // 8192 of 16384 blocks
+	st = c.ensure(m0, m1, m2)
+	if st.Members[2].State != MemberRebuilding || st.Members[2].RebuildPercent != 50 {
+		t.Fatalf("rebuild = %+v, want 50%%", st.Members[2])
+	}
+	c.clock.Advance(2 * time.Second)
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+
+	// Teardown: target first, then replicas, all idempotent.
+	uids := []string{m0.OSD, m1.OSD, m2.OSD}
+	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrConflict) {
+		t.Errorf("deleting the target's own replica before the target: %v, want ErrConflict", err)
+	}
+	for range 2 {
+		if err := c.osds[0].DeleteTarget(ctx, "pvc-1", uids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range c.osds {
+		if err := o.DeleteReplica(ctx, "pvc-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if raids, _ := c.spdks[0].BdevRaidGetBdevs(ctx, types.RaidCategoryAll); len(raids) != 0 {
+		t.Errorf("raids after teardown: %+v", raids)
+	}
+	for i, spdk := range c.spdks {
+		if lvols, _ := spdk.BdevLvolGetLvols(ctx, types.BdevLvolGetLvolsRequest{}); len(lvols) != 0 {
+			t.Errorf("OSD %d keeps lvols after teardown: %+v", i, lvols)
+		}
+	}
+}
+
+// After the target's own SPDK restarts, the target is re-driven from the
+// members' state alone; an in-sync member that cannot be reached keeps an
+// empty slot and is rebuilt when it returns.
+func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c.ensure(m0, m1, m2)
+
+	if err := c.targets[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.targets[1].Kill()
+	c.bootstrap(0)
+	st := c.ensure(m0, m1, m2)
+	wantStates(t, st, MemberOnline, MemberMissing, MemberOnline)
+	r, err := c.osds[0].raid(ctx, raidName("pvc-1"))
+	if err != nil || r.NumBaseBdevs != 3 || r.NumBaseBdevsOperational != 2 {
+		t.Fatalf("re-driven raid = %+v, %v; want 3 slots, one empty", r, err)
+	}
+	if b, err := c.spdks[0].BdevGetBdevs(ctx, placeholderName("pvc-1", 1)); err == nil {
+		t.Fatalf("placeholder left behind: %+v", b)
+	}
+
+	if err := c.targets[1].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(1)
+	m1 = c.exportReplica(1, false)
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberRebuilding, MemberOnline)
+	c.clock.Advance(5 * time.Second)
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+}
+
+func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	if _, err := c.osds[0].CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	local := Member{OSD: "osd-0", InSync: true}
+	tests := []struct {
+		name    string
+		spec    TargetSpec
+		wantErr error
+	}{
+		{"no local replica", TargetSpec{Volume: "pvc-1", Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
+		{"no in-sync replica", TargetSpec{Volume: "pvc-1", Members: []Member{{OSD: "osd-0"}}}, ErrInvalid},
+		{"a member twice", TargetSpec{Volume: "pvc-1", Members: []Member{local, local}}, ErrInvalid},
+		{"bad volume name", TargetSpec{Volume: "Bad_Name", Members: []Member{local}}, ErrInvalid},
+		{"no local lvol", TargetSpec{Volume: "pvc-2", Members: []Member{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := c.osds[0].EnsureTarget(ctx, tt.spec); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
