@@ -26,9 +26,14 @@ build: ## Build every binary into bin/.
 
 ##@ Generate
 
+PROTOS := osd-image/agent/api/v1/agent.proto
+
 .PHONY: generate
-generate: ## Generate deepcopy code from the API types.
+generate: ## Generate deepcopy code from the API types and Go code from the agent's proto.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	@command -v protoc >/dev/null || { echo "generate: protoc missing: apt-get install protobuf-compiler" >&2; exit 1; }
+	protoc --plugin=protoc-gen-go=hack/protoc-gen-go --plugin=protoc-gen-go-grpc=hack/protoc-gen-go-grpc \
+		--go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative $(PROTOS)
 
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from kubebuilder markers.

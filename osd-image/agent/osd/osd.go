@@ -41,6 +41,8 @@ var (
 	// ErrForeignDevice: the device holds data Flint does not own; nothing
 	// on it was touched.
 	ErrForeignDevice = errors.New("device holds data this OSD does not own")
+	// ErrInUse: the object is still used by another and cannot go first.
+	ErrInUse = errors.New("in use")
 )
 
 // Device drivers.
@@ -286,3 +288,18 @@ func trtype(transport string) string {
 	}
 	return "TCP"
 }
+
+// Lvstore reads the OSD's lvstore: its capacity and free space.
+func (o *OSD) Lvstore(ctx context.Context) (types.Lvstore, error) {
+	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		return types.Lvstore{}, fmt.Errorf("%w: lvstore %s is not loaded; the OSD has not bootstrapped", ErrNotFound, o.lvs())
+	}
+	if err != nil {
+		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+	}
+	return stores[0], nil
+}
+
+// Endpoint is the OSD's NVMe-oF listener.
+func (o *OSD) Endpoint() Export { return o.export("") }

@@ -284,8 +284,8 @@ func TestDeleteReplicaRefusesARaidMember(t *testing.T) {
 	if err := r.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: raidName("pvc-1"), RaidLevel: "raid1", BaseBdevs: []string{LvstoreName(osdUID) + "/pvc-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrConflict) {
-		t.Fatalf("err = %v, want ErrConflict", err)
+	if err := o.DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrInUse) {
+		t.Fatalf("err = %v, want ErrInUse", err)
 	}
 	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Errorf("the refused delete touched the replica: %v", err)

@@ -155,7 +155,7 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 		for _, r := range raids {
 			for _, s := range r.BaseBdevsList {
 				if s.Name != nil && (*s.Name == b.Name || slices.Contains(b.Aliases, *s.Name)) {
-					return fmt.Errorf("%w: replica %s is a member of target %s; delete the target first", ErrConflict, volume, r.Name)
+					return fmt.Errorf("%w: replica %s is a member of target %s; delete the target first", ErrInUse, volume, r.Name)
 				}
 			}
 		}

@@ -172,8 +172,8 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 
 	// Teardown: target first, then replicas, all idempotent.
 	uids := []string{m0.OSD, m1.OSD, m2.OSD}
-	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrConflict) {
-		t.Errorf("deleting the target's own replica before the target: %v, want ErrConflict", err)
+	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrInUse) {
+		t.Errorf("deleting the target's own replica before the target: %v, want ErrInUse", err)
 	}
 	for range 2 {
 		if err := c.osds[0].DeleteTarget(ctx, "pvc-1", uids); err != nil {

@@ -1,0 +1,158 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package server serves the OSD agent's gRPC API (api/v1) over mutual TLS,
+// on top of the storage operations of package osd.
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// Server implements agentv1.OSDAgentServer.
+type Server struct {
+	agentv1.UnimplementedOSDAgentServer
+	osd  *osd.OSD
+	spdk *client.Client
+}
+
+// New returns the API of o, whose SPDK spdk is.
+func New(o *osd.OSD, spdk *client.Client) *Server {
+	return &Server{osd: o, spdk: spdk}
+}
+
+// Serve serves the API on lis with mutual TLS until lis closes.
+func Serve(lis net.Listener, s *Server, tlsDir string) (*grpc.Server, error) {
+	tlsConfig, err := MutualTLS(tlsDir)
+	if err != nil {
+		return nil, err
+	}
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)))
+	agentv1.RegisterOSDAgentServer(g, s)
+	go func() { _ = g.Serve(lis) }()
+	return g, nil
+}
+
+// statusOf turns an error of the storage operations into the API's code:
+// the one place where that mapping lives.
+func statusOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := codes.Internal
+	switch {
+	case errors.Is(err, osd.ErrInvalid):
+		code = codes.InvalidArgument
+	case errors.Is(err, osd.ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(err, osd.ErrConflict):
+		code = codes.AlreadyExists
+	case errors.Is(err, osd.ErrInUse), errors.Is(err, osd.ErrForeignDevice):
+		code = codes.FailedPrecondition
+	case errors.Is(err, jsonrpc.ErrDisconnected):
+		code = codes.Unavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	}
+	return status.Error(code, err.Error())
+}
+
+// GetStatus reports the lvstore and SPDK's version.
+func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*agentv1.OSDStatus, error) {
+	v, err := s.spdk.SpdkGetVersion(ctx)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	lvs, err := s.osd.Lvstore(ctx)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &agentv1.OSDStatus{
+		Ready: true, SpdkVersion: v.Version, Lvstore: lvs.Name,
+		TotalBytes: lvs.TotalBytes(), FreeBytes: lvs.FreeBytes(), Endpoint: exportOf(s.osd.Endpoint()),
+	}, nil
+}
+
+// CreateReplica makes a volume's thin lvol.
+func (s *Server) CreateReplica(ctx context.Context, req *agentv1.CreateReplicaRequest) (*agentv1.Replica, error) {
+	r, err := s.osd.CreateReplica(ctx, req.GetVolume(), req.GetSizeBytes())
+	return replicaOf(r), statusOf(err)
+}
+
+// ResizeReplica grows a replica.
+func (s *Server) ResizeReplica(ctx context.Context, req *agentv1.ResizeReplicaRequest) (*agentv1.Replica, error) {
+	r, err := s.osd.ResizeReplica(ctx, req.GetVolume(), req.GetSizeBytes())
+	return replicaOf(r), statusOf(err)
+}
+
+// DeleteReplica removes a replica and its export.
+func (s *Server) DeleteReplica(ctx context.Context, req *agentv1.DeleteReplicaRequest) (*agentv1.DeleteReplicaResponse, error) {
+	return &agentv1.DeleteReplicaResponse{}, statusOf(s.osd.DeleteReplica(ctx, req.GetVolume()))
+}
+
+// ExportReplica exports a replica to its target only.
+func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
+	e, err := s.osd.ExportReplica(ctx, req.GetVolume(), req.GetTargetHostNqn())
+	return exportOf(e), statusOf(err)
+}
+
+// EnsureTarget makes this OSD serve a volume.
+func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
+	spec := osd.TargetSpec{Volume: req.GetVolume(), Hosts: req.GetHosts()}
+	for _, m := range req.GetMembers() {
+		e := m.GetExport()
+		spec.Members = append(spec.Members, osd.Member{
+			OSD: m.GetOsd(), InSync: m.GetInSync(),
+			Export: osd.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
+		})
+	}
+	st, err := s.osd.EnsureTarget(ctx, spec)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	out := &agentv1.TargetStatus{Export: exportOf(st.Export), Degraded: st.Degraded()}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, &agentv1.MemberStatus{Osd: m.OSD, State: m.State, RebuildPercent: uint32(m.RebuildPercent)})
+	}
+	return out, nil
+}
+
+// DeleteTarget stops serving a volume here.
+func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequest) (*agentv1.DeleteTargetResponse, error) {
+	return &agentv1.DeleteTargetResponse{}, statusOf(s.osd.DeleteTarget(ctx, req.GetVolume(), req.GetMemberOsds()))
+}
+
+func replicaOf(r osd.Replica) *agentv1.Replica {
+	return &agentv1.Replica{Volume: r.Volume, Lvol: r.Lvol, SizeBytes: r.SizeBytes, AllocatedBytes: r.AllocatedBytes}
+}
+
+func exportOf(e osd.Export) *agentv1.Export {
+	return &agentv1.Export{Nqn: e.NQN, Transport: e.Transport, Address: e.Address, Port: uint32(e.Port)}
+}

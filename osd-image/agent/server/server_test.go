@@ -1,0 +1,277 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+type ca struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newCA(t *testing.T, name string) *ca {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &ca{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue signs a leaf certificate for a server (with 127.0.0.1) or a client.
+func (c *ca) issue(t *testing.T, name string, server bool) (certPEM, keyPEM []byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+type fixture struct {
+	addr   string
+	ca     *ca
+	target *spdktest.Target
+}
+
+// start runs the API over mTLS on loopback, backed by a bootstrapped OSD
+// on the SPDK double.
+func start(t *testing.T) *fixture {
+	dir, err := os.MkdirTemp("", "flint-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	tg, err := spdktest.NewFabric().StartTarget(filepath.Join(dir, "spdk.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spdk := client.New(tg.Socket())
+	t.Cleanup(func() { _ = spdk.Close(); tg.Kill() })
+	dev := filepath.Join(dir, "dev.img")
+	if err := os.WriteFile(dev, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(dev, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	o := osd.New(osd.Config{
+		UID: "osd-a", Device: osd.Device{Driver: osd.DriverAIO, Path: dev},
+		Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
+	}, spdk)
+	if _, err := o.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	authority := newCA(t, "flint-ca")
+	certPEM, keyPEM := authority.issue(t, "osd-a", true)
+	tlsDir := filepath.Join(dir, "tls")
+	for name, data := range map[string][]byte{CertFile: certPEM, KeyFile: keyPEM, CAFile: authority.pem} {
+		if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tlsDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Serve(lis, New(o, spdk), tlsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Stop)
+	return &fixture{addr: lis.Addr().String(), ca: authority, target: tg}
+}
+
+// dial connects with the given client certificate (nil for none), trusting
+// the agent's CA.
+func (f *fixture) dial(t *testing.T, cert *tls.Certificate) agentv1.OSDAgentClient {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(f.ca.pem)
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return agentv1.NewOSDAgentClient(conn)
+}
+
+func clientCert(t *testing.T, signer *ca) *tls.Certificate {
+	certPEM, keyPEM := signer.issue(t, "flint-operator", false)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cert
+}
+
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestOnlyTheOperatorsCertificateIsServed(t *testing.T) {
+	f := start(t)
+	tests := []struct {
+		name string
+		cert *tls.Certificate
+		ok   bool
+	}{
+		{"client signed by the agent's CA", clientCert(t, f.ca), true},
+		{"client without a certificate", nil, false},
+		{"client signed by another CA", clientCert(t, newCA(t, "someone-else")), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.dial(t, tt.cert).GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
+			if tt.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok && status.Code(err) != codes.Unavailable {
+				t.Fatalf("err = %v, want the handshake refused (Unavailable)", err)
+			}
+		})
+	}
+}
+
+func TestCodes(t *testing.T) {
+	f := start(t)
+	c := f.dial(t, clientCert(t, f.ca))
+	st, err := c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
+	if err != nil || !st.GetReady() || st.GetLvstore() != osd.LvstoreName("osd-a") || st.GetTotalBytes() == 0 || st.GetEndpoint().GetPort() != 4420 {
+		t.Fatalf("status = %v, %v", st, err)
+	}
+	create := func(size uint64) error {
+		_, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{Volume: "pvc-1", SizeBytes: size})
+		return err
+	}
+	tests := []struct {
+		name string
+		call func() error
+		want codes.Code
+	}{
+		{"create", func() error { return create(64 << 20) }, codes.OK},
+		{"create again", func() error { return create(64 << 20) }, codes.OK},
+		{"create with another size", func() error { return create(128 << 20) }, codes.AlreadyExists},
+		{"bad volume name", func() error {
+			_, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{Volume: "Bad_Name", SizeBytes: 1 << 20})
+			return err
+		}, codes.InvalidArgument},
+		{"shrink", func() error {
+			_, err := c.ResizeReplica(callCtx(t), &agentv1.ResizeReplicaRequest{Volume: "pvc-1", SizeBytes: 4 << 20})
+			return err
+		}, codes.InvalidArgument},
+		{"resize a missing replica", func() error {
+			_, err := c.ResizeReplica(callCtx(t), &agentv1.ResizeReplicaRequest{Volume: "pvc-9", SizeBytes: 4 << 20})
+			return err
+		}, codes.NotFound},
+		{"target over the local replica", func() error {
+			_, err := c.EnsureTarget(callCtx(t), &agentv1.EnsureTargetRequest{
+				Volume: "pvc-1", Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"},
+			})
+			return err
+		}, codes.OK},
+		{"delete the replica under its target", func() error {
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
+			return err
+		}, codes.FailedPrecondition},
+		{"delete the target", func() error {
+			_, err := c.DeleteTarget(callCtx(t), &agentv1.DeleteTargetRequest{Volume: "pvc-1", MemberOsds: []string{"osd-a"}})
+			return err
+		}, codes.OK},
+		{"delete the replica", func() error {
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
+			return err
+		}, codes.OK},
+		{"delete it again", func() error {
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
+			return err
+		}, codes.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := status.Code(tt.call()); got != tt.want {
+				t.Fatalf("code = %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	// With SPDK gone, calls are Unavailable: the caller retries later.
+	f.target.Kill()
+	if err := create(64 << 20); status.Code(err) != codes.Unavailable {
+		t.Fatalf("with SPDK down: %v, want Unavailable", err)
+	}
+}
