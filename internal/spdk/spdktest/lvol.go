@@ -230,8 +230,8 @@ func bdevLvolCreateLvstore(t *Target, p json.RawMessage) (any, error) {
 	return s.uuid, nil
 }
 
-// selectLvstore resolves {lvs_name} or {uuid}; fail is the error for both
-// or neither.
+// selectLvstore resolves an lvstore by name or uuid; giving both or
+// neither is invalid.
 func (t *Target) selectLvstore(name, uuid string) (*lvstore, error) {
 	if (name == "") == (uuid == "") {
 		return nil, errf(-22, "Invalid argument")
@@ -246,6 +246,19 @@ func (t *Target) selectLvstore(name, uuid string) (*lvstore, error) {
 	return s, nil
 }
 
+// lvstoresOf lists every loaded lvstore when params were omitted, else the
+// one they name.
+func (t *Target) lvstoresOf(params json.RawMessage, name, uuid string) ([]*lvstore, error) {
+	if params == nil {
+		return t.st.lvstores, nil
+	}
+	s, err := t.selectLvstore(name, uuid)
+	if err != nil {
+		return nil, err
+	}
+	return []*lvstore{s}, nil
+}
+
 func bdevLvolGetLvstores(t *Target, p json.RawMessage) (any, error) {
 	var req struct {
 		LvsName string `json:"lvs_name"`
@@ -254,13 +267,9 @@ func bdevLvolGetLvstores(t *Target, p json.RawMessage) (any, error) {
 	if err := decode(p, &req, errDecode()); err != nil {
 		return nil, err
 	}
-	stores := t.st.lvstores
-	if p != nil {
-		s, err := t.selectLvstore(req.LvsName, req.UUID)
-		if err != nil {
-			return nil, err
-		}
-		stores = []*lvstore{s}
+	stores, err := t.lvstoresOf(p, req.LvsName, req.UUID)
+	if err != nil {
+		return nil, err
 	}
 	out := []any{}
 	for _, s := range stores {
@@ -467,13 +476,9 @@ func bdevLvolGetLvols(t *Target, p json.RawMessage) (any, error) {
 	if err := decode(p, &req, errDecode()); err != nil {
 		return nil, err
 	}
-	stores := t.st.lvstores
-	if p != nil {
-		s, err := t.selectLvstore(req.LvsName, req.LvsUUID)
-		if err != nil {
-			return nil, err
-		}
-		stores = []*lvstore{s}
+	stores, err := t.lvstoresOf(p, req.LvsName, req.LvsUUID)
+	if err != nil {
+		return nil, err
 	}
 	out := []any{}
 	for _, s := range stores {
