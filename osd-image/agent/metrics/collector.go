@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package metrics exports what SPDK's user-space driver hides from iostat:
+// per-bdev I/O counters and latency, the lvstore's capacity, and whether
+// SPDK answers. Values are read from SPDK at every scrape.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+// Source is what the collector reads; the SPDK client and the OSD provide
+// it.
+type Source interface {
+	BdevGetIostat(ctx context.Context, name string) (types.Iostat, error)
+	BdevGetBdevs(ctx context.Context, name string) ([]types.Bdev, error)
+	Lvstore(ctx context.Context) (types.Lvstore, error)
+}
+
+// scrapeTimeout bounds one scrape's calls to SPDK.
+const scrapeTimeout = 5 * time.Second
+
+var (
+	bdevLabels = []string{"bdev"}
+
+	spdkUp = prometheus.NewDesc("flint_osd_spdk_up", "1 when SPDK answered this scrape, else 0.", nil, nil)
+
+	readOps      = prometheus.NewDesc("flint_bdev_read_ops_total", "Read operations completed by the bdev.", bdevLabels, nil)
+	writeOps     = prometheus.NewDesc("flint_bdev_write_ops_total", "Write operations completed by the bdev.", bdevLabels, nil)
+	readBytes    = prometheus.NewDesc("flint_bdev_read_bytes_total", "Bytes read from the bdev.", bdevLabels, nil)
+	writeBytes   = prometheus.NewDesc("flint_bdev_written_bytes_total", "Bytes written to the bdev.", bdevLabels, nil)
+	readLatency  = prometheus.NewDesc("flint_bdev_read_latency_seconds_total", "Time spent in reads; divide its rate by the read ops rate for the mean latency.", bdevLabels, nil)
+	writeLatency = prometheus.NewDesc("flint_bdev_write_latency_seconds_total", "Time spent in writes; divide its rate by the write ops rate for the mean latency.", bdevLabels, nil)
+	maxRead      = prometheus.NewDesc("flint_bdev_read_latency_max_seconds", "Longest read since the bdev appeared.", bdevLabels, nil)
+	maxWrite     = prometheus.NewDesc("flint_bdev_write_latency_max_seconds", "Longest write since the bdev appeared.", bdevLabels, nil)
+
+	lvsTotal = prometheus.NewDesc("flint_lvstore_total_bytes", "Data capacity of the OSD's lvstore.", nil, nil)
+	lvsFree  = prometheus.NewDesc("flint_lvstore_free_bytes", "Unallocated capacity of the OSD's lvstore.", nil, nil)
+)
+
+// Collector is a prometheus.Collector over one SPDK.
+type Collector struct {
+	src        Source
+	scrapeErrs prometheus.Counter
+}
+
+// NewCollector returns a collector reading src.
+func NewCollector(src Source) *Collector {
+	return &Collector{src: src, scrapeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "flint_osd_spdk_rpc_errors_total", Help: "SPDK calls of scrapes that failed.",
+	})}
+}
+
+// Describe sends every metric's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{spdkUp, readOps, writeOps, readBytes, writeBytes, readLatency, writeLatency, maxRead, maxWrite, lvsTotal, lvsFree} {
+		ch <- d
+	}
+	c.scrapeErrs.Describe(ch)
+}
+
+// Collect reads SPDK and sends the metrics. Lvol bdevs are labelled with
+// their lvstore/lvol alias, other bdevs with their name.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	defer c.scrapeErrs.Collect(ch)
+
+	stat, err := c.src.BdevGetIostat(ctx, "")
+	if err != nil {
+		c.scrapeErrs.Inc()
+		ch <- prometheus.MustNewConstMetric(spdkUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(spdkUp, prometheus.GaugeValue, 1)
+	names := c.labels(ctx)
+	seconds := func(ticks uint64) float64 { return float64(ticks) / float64(stat.TickRate) }
+	for _, b := range stat.Bdevs {
+		label := b.Name
+		if alias, ok := names[b.Name]; ok {
+			label = alias
+		}
+		for _, m := range []struct {
+			desc *prometheus.Desc
+			kind prometheus.ValueType
+			v    float64
+		}{
+			{readOps, prometheus.CounterValue, float64(b.NumReadOps)},
+			{writeOps, prometheus.CounterValue, float64(b.NumWriteOps)},
+			{readBytes, prometheus.CounterValue, float64(b.BytesRead)},
+			{writeBytes, prometheus.CounterValue, float64(b.BytesWritten)},
+			{readLatency, prometheus.CounterValue, seconds(b.ReadLatencyTicks)},
+			{writeLatency, prometheus.CounterValue, seconds(b.WriteLatencyTicks)},
+			{maxRead, prometheus.GaugeValue, seconds(b.MaxReadLatencyTicks)},
+			{maxWrite, prometheus.GaugeValue, seconds(b.MaxWriteLatencyTicks)},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v, label)
+		}
+	}
+	if lvs, err := c.src.Lvstore(ctx); err == nil {
+		ch <- prometheus.MustNewConstMetric(lvsTotal, prometheus.GaugeValue, float64(lvs.TotalBytes()))
+		ch <- prometheus.MustNewConstMetric(lvsFree, prometheus.GaugeValue, float64(lvs.FreeBytes()))
+	} else {
+		c.scrapeErrs.Inc()
+	}
+}
+
+// labels maps bdev names to their first alias where the bdev is an lvol.
+func (c *Collector) labels(ctx context.Context) map[string]string {
+	bdevs, err := c.src.BdevGetBdevs(ctx, "")
+	if err != nil {
+		c.scrapeErrs.Inc()
+		return nil
+	}
+	names := map[string]string{}
+	for _, b := range bdevs {
+		if b.DriverSpecific.Lvol != nil && len(b.Aliases) > 0 {
+			names[b.Name] = b.Aliases[0]
+		}
+	}
+	return names
+}

@@ -1,0 +1,115 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+// fakeSource answers with an iostat SPDK v25.09 recorded after 4 s of
+// randrw I/O on an lvol (testdata/iostat-lvol.json).
+type fakeSource struct {
+	stat types.Iostat
+	down bool
+}
+
+func (f fakeSource) BdevGetIostat(context.Context, string) (types.Iostat, error) {
+	if f.down {
+		return types.Iostat{}, errors.New("connection to SPDK lost")
+	}
+	return f.stat, nil
+}
+
+func (f fakeSource) BdevGetBdevs(context.Context, string) ([]types.Bdev, error) {
+	return []types.Bdev{{
+		Name: "2a1ea133-840f-47cb-bf5d-90584abe597c", Aliases: []string{"lvs0/lv1"},
+		DriverSpecific: types.BdevDriverSpecific{Lvol: &types.LvolBdevInfo{}},
+	}}, nil
+}
+
+func (f fakeSource) Lvstore(context.Context) (types.Lvstore, error) {
+	return types.Lvstore{TotalDataClusters: 63, FreeClusters: 47, ClusterSize: 4 << 20}, nil
+}
+
+func recorded(t *testing.T) types.Iostat {
+	data, err := os.ReadFile("testdata/iostat-lvol.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stat types.Iostat
+	if err := json.Unmarshal(data, &stat); err != nil {
+		t.Fatal(err)
+	}
+	return stat
+}
+
+func TestCollectorConvertsTicksAndLabelsLvols(t *testing.T) {
+	c := NewCollector(fakeSource{stat: recorded(t)})
+	// 37255008233 and 44490995914 ticks at 2.6 GHz; 14770808 ticks max write.
+	want := `
+# HELP flint_bdev_read_ops_total Read operations completed by the bdev.
+# TYPE flint_bdev_read_ops_total counter
+flint_bdev_read_ops_total{bdev="lvs0/lv1"} 131805
+# HELP flint_bdev_read_latency_seconds_total Time spent in reads; divide its rate by the read ops rate for the mean latency.
+# TYPE flint_bdev_read_latency_seconds_total counter
+flint_bdev_read_latency_seconds_total{bdev="lvs0/lv1"} 14.328849320384615
+# HELP flint_bdev_write_latency_seconds_total Time spent in writes; divide its rate by the write ops rate for the mean latency.
+# TYPE flint_bdev_write_latency_seconds_total counter
+flint_bdev_write_latency_seconds_total{bdev="lvs0/lv1"} 17.111921505384615
+# HELP flint_bdev_write_latency_max_seconds Longest write since the bdev appeared.
+# TYPE flint_bdev_write_latency_max_seconds gauge
+flint_bdev_write_latency_max_seconds{bdev="lvs0/lv1"} 0.00568108
+# HELP flint_lvstore_free_bytes Unallocated capacity of the OSD's lvstore.
+# TYPE flint_lvstore_free_bytes gauge
+flint_lvstore_free_bytes 1.97132288e+08
+# HELP flint_osd_spdk_up 1 when SPDK answered this scrape, else 0.
+# TYPE flint_osd_spdk_up gauge
+flint_osd_spdk_up 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"flint_bdev_read_ops_total", "flint_bdev_read_latency_seconds_total", "flint_bdev_write_latency_seconds_total",
+		"flint_bdev_write_latency_max_seconds", "flint_lvstore_free_bytes", "flint_osd_spdk_up"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectorReportsSPDKDown(t *testing.T) {
+	c := NewCollector(fakeSource{down: true})
+	want := `
+# HELP flint_osd_spdk_up 1 when SPDK answered this scrape, else 0.
+# TYPE flint_osd_spdk_up gauge
+flint_osd_spdk_up 0
+# HELP flint_osd_spdk_rpc_errors_total SPDK calls of scrapes that failed.
+# TYPE flint_osd_spdk_rpc_errors_total counter
+flint_osd_spdk_rpc_errors_total 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "flint_osd_spdk_up", "flint_osd_spdk_rpc_errors_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "flint_bdev_read_ops_total"); n != 0 {
+		t.Errorf("%d bdev series while SPDK is down, want none", n)
+	}
+}
