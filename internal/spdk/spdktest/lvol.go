@@ -60,6 +60,12 @@ func (s *lvstore) free() uint64 {
 	return s.dataTotal - used
 }
 
+// clustersFor is how many whole clusters hold sizeMiB: SPDK rounds lvol
+// sizes up.
+func (s *lvstore) clustersFor(sizeMiB uint64) uint64 {
+	return (sizeMiB*mib + s.clusterSize - 1) / s.clusterSize
+}
+
 func (s *lvstore) lvol(name string) *lvol {
 	for _, l := range s.lvols {
 		if l.name == name {
@@ -325,7 +331,7 @@ func bdevLvolCreate(t *Target, p json.RawMessage) (any, error) {
 	if s.lvol(req.LvolName) != nil {
 		return nil, errf(-17, "File exists")
 	}
-	clusters := (req.SizeInMiB*mib + s.clusterSize - 1) / s.clusterSize
+	clusters := s.clustersFor(req.SizeInMiB)
 	l := &lvol{uuid: newUUID(), name: req.LvolName, lvs: s, clusters: clusters, thin: req.ThinProvision}
 	if !l.thin {
 		if clusters > s.free() {
@@ -353,7 +359,7 @@ func bdevLvolResize(t *Target, p json.RawMessage) (any, error) {
 	if l.snapshot {
 		return nil, errf(-32602, "Operation not permitted")
 	}
-	clusters := (req.SizeInMiB*mib + l.lvs.clusterSize - 1) / l.lvs.clusterSize
+	clusters := l.lvs.clustersFor(req.SizeInMiB)
 	if !l.thin && clusters > l.allocated {
 		if clusters-l.allocated > l.lvs.free() {
 			return nil, errf(-32602, "No space left on device")
@@ -379,11 +385,8 @@ func bdevLvolSnapshot(t *Target, p json.RawMessage) (any, error) {
 		return nil, errf(-19, "No such device")
 	}
 	s := origin.lvs
-	if s.lvol(req.SnapshotName) != nil {
-		return nil, errf(-32602, "File exists")
-	}
-	if req.SnapshotName == "" || len(req.SnapshotName) > maxNameLen {
-		return nil, errf(-32602, "Invalid argument")
+	if err := checkNewName(req.SnapshotName, s.lvol(req.SnapshotName) != nil); err != nil {
+		return nil, err
 	}
 	// The snapshot takes the origin's clusters; the origin becomes a thin
 	// clone of it.
@@ -409,10 +412,10 @@ func bdevLvolClone(t *Target, p json.RawMessage) (any, error) {
 	if snap == nil {
 		return nil, errf(-19, "No such device")
 	}
-	if snap.lvs.lvol(req.CloneName) != nil {
-		return nil, errf(-32602, "File exists")
+	if err := checkNewName(req.CloneName, snap.lvs.lvol(req.CloneName) != nil); err != nil {
+		return nil, err
 	}
-	if !snap.snapshot || req.CloneName == "" || len(req.CloneName) > maxNameLen {
+	if !snap.snapshot {
 		return nil, errf(-32602, "Invalid argument")
 	}
 	c := &lvol{uuid: newUUID(), name: req.CloneName, lvs: snap.lvs, clusters: snap.clusters, thin: true, parent: snap}

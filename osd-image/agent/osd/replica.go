@@ -62,22 +62,22 @@ func (o *OSD) replica(ctx context.Context, volume string) (Replica, types.Bdev, 
 	b := bdevs[0]
 	r := Replica{Volume: volume, Lvol: o.lvolAlias(volume), SizeBytes: b.SizeBytes()}
 	if b.DriverSpecific.Lvol != nil {
-		stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+		lvs, err := o.Lvstore(ctx)
 		if err != nil {
-			return Replica{}, types.Bdev{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+			return Replica{}, types.Bdev{}, err
 		}
-		r.AllocatedBytes = b.DriverSpecific.Lvol.NumAllocatedClusters * stores[0].ClusterSize
+		r.AllocatedBytes = b.DriverSpecific.Lvol.NumAllocatedClusters * lvs.ClusterSize
 	}
 	return r, b, nil
 }
 
 // clusterRound rounds size up to the lvstore's clusters, as SPDK does.
 func (o *OSD) clusterRound(ctx context.Context, size uint64) (uint64, error) {
-	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+	lvs, err := o.Lvstore(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+		return 0, err
 	}
-	c := stores[0].ClusterSize
+	c := lvs.ClusterSize
 	return (size + c - 1) / c * c, nil
 }
 
