@@ -171,6 +171,7 @@ func TestBootstrapDrivers(t *testing.T) {
 	for _, d := range []Device{
 		{Driver: DriverPCIe, PCIAddress: "0000:3b:00.0"},
 		{Driver: DriverMalloc, MallocBytes: 256 << 20},
+		{Driver: DriverURing, Path: r.file("uring-dev", gib)},
 	} {
 		t.Run(d.Driver, func(t *testing.T) {
 			if err := r.target.Restart(); err != nil {

@@ -167,6 +167,14 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	if st.Members[2].State != MemberRebuilding || st.Members[2].RebuildPercent != 50 {
 		t.Fatalf("rebuild = %+v, want 50%%", st.Members[2])
 	}
+	inv, err := c.osds[0].Inventory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TargetSummary{Volume: "pvc-1", State: "online", Members: 3, Online: 2, RebuildPercent: 50}
+	if len(inv.Replicas) != 1 || inv.Replicas[0].Volume != "pvc-1" || len(inv.Targets) != 1 || inv.Targets[0] != want {
+		t.Fatalf("inventory during the rebuild = %+v, want replica pvc-1 and target %+v", inv, want)
+	}
 	c.clock.Advance(2 * time.Second)
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 

@@ -1,0 +1,101 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/flint-io/flint/internal/spdk/types"
+)
+
+// TargetSummary is a raid1 target as SPDK reports it, without the member
+// mapping only the volume's spec holds.
+type TargetSummary struct {
+	Volume string
+	// State is SPDK's raid state: online, configuring or offline.
+	State string
+	// Members is the raid's slot count, Online how many hold an in-sync
+	// replica (a member being rebuilt is not).
+	Members, Online int
+	// RebuildPercent is the progress of a running rebuild, -1 without one.
+	RebuildPercent int
+}
+
+// Inventory is everything the OSD holds.
+type Inventory struct {
+	Lvstore   types.Lvstore
+	Replicas  []Replica
+	Snapshots []Snapshot
+	Targets   []TargetSummary
+}
+
+// Inventory lists the OSD's lvstore, replicas, snapshots and targets, each
+// sorted by name.
+func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
+	lvs, err := o.Lvstore(ctx)
+	if err != nil {
+		return Inventory{}, err
+	}
+	inv := Inventory{Lvstore: lvs}
+	bdevs, err := o.spdk.BdevGetBdevs(ctx, "")
+	if err != nil {
+		return Inventory{}, fmt.Errorf("list bdevs: %w", err)
+	}
+	prefix := o.lvs() + "/"
+	for _, b := range bdevs {
+		l := b.DriverSpecific.Lvol
+		if l == nil || l.LvolStoreUUID != lvs.UUID {
+			continue
+		}
+		i := slices.IndexFunc(b.Aliases, func(a string) bool { return strings.HasPrefix(a, prefix) })
+		if i < 0 {
+			continue
+		}
+		r := Replica{
+			Volume: strings.TrimPrefix(b.Aliases[i], prefix), Lvol: b.Aliases[i],
+			SizeBytes: b.SizeBytes(), AllocatedBytes: l.NumAllocatedClusters * lvs.ClusterSize,
+		}
+		if l.Snapshot {
+			inv.Snapshots = append(inv.Snapshots, snapshotOf(r))
+		} else {
+			inv.Replicas = append(inv.Replicas, r)
+		}
+	}
+	raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+	if err != nil {
+		return Inventory{}, fmt.Errorf("list raids: %w", err)
+	}
+	for _, r := range raids {
+		volume, ok := strings.CutPrefix(r.Name, raidName(""))
+		if !ok {
+			continue
+		}
+		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(members(r)), RebuildPercent: -1}
+		if r.Process != nil {
+			t.Online--
+			t.RebuildPercent = r.Process.Progress.Percent
+		}
+		inv.Targets = append(inv.Targets, t)
+	}
+	slices.SortFunc(inv.Replicas, func(a, b Replica) int { return strings.Compare(a.Volume, b.Volume) })
+	slices.SortFunc(inv.Snapshots, func(a, b Snapshot) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(inv.Targets, func(a, b TargetSummary) int { return strings.Compare(a.Volume, b.Volume) })
+	return inv, nil
+}
