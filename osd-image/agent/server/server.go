@@ -37,13 +37,15 @@ import (
 // Server implements agentv1.OSDAgentServer.
 type Server struct {
 	agentv1.UnimplementedOSDAgentServer
-	osd  *osd.OSD
-	spdk *client.Client
+	osd   *osd.OSD
+	spdk  *client.Client
+	ready func() error
 }
 
-// New returns the API of o, whose SPDK spdk is.
-func New(o *osd.OSD, spdk *client.Client) *Server {
-	return &Server{osd: o, spdk: spdk}
+// New returns the API of o, whose SPDK spdk is; ready says whether the OSD
+// is bootstrapped (nil) or why not.
+func New(o *osd.OSD, spdk *client.Client, ready func() error) *Server {
+	return &Server{osd: o, spdk: spdk, ready: ready}
 }
 
 // Serve serves the API on lis with mutual TLS until lis closes.
@@ -52,10 +54,21 @@ func Serve(lis net.Listener, s *Server, tlsDir string) (*grpc.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)))
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.UnaryInterceptor(s.gate))
 	agentv1.RegisterOSDAgentServer(g, s)
 	go func() { _ = g.Serve(lis) }()
 	return g, nil
+}
+
+// gate refuses every call but GetStatus while the OSD is not ready: before
+// its bootstrap, or while SPDK restarts, nothing it holds can be changed.
+func (s *Server) gate(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if info.FullMethod != agentv1.OSDAgent_GetStatus_FullMethodName {
+		if err := s.ready(); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "the OSD is not ready, retry later: %v", err)
+		}
+	}
+	return next(ctx, req)
 }
 
 // statusOf turns an error of the storage operations into the API's code:
@@ -84,20 +97,36 @@ func statusOf(err error) error {
 	return status.Error(code, err.Error())
 }
 
-// GetStatus reports the lvstore and SPDK's version.
+// GetStatus reports SPDK's version and everything the OSD holds, or why
+// the OSD is not ready.
 func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*agentv1.OSDStatus, error) {
+	if err := s.ready(); err != nil {
+		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), Endpoint: exportOf(s.osd.Endpoint())}, nil
+	}
 	v, err := s.spdk.SpdkGetVersion(ctx)
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	lvs, err := s.osd.Lvstore(ctx)
+	inv, err := s.osd.Inventory(ctx)
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	return &agentv1.OSDStatus{
-		Ready: true, SpdkVersion: v.Version, Lvstore: lvs.Name,
-		TotalBytes: lvs.TotalBytes(), FreeBytes: lvs.FreeBytes(), Endpoint: exportOf(s.osd.Endpoint()),
-	}, nil
+	out := &agentv1.OSDStatus{
+		Ready: true, SpdkVersion: v.Version, Lvstore: inv.Lvstore.Name,
+		TotalBytes: inv.Lvstore.TotalBytes(), FreeBytes: inv.Lvstore.FreeBytes(), Endpoint: exportOf(s.osd.Endpoint()),
+	}
+	for _, r := range inv.Replicas {
+		out.Replicas = append(out.Replicas, replicaOf(r))
+	}
+	for _, sn := range inv.Snapshots {
+		out.Snapshots = append(out.Snapshots, snapshotOf(sn))
+	}
+	for _, t := range inv.Targets {
+		out.Targets = append(out.Targets, &agentv1.TargetSummary{
+			Volume: t.Volume, State: t.State, Members: uint32(t.Members), Online: uint32(t.Online), RebuildPercent: int32(t.RebuildPercent),
+		})
+	}
+	return out, nil
 }
 
 // CreateReplica makes a volume's thin lvol.
@@ -115,6 +144,23 @@ func (s *Server) ResizeReplica(ctx context.Context, req *agentv1.ResizeReplicaRe
 // DeleteReplica removes a replica and its export.
 func (s *Server) DeleteReplica(ctx context.Context, req *agentv1.DeleteReplicaRequest) (*agentv1.DeleteReplicaResponse, error) {
 	return &agentv1.DeleteReplicaResponse{}, statusOf(s.osd.DeleteReplica(ctx, req.GetVolume()))
+}
+
+// CreateSnapshot snapshots a replica.
+func (s *Server) CreateSnapshot(ctx context.Context, req *agentv1.CreateSnapshotRequest) (*agentv1.Snapshot, error) {
+	sn, err := s.osd.CreateSnapshot(ctx, req.GetVolume(), req.GetSnapshot())
+	return snapshotOf(sn), statusOf(err)
+}
+
+// CloneSnapshot makes a replica that is a thin clone of a snapshot.
+func (s *Server) CloneSnapshot(ctx context.Context, req *agentv1.CloneSnapshotRequest) (*agentv1.Replica, error) {
+	r, err := s.osd.CloneSnapshot(ctx, req.GetSnapshot(), req.GetVolume())
+	return replicaOf(r), statusOf(err)
+}
+
+// DeleteSnapshot removes a snapshot.
+func (s *Server) DeleteSnapshot(ctx context.Context, req *agentv1.DeleteSnapshotRequest) (*agentv1.DeleteSnapshotResponse, error) {
+	return &agentv1.DeleteSnapshotResponse{}, statusOf(s.osd.DeleteSnapshot(ctx, req.GetSnapshot()))
 }
 
 // ExportReplica exports a replica to its target only.
@@ -151,6 +197,10 @@ func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequ
 
 func replicaOf(r osd.Replica) *agentv1.Replica {
 	return &agentv1.Replica{Volume: r.Volume, Lvol: r.Lvol, SizeBytes: r.SizeBytes, AllocatedBytes: r.AllocatedBytes}
+}
+
+func snapshotOf(sn osd.Snapshot) *agentv1.Snapshot {
+	return &agentv1.Snapshot{Name: sn.Name, Lvol: sn.Lvol, SizeBytes: sn.SizeBytes, AllocatedBytes: sn.AllocatedBytes}
 }
 
 func exportOf(e osd.Export) *agentv1.Export {

@@ -18,17 +18,14 @@ package server
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,66 +34,36 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/flint-io/flint/internal/pki"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/lifecycle"
 	"github.com/flint-io/flint/osd-image/agent/osd"
 )
 
-type ca struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+func newCA(t *testing.T, name string) *pki.CA {
+	c, err := pki.NewCA(name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
-func newCA(t *testing.T, name string) *ca {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+func issue(t *testing.T, c *pki.CA, l pki.Leaf) (certPEM, keyPEM []byte) {
+	l.Validity = time.Hour
+	certPEM, keyPEM, err := c.Issue(l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &ca{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf certificate for a server (with 127.0.0.1) or a client.
-func (c *ca) issue(t *testing.T, name string, server bool) (certPEM, keyPEM []byte) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return certPEM, keyPEM
 }
 
 type fixture struct {
 	addr   string
-	ca     *ca
+	ca     *pki.CA
 	target *spdktest.Target
+	keeper *lifecycle.Keeper
 }
 
 // start runs the API over mTLS on loopback, backed by a bootstrapped OSD
@@ -124,14 +91,15 @@ func start(t *testing.T) *fixture {
 		UID: "osd-a", Device: osd.Device{Driver: osd.DriverAIO, Path: dev},
 		Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
 	}, spdk)
-	if _, err := o.Bootstrap(context.Background()); err != nil {
+	keeper := lifecycle.New(o, spdk, "warning", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := keeper.Probe(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
 	authority := newCA(t, "flint-ca")
-	certPEM, keyPEM := authority.issue(t, "osd-a", true)
+	certPEM, keyPEM := issue(t, authority, pki.Leaf{Name: "osd-a", Server: true, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
 	tlsDir := filepath.Join(dir, "tls")
-	for name, data := range map[string][]byte{CertFile: certPEM, KeyFile: keyPEM, CAFile: authority.pem} {
+	for name, data := range map[string][]byte{CertFile: certPEM, KeyFile: keyPEM, CAFile: authority.CertPEM} {
 		if err := os.MkdirAll(tlsDir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -143,19 +111,19 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Serve(lis, New(o, spdk), tlsDir)
+	g, err := Serve(lis, New(o, spdk, keeper.Ready), tlsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Stop)
-	return &fixture{addr: lis.Addr().String(), ca: authority, target: tg}
+	return &fixture{addr: lis.Addr().String(), ca: authority, target: tg, keeper: keeper}
 }
 
 // dial connects with the given client certificate (nil for none), trusting
 // the agent's CA.
 func (f *fixture) dial(t *testing.T, cert *tls.Certificate) agentv1.OSDAgentClient {
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(f.ca.pem)
+	roots.AppendCertsFromPEM(f.ca.CertPEM)
 	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
@@ -168,8 +136,8 @@ func (f *fixture) dial(t *testing.T, cert *tls.Certificate) agentv1.OSDAgentClie
 	return agentv1.NewOSDAgentClient(conn)
 }
 
-func clientCert(t *testing.T, signer *ca) *tls.Certificate {
-	certPEM, keyPEM := signer.issue(t, "flint-operator", false)
+func clientCert(t *testing.T, signer *pki.CA) *tls.Certificate {
+	certPEM, keyPEM := issue(t, signer, pki.Leaf{Name: "flint-operator"})
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -244,12 +212,43 @@ func TestCodes(t *testing.T) {
 			})
 			return err
 		}, codes.OK},
+		{"snapshot", func() error {
+			_, err := c.CreateSnapshot(callCtx(t), &agentv1.CreateSnapshotRequest{Volume: "pvc-1", Snapshot: "snap-1"})
+			return err
+		}, codes.OK},
+		{"snapshot a missing replica", func() error {
+			_, err := c.CreateSnapshot(callCtx(t), &agentv1.CreateSnapshotRequest{Volume: "pvc-9", Snapshot: "snap-9"})
+			return err
+		}, codes.NotFound},
+		{"clone", func() error {
+			_, err := c.CloneSnapshot(callCtx(t), &agentv1.CloneSnapshotRequest{Snapshot: "snap-1", Volume: "pvc-2"})
+			return err
+		}, codes.OK},
+		{"status lists replicas, snapshots and targets", func() error {
+			st, err := c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
+			if err != nil {
+				return err
+			}
+			if len(st.GetReplicas()) != 2 || st.GetReplicas()[1].GetVolume() != "pvc-2" || len(st.GetSnapshots()) != 1 ||
+				len(st.GetTargets()) != 1 || st.GetTargets()[0].GetOnline() != 1 || st.GetTargets()[0].GetRebuildPercent() != -1 {
+				return status.Errorf(codes.Unknown, "status = %v", st)
+			}
+			return nil
+		}, codes.OK},
 		{"delete the replica under its target", func() error {
 			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
 			return err
 		}, codes.FailedPrecondition},
 		{"delete the target", func() error {
 			_, err := c.DeleteTarget(callCtx(t), &agentv1.DeleteTargetRequest{Volume: "pvc-1", MemberOsds: []string{"osd-a"}})
+			return err
+		}, codes.OK},
+		{"delete the clone", func() error {
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-2"})
+			return err
+		}, codes.OK},
+		{"delete the snapshot", func() error {
+			_, err := c.DeleteSnapshot(callCtx(t), &agentv1.DeleteSnapshotRequest{Snapshot: "snap-1"})
 			return err
 		}, codes.OK},
 		{"delete the replica", func() error {
@@ -269,9 +268,20 @@ func TestCodes(t *testing.T) {
 		})
 	}
 
-	// With SPDK gone, calls are Unavailable: the caller retries later.
+	// With SPDK gone, calls are Unavailable before and after the agent
+	// notices; then GetStatus says why.
 	f.target.Kill()
 	if err := create(64 << 20); status.Code(err) != codes.Unavailable {
 		t.Fatalf("with SPDK down: %v, want Unavailable", err)
+	}
+	if err := f.keeper.Probe(context.Background()); err == nil {
+		t.Fatal("the probe missed SPDK's death")
+	}
+	if err := create(64 << 20); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("while not ready: %v, want Unavailable saying why", err)
+	}
+	st, err = c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
+	if err != nil || st.GetReady() || !strings.Contains(st.GetNotReadyReason(), "SPDK does not answer") {
+		t.Fatalf("status while not ready = %v, %v", st, err)
 	}
 }

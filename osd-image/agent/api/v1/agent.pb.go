@@ -67,15 +67,20 @@ func (*GetStatusRequest) Descriptor() ([]byte, []int) {
 }
 
 type OSDStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ready         bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
-	SpdkVersion   string                 `protobuf:"bytes,2,opt,name=spdk_version,json=spdkVersion,proto3" json:"spdk_version,omitempty"`
-	Lvstore       string                 `protobuf:"bytes,3,opt,name=lvstore,proto3" json:"lvstore,omitempty"`
-	TotalBytes    uint64                 `protobuf:"varint,4,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
-	FreeBytes     uint64                 `protobuf:"varint,5,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
-	Endpoint      *Export                `protobuf:"bytes,6,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Ready       bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
+	SpdkVersion string                 `protobuf:"bytes,2,opt,name=spdk_version,json=spdkVersion,proto3" json:"spdk_version,omitempty"`
+	Lvstore     string                 `protobuf:"bytes,3,opt,name=lvstore,proto3" json:"lvstore,omitempty"`
+	TotalBytes  uint64                 `protobuf:"varint,4,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	FreeBytes   uint64                 `protobuf:"varint,5,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	Endpoint    *Export                `protobuf:"bytes,6,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Replicas    []*Replica             `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Snapshots   []*Snapshot            `protobuf:"bytes,8,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
+	Targets     []*TargetSummary       `protobuf:"bytes,9,rep,name=targets,proto3" json:"targets,omitempty"`
+	// not_ready_reason says why ready is false, and what to do.
+	NotReadyReason string `protobuf:"bytes,10,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *OSDStatus) Reset() {
@@ -150,6 +155,114 @@ func (x *OSDStatus) GetEndpoint() *Export {
 	return nil
 }
 
+func (x *OSDStatus) GetReplicas() []*Replica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *OSDStatus) GetSnapshots() []*Snapshot {
+	if x != nil {
+		return x.Snapshots
+	}
+	return nil
+}
+
+func (x *OSDStatus) GetTargets() []*TargetSummary {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+func (x *OSDStatus) GetNotReadyReason() string {
+	if x != nil {
+		return x.NotReadyReason
+	}
+	return ""
+}
+
+type TargetSummary struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Volume string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	// state is SPDK's raid state: online, configuring or offline.
+	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// members is the raid's slot count, online how many hold an in-sync
+	// replica.
+	Members uint32 `protobuf:"varint,3,opt,name=members,proto3" json:"members,omitempty"`
+	Online  uint32 `protobuf:"varint,4,opt,name=online,proto3" json:"online,omitempty"`
+	// rebuild_percent is the progress of a running rebuild, -1 without one.
+	RebuildPercent int32 `protobuf:"varint,5,opt,name=rebuild_percent,json=rebuildPercent,proto3" json:"rebuild_percent,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TargetSummary) Reset() {
+	*x = TargetSummary{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetSummary) ProtoMessage() {}
+
+func (x *TargetSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetSummary.ProtoReflect.Descriptor instead.
+func (*TargetSummary) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TargetSummary) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
+func (x *TargetSummary) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *TargetSummary) GetMembers() uint32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *TargetSummary) GetOnline() uint32 {
+	if x != nil {
+		return x.Online
+	}
+	return 0
+}
+
+func (x *TargetSummary) GetRebuildPercent() int32 {
+	if x != nil {
+		return x.RebuildPercent
+	}
+	return 0
+}
+
 type CreateReplicaRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
@@ -160,7 +273,7 @@ type CreateReplicaRequest struct {
 
 func (x *CreateReplicaRequest) Reset() {
 	*x = CreateReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -172,7 +285,7 @@ func (x *CreateReplicaRequest) String() string {
 func (*CreateReplicaRequest) ProtoMessage() {}
 
 func (x *CreateReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -185,7 +298,7 @@ func (x *CreateReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateReplicaRequest.ProtoReflect.Descriptor instead.
 func (*CreateReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateReplicaRequest) GetVolume() string {
@@ -212,7 +325,7 @@ type ResizeReplicaRequest struct {
 
 func (x *ResizeReplicaRequest) Reset() {
 	*x = ResizeReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +337,7 @@ func (x *ResizeReplicaRequest) String() string {
 func (*ResizeReplicaRequest) ProtoMessage() {}
 
 func (x *ResizeReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +350,7 @@ func (x *ResizeReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResizeReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ResizeReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ResizeReplicaRequest) GetVolume() string {
@@ -263,7 +376,7 @@ type DeleteReplicaRequest struct {
 
 func (x *DeleteReplicaRequest) Reset() {
 	*x = DeleteReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +388,7 @@ func (x *DeleteReplicaRequest) String() string {
 func (*DeleteReplicaRequest) ProtoMessage() {}
 
 func (x *DeleteReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +401,7 @@ func (x *DeleteReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReplicaRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeleteReplicaRequest) GetVolume() string {
@@ -306,7 +419,7 @@ type DeleteReplicaResponse struct {
 
 func (x *DeleteReplicaResponse) Reset() {
 	*x = DeleteReplicaResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +431,7 @@ func (x *DeleteReplicaResponse) String() string {
 func (*DeleteReplicaResponse) ProtoMessage() {}
 
 func (x *DeleteReplicaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +444,7 @@ func (x *DeleteReplicaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReplicaResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReplicaResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 type Replica struct {
@@ -346,7 +459,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -358,7 +471,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -371,7 +484,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Replica) GetVolume() string {
@@ -402,6 +515,259 @@ func (x *Replica) GetAllocatedBytes() uint64 {
 	return 0
 }
 
+type CreateSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	Snapshot      string                 `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotRequest) Reset() {
+	*x = CreateSnapshotRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotRequest) ProtoMessage() {}
+
+func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CreateSnapshotRequest) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
+func (x *CreateSnapshotRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+type Snapshot struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Lvol           string                 `protobuf:"bytes,2,opt,name=lvol,proto3" json:"lvol,omitempty"`
+	SizeBytes      uint64                 `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	AllocatedBytes uint64                 `protobuf:"varint,4,opt,name=allocated_bytes,json=allocatedBytes,proto3" json:"allocated_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Snapshot) Reset() {
+	*x = Snapshot{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Snapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Snapshot) ProtoMessage() {}
+
+func (x *Snapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
+func (*Snapshot) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Snapshot) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Snapshot) GetLvol() string {
+	if x != nil {
+		return x.Lvol
+	}
+	return ""
+}
+
+func (x *Snapshot) GetSizeBytes() uint64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *Snapshot) GetAllocatedBytes() uint64 {
+	if x != nil {
+		return x.AllocatedBytes
+	}
+	return 0
+}
+
+type CloneSnapshotRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot string                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// volume names the new replica.
+	Volume        string `protobuf:"bytes,2,opt,name=volume,proto3" json:"volume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloneSnapshotRequest) Reset() {
+	*x = CloneSnapshotRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloneSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloneSnapshotRequest) ProtoMessage() {}
+
+func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloneSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CloneSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CloneSnapshotRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *CloneSnapshotRequest) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
+type DeleteSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      string                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotRequest) Reset() {
+	*x = DeleteSnapshotRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotRequest) ProtoMessage() {}
+
+func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeleteSnapshotRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+type DeleteSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotResponse) Reset() {
+	*x = DeleteSnapshotResponse{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotResponse) ProtoMessage() {}
+
+func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{12}
+}
+
 type ExportReplicaRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Volume string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
@@ -413,7 +779,7 @@ type ExportReplicaRequest struct {
 
 func (x *ExportReplicaRequest) Reset() {
 	*x = ExportReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +791,7 @@ func (x *ExportReplicaRequest) String() string {
 func (*ExportReplicaRequest) ProtoMessage() {}
 
 func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +804,7 @@ func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ExportReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExportReplicaRequest) GetVolume() string {
@@ -467,7 +833,7 @@ type Export struct {
 
 func (x *Export) Reset() {
 	*x = Export{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +845,7 @@ func (x *Export) String() string {
 func (*Export) ProtoMessage() {}
 
 func (x *Export) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +858,7 @@ func (x *Export) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Export.ProtoReflect.Descriptor instead.
 func (*Export) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Export) GetNqn() string {
@@ -537,7 +903,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +915,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +928,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Member) GetOsd() string {
@@ -597,7 +963,7 @@ type EnsureTargetRequest struct {
 
 func (x *EnsureTargetRequest) Reset() {
 	*x = EnsureTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +975,7 @@ func (x *EnsureTargetRequest) String() string {
 func (*EnsureTargetRequest) ProtoMessage() {}
 
 func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +988,7 @@ func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureTargetRequest.ProtoReflect.Descriptor instead.
 func (*EnsureTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnsureTargetRequest) GetVolume() string {
@@ -658,7 +1024,7 @@ type MemberStatus struct {
 
 func (x *MemberStatus) Reset() {
 	*x = MemberStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +1036,7 @@ func (x *MemberStatus) String() string {
 func (*MemberStatus) ProtoMessage() {}
 
 func (x *MemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +1049,7 @@ func (x *MemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberStatus.ProtoReflect.Descriptor instead.
 func (*MemberStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MemberStatus) GetOsd() string {
@@ -718,7 +1084,7 @@ type TargetStatus struct {
 
 func (x *TargetStatus) Reset() {
 	*x = TargetStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +1096,7 @@ func (x *TargetStatus) String() string {
 func (*TargetStatus) ProtoMessage() {}
 
 func (x *TargetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +1109,7 @@ func (x *TargetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetStatus.ProtoReflect.Descriptor instead.
 func (*TargetStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TargetStatus) GetExport() *Export {
@@ -777,7 +1143,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +1155,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +1168,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteTargetRequest) GetVolume() string {
@@ -827,7 +1193,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +1205,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +1218,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
@@ -860,7 +1226,7 @@ var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
 const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\"osd-image/agent/api/v1/agent.proto\x12\x0eflint.agent.v1\"\x12\n" +
-	"\x10GetStatusRequest\"\xd2\x01\n" +
+	"\x10GetStatusRequest\"\xa2\x03\n" +
 	"\tOSDStatus\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12!\n" +
 	"\fspdk_version\x18\x02 \x01(\tR\vspdkVersion\x12\x18\n" +
@@ -869,7 +1235,18 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"totalBytes\x12\x1d\n" +
 	"\n" +
 	"free_bytes\x18\x05 \x01(\x04R\tfreeBytes\x122\n" +
-	"\bendpoint\x18\x06 \x01(\v2\x16.flint.agent.v1.ExportR\bendpoint\"M\n" +
+	"\bendpoint\x18\x06 \x01(\v2\x16.flint.agent.v1.ExportR\bendpoint\x123\n" +
+	"\breplicas\x18\a \x03(\v2\x17.flint.agent.v1.ReplicaR\breplicas\x126\n" +
+	"\tsnapshots\x18\b \x03(\v2\x18.flint.agent.v1.SnapshotR\tsnapshots\x127\n" +
+	"\atargets\x18\t \x03(\v2\x1d.flint.agent.v1.TargetSummaryR\atargets\x12(\n" +
+	"\x10not_ready_reason\x18\n" +
+	" \x01(\tR\x0enotReadyReason\"\x98\x01\n" +
+	"\rTargetSummary\x12\x16\n" +
+	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
+	"\amembers\x18\x03 \x01(\rR\amembers\x12\x16\n" +
+	"\x06online\x18\x04 \x01(\rR\x06online\x12'\n" +
+	"\x0frebuild_percent\x18\x05 \x01(\x05R\x0erebuildPercent\"M\n" +
 	"\x14CreateReplicaRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1d\n" +
 	"\n" +
@@ -886,7 +1263,22 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x04lvol\x18\x02 \x01(\tR\x04lvol\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\x12'\n" +
-	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"V\n" +
+	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"K\n" +
+	"\x15CreateSnapshotRequest\x12\x16\n" +
+	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\"z\n" +
+	"\bSnapshot\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04lvol\x18\x02 \x01(\tR\x04lvol\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\x12'\n" +
+	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"J\n" +
+	"\x14CloneSnapshotRequest\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x16\n" +
+	"\x06volume\x18\x02 \x01(\tR\x06volume\"3\n" +
+	"\x15DeleteSnapshotRequest\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\"\x18\n" +
+	"\x16DeleteSnapshotResponse\"V\n" +
 	"\x14ExportReplicaRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12&\n" +
 	"\x0ftarget_host_nqn\x18\x02 \x01(\tR\rtargetHostNqn\"f\n" +
@@ -915,12 +1307,15 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1f\n" +
 	"\vmember_osds\x18\x02 \x03(\tR\n" +
 	"memberOsds\"\x16\n" +
-	"\x14DeleteTargetResponse2\xcf\x04\n" +
+	"\x14DeleteTargetResponse2\xd3\x06\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
 	"\rResizeReplica\x12$.flint.agent.v1.ResizeReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12\\\n" +
-	"\rDeleteReplica\x12$.flint.agent.v1.DeleteReplicaRequest\x1a%.flint.agent.v1.DeleteReplicaResponse\x12M\n" +
+	"\rDeleteReplica\x12$.flint.agent.v1.DeleteReplicaRequest\x1a%.flint.agent.v1.DeleteReplicaResponse\x12Q\n" +
+	"\x0eCreateSnapshot\x12%.flint.agent.v1.CreateSnapshotRequest\x1a\x18.flint.agent.v1.Snapshot\x12N\n" +
+	"\rCloneSnapshot\x12$.flint.agent.v1.CloneSnapshotRequest\x1a\x17.flint.agent.v1.Replica\x12_\n" +
+	"\x0eDeleteSnapshot\x12%.flint.agent.v1.DeleteSnapshotRequest\x1a&.flint.agent.v1.DeleteSnapshotResponse\x12M\n" +
 	"\rExportReplica\x12$.flint.agent.v1.ExportReplicaRequest\x1a\x16.flint.agent.v1.Export\x12Q\n" +
 	"\fEnsureTarget\x12#.flint.agent.v1.EnsureTargetRequest\x1a\x1c.flint.agent.v1.TargetStatus\x12Y\n" +
 	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponseB:Z8github.com/flint-io/flint/osd-image/agent/api/v1;agentv1b\x06proto3"
@@ -937,49 +1332,64 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescData
 }
 
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
-	(*GetStatusRequest)(nil),      // 0: flint.agent.v1.GetStatusRequest
-	(*OSDStatus)(nil),             // 1: flint.agent.v1.OSDStatus
-	(*CreateReplicaRequest)(nil),  // 2: flint.agent.v1.CreateReplicaRequest
-	(*ResizeReplicaRequest)(nil),  // 3: flint.agent.v1.ResizeReplicaRequest
-	(*DeleteReplicaRequest)(nil),  // 4: flint.agent.v1.DeleteReplicaRequest
-	(*DeleteReplicaResponse)(nil), // 5: flint.agent.v1.DeleteReplicaResponse
-	(*Replica)(nil),               // 6: flint.agent.v1.Replica
-	(*ExportReplicaRequest)(nil),  // 7: flint.agent.v1.ExportReplicaRequest
-	(*Export)(nil),                // 8: flint.agent.v1.Export
-	(*Member)(nil),                // 9: flint.agent.v1.Member
-	(*EnsureTargetRequest)(nil),   // 10: flint.agent.v1.EnsureTargetRequest
-	(*MemberStatus)(nil),          // 11: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),          // 12: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),   // 13: flint.agent.v1.DeleteTargetRequest
-	(*DeleteTargetResponse)(nil),  // 14: flint.agent.v1.DeleteTargetResponse
+	(*GetStatusRequest)(nil),       // 0: flint.agent.v1.GetStatusRequest
+	(*OSDStatus)(nil),              // 1: flint.agent.v1.OSDStatus
+	(*TargetSummary)(nil),          // 2: flint.agent.v1.TargetSummary
+	(*CreateReplicaRequest)(nil),   // 3: flint.agent.v1.CreateReplicaRequest
+	(*ResizeReplicaRequest)(nil),   // 4: flint.agent.v1.ResizeReplicaRequest
+	(*DeleteReplicaRequest)(nil),   // 5: flint.agent.v1.DeleteReplicaRequest
+	(*DeleteReplicaResponse)(nil),  // 6: flint.agent.v1.DeleteReplicaResponse
+	(*Replica)(nil),                // 7: flint.agent.v1.Replica
+	(*CreateSnapshotRequest)(nil),  // 8: flint.agent.v1.CreateSnapshotRequest
+	(*Snapshot)(nil),               // 9: flint.agent.v1.Snapshot
+	(*CloneSnapshotRequest)(nil),   // 10: flint.agent.v1.CloneSnapshotRequest
+	(*DeleteSnapshotRequest)(nil),  // 11: flint.agent.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil), // 12: flint.agent.v1.DeleteSnapshotResponse
+	(*ExportReplicaRequest)(nil),   // 13: flint.agent.v1.ExportReplicaRequest
+	(*Export)(nil),                 // 14: flint.agent.v1.Export
+	(*Member)(nil),                 // 15: flint.agent.v1.Member
+	(*EnsureTargetRequest)(nil),    // 16: flint.agent.v1.EnsureTargetRequest
+	(*MemberStatus)(nil),           // 17: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 18: flint.agent.v1.TargetStatus
+	(*DeleteTargetRequest)(nil),    // 19: flint.agent.v1.DeleteTargetRequest
+	(*DeleteTargetResponse)(nil),   // 20: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
-	8,  // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
-	8,  // 1: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
-	9,  // 2: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	8,  // 3: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	11, // 4: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
-	0,  // 5: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	2,  // 6: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	3,  // 7: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	4,  // 8: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	7,  // 9: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	10, // 10: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	13, // 11: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	1,  // 12: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	6,  // 13: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	6,  // 14: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	5,  // 15: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	8,  // 16: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	12, // 17: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	14, // 18: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	12, // [12:19] is the sub-list for method output_type
-	5,  // [5:12] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	14, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
+	7,  // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
+	9,  // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
+	2,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
+	14, // 4: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
+	15, // 5: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
+	14, // 6: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	17, // 7: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	0,  // 8: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
+	3,  // 9: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	4,  // 10: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	5,  // 11: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	8,  // 12: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	10, // 13: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	11, // 14: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	13, // 15: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	16, // 16: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	19, // 17: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	1,  // 18: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	7,  // 19: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	7,  // 20: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	6,  // 21: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	9,  // 22: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	7,  // 23: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	12, // 24: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	14, // 25: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	18, // 26: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	20, // 27: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	18, // [18:28] is the sub-list for method output_type
+	8,  // [8:18] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_osd_image_agent_api_v1_agent_proto_init() }
@@ -993,7 +1403,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

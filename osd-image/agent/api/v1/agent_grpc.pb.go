@@ -28,21 +28,25 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	OSDAgent_GetStatus_FullMethodName     = "/flint.agent.v1.OSDAgent/GetStatus"
-	OSDAgent_CreateReplica_FullMethodName = "/flint.agent.v1.OSDAgent/CreateReplica"
-	OSDAgent_ResizeReplica_FullMethodName = "/flint.agent.v1.OSDAgent/ResizeReplica"
-	OSDAgent_DeleteReplica_FullMethodName = "/flint.agent.v1.OSDAgent/DeleteReplica"
-	OSDAgent_ExportReplica_FullMethodName = "/flint.agent.v1.OSDAgent/ExportReplica"
-	OSDAgent_EnsureTarget_FullMethodName  = "/flint.agent.v1.OSDAgent/EnsureTarget"
-	OSDAgent_DeleteTarget_FullMethodName  = "/flint.agent.v1.OSDAgent/DeleteTarget"
+	OSDAgent_GetStatus_FullMethodName      = "/flint.agent.v1.OSDAgent/GetStatus"
+	OSDAgent_CreateReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/CreateReplica"
+	OSDAgent_ResizeReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/ResizeReplica"
+	OSDAgent_DeleteReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/DeleteReplica"
+	OSDAgent_CreateSnapshot_FullMethodName = "/flint.agent.v1.OSDAgent/CreateSnapshot"
+	OSDAgent_CloneSnapshot_FullMethodName  = "/flint.agent.v1.OSDAgent/CloneSnapshot"
+	OSDAgent_DeleteSnapshot_FullMethodName = "/flint.agent.v1.OSDAgent/DeleteSnapshot"
+	OSDAgent_ExportReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/ExportReplica"
+	OSDAgent_EnsureTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/EnsureTarget"
+	OSDAgent_DeleteTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/DeleteTarget"
 )
 
 // OSDAgentClient is the client API for OSDAgent service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type OSDAgentClient interface {
-	// GetStatus reports the lvstore's capacity, SPDK's version and the
-	// agent's readiness.
+	// GetStatus reports SPDK's version, the lvstore's capacity, and the
+	// replicas, snapshots and targets the OSD holds with rebuild progress.
+	// UNAVAILABLE until the agent is ready.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*OSDStatus, error)
 	// CreateReplica makes a thin lvol for a volume.
 	CreateReplica(ctx context.Context, in *CreateReplicaRequest, opts ...grpc.CallOption) (*Replica, error)
@@ -50,6 +54,14 @@ type OSDAgentClient interface {
 	ResizeReplica(ctx context.Context, in *ResizeReplicaRequest, opts ...grpc.CallOption) (*Replica, error)
 	// DeleteReplica removes a replica and its export; a missing one is OK.
 	DeleteReplica(ctx context.Context, in *DeleteReplicaRequest, opts ...grpc.CallOption) (*DeleteReplicaResponse, error)
+	// CreateSnapshot snapshots a replica; a repeat for a snapshot already in
+	// the replica's history is OK.
+	CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error)
+	// CloneSnapshot makes a new replica that is a thin clone of a snapshot.
+	CloneSnapshot(ctx context.Context, in *CloneSnapshotRequest, opts ...grpc.CallOption) (*Replica, error)
+	// DeleteSnapshot removes a snapshot; a missing one is OK. One with more
+	// than one clone is FAILED_PRECONDITION.
+	DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
 	// ExportReplica exports a replica to exactly one host, the OSD running
 	// the volume's target; any other host is removed (fenced).
 	ExportReplica(ctx context.Context, in *ExportReplicaRequest, opts ...grpc.CallOption) (*Export, error)
@@ -111,6 +123,36 @@ func (c *oSDAgentClient) DeleteReplica(ctx context.Context, in *DeleteReplicaReq
 	return out, nil
 }
 
+func (c *oSDAgentClient) CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Snapshot)
+	err := c.cc.Invoke(ctx, OSDAgent_CreateSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oSDAgentClient) CloneSnapshot(ctx context.Context, in *CloneSnapshotRequest, opts ...grpc.CallOption) (*Replica, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Replica)
+	err := c.cc.Invoke(ctx, OSDAgent_CloneSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oSDAgentClient) DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSnapshotResponse)
+	err := c.cc.Invoke(ctx, OSDAgent_DeleteSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *oSDAgentClient) ExportReplica(ctx context.Context, in *ExportReplicaRequest, opts ...grpc.CallOption) (*Export, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Export)
@@ -145,8 +187,9 @@ func (c *oSDAgentClient) DeleteTarget(ctx context.Context, in *DeleteTargetReque
 // All implementations must embed UnimplementedOSDAgentServer
 // for forward compatibility.
 type OSDAgentServer interface {
-	// GetStatus reports the lvstore's capacity, SPDK's version and the
-	// agent's readiness.
+	// GetStatus reports SPDK's version, the lvstore's capacity, and the
+	// replicas, snapshots and targets the OSD holds with rebuild progress.
+	// UNAVAILABLE until the agent is ready.
 	GetStatus(context.Context, *GetStatusRequest) (*OSDStatus, error)
 	// CreateReplica makes a thin lvol for a volume.
 	CreateReplica(context.Context, *CreateReplicaRequest) (*Replica, error)
@@ -154,6 +197,14 @@ type OSDAgentServer interface {
 	ResizeReplica(context.Context, *ResizeReplicaRequest) (*Replica, error)
 	// DeleteReplica removes a replica and its export; a missing one is OK.
 	DeleteReplica(context.Context, *DeleteReplicaRequest) (*DeleteReplicaResponse, error)
+	// CreateSnapshot snapshots a replica; a repeat for a snapshot already in
+	// the replica's history is OK.
+	CreateSnapshot(context.Context, *CreateSnapshotRequest) (*Snapshot, error)
+	// CloneSnapshot makes a new replica that is a thin clone of a snapshot.
+	CloneSnapshot(context.Context, *CloneSnapshotRequest) (*Replica, error)
+	// DeleteSnapshot removes a snapshot; a missing one is OK. One with more
+	// than one clone is FAILED_PRECONDITION.
+	DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error)
 	// ExportReplica exports a replica to exactly one host, the OSD running
 	// the volume's target; any other host is removed (fenced).
 	ExportReplica(context.Context, *ExportReplicaRequest) (*Export, error)
@@ -186,6 +237,15 @@ func (UnimplementedOSDAgentServer) ResizeReplica(context.Context, *ResizeReplica
 }
 func (UnimplementedOSDAgentServer) DeleteReplica(context.Context, *DeleteReplicaRequest) (*DeleteReplicaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteReplica not implemented")
+}
+func (UnimplementedOSDAgentServer) CreateSnapshot(context.Context, *CreateSnapshotRequest) (*Snapshot, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSnapshot not implemented")
+}
+func (UnimplementedOSDAgentServer) CloneSnapshot(context.Context, *CloneSnapshotRequest) (*Replica, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloneSnapshot not implemented")
+}
+func (UnimplementedOSDAgentServer) DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSnapshot not implemented")
 }
 func (UnimplementedOSDAgentServer) ExportReplica(context.Context, *ExportReplicaRequest) (*Export, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExportReplica not implemented")
@@ -289,6 +349,60 @@ func _OSDAgent_DeleteReplica_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OSDAgent_CreateSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).CreateSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_CreateSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).CreateSnapshot(ctx, req.(*CreateSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OSDAgent_CloneSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloneSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).CloneSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_CloneSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).CloneSnapshot(ctx, req.(*CloneSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OSDAgent_DeleteSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).DeleteSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_DeleteSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).DeleteSnapshot(ctx, req.(*DeleteSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OSDAgent_ExportReplica_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ExportReplicaRequest)
 	if err := dec(in); err != nil {
@@ -365,6 +479,18 @@ var OSDAgent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteReplica",
 			Handler:    _OSDAgent_DeleteReplica_Handler,
+		},
+		{
+			MethodName: "CreateSnapshot",
+			Handler:    _OSDAgent_CreateSnapshot_Handler,
+		},
+		{
+			MethodName: "CloneSnapshot",
+			Handler:    _OSDAgent_CloneSnapshot_Handler,
+		},
+		{
+			MethodName: "DeleteSnapshot",
+			Handler:    _OSDAgent_DeleteSnapshot_Handler,
 		},
 		{
 			MethodName: "ExportReplica",
