@@ -28,6 +28,7 @@ import (
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
@@ -40,7 +41,7 @@ const (
 var scenarios = []struct {
 	name    string
 	targets int
-	run     func(t *testing.T, l *lab)
+	run     func(t *testing.T, l *spdklab.Lab)
 }{
 	{"lvstore on an aio device", 1, lvstoreOnAio},
 	{"thin and thick lvols", 1, thinAndThickLvols},
@@ -54,9 +55,9 @@ var scenarios = []struct {
 func TestContract(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			l := newLab(t, sc.targets)
-			if l.real {
-				t.Logf("against real SPDK in %s", l.dir)
+			l := spdklab.New(t, sc.targets)
+			if l.Real {
+				t.Logf("against real SPDK in %s", l.Dir)
 			}
 			defer func() {
 				if r := recover(); r != nil {
@@ -113,9 +114,9 @@ func wantErr(t *testing.T, err error, sentinel error, code int) {
 }
 
 // aioLvstore creates an aio bdev over a fresh image and an lvstore on it.
-func aioLvstore(t *testing.T, l *lab, c *client.Client, name string) types.Lvstore {
+func aioLvstore(t *testing.T, l *spdklab.Lab, c *client.Client, name string) types.Lvstore {
 	t.Helper()
-	path := l.image(t, name, imageSize)
+	path := l.Image(t, name, imageSize)
 	must(c.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: path, Name: name + "_aio", BlockSize: 4096}))
 	must(c.BdevLvolCreateLvstore(ctx(t), types.BdevLvolCreateLvstoreRequest{BdevName: name + "_aio", LvsName: name}))
 	stores := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{LvsName: name}))
@@ -125,8 +126,8 @@ func aioLvstore(t *testing.T, l *lab, c *client.Client, name string) types.Lvsto
 	return stores[0]
 }
 
-func lvstoreOnAio(t *testing.T, l *lab) {
-	c := l.targets[0].client
+func lvstoreOnAio(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
 	s := aioLvstore(t, l, c, "lvs0")
 	if s.ClusterSize != 4*mib || s.TotalDataClusters != 63 || s.FreeClusters != 63 || s.BaseBdev != "lvs0_aio" {
 		t.Errorf("lvstore = %+v, want 63 free clusters of 4 MiB on lvs0_aio", s)
@@ -153,8 +154,8 @@ func lvstoreOnAio(t *testing.T, l *lab) {
 	wantErr(t, c.BdevLvolDeleteLvstore(ctx(t), types.LvstoreSelector{LvsName: "lvs0"}), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
 }
 
-func thinAndThickLvols(t *testing.T, l *lab) {
-	c := l.targets[0].client
+func thinAndThickLvols(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
 	aioLvstore(t, l, c, "lvs0")
 	thin := must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "thin", SizeInMiB: 64, ThinProvision: true, LvsName: "lvs0"}))
 	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "thick", SizeInMiB: 30, LvsName: "lvs0"}))
@@ -196,8 +197,8 @@ func thinAndThickLvols(t *testing.T, l *lab) {
 	}
 }
 
-func snapshotsAndClones(t *testing.T, l *lab) {
-	c := l.targets[0].client
+func snapshotsAndClones(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
 	aioLvstore(t, l, c, "lvs0")
 	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, LvsName: "lvs0"}))
 	must(c.BdevLvolSnapshot(ctx(t), "lvs0/vol", "snap"))
@@ -226,17 +227,17 @@ func snapshotsAndClones(t *testing.T, l *lab) {
 	}
 }
 
-func lvstoreSurvivesRestart(t *testing.T, l *lab) {
-	tg := l.targets[0]
-	c := tg.client
+func lvstoreSurvivesRestart(t *testing.T, l *spdklab.Lab) {
+	tg := l.Targets[0]
+	c := tg.Client
 	s := aioLvstore(t, l, c, "lvs0")
 	vol := must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
 	ok(t, c.BdevLvolResize(ctx(t), "lvs0/vol", 48))
 	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
 	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: "nqn.2026-01.io.flint:vol"}))
 
-	tg.kill()
-	tg.restart(t)
+	tg.Kill()
+	tg.Restart(t)
 
 	if subs := must(c.NvmfGetSubsystems(ctx(t), "")); len(subs) != 1 || subs[0].Subtype != "Discovery" {
 		t.Errorf("subsystems after restart = %+v, want only discovery", subs)
@@ -247,7 +248,7 @@ func lvstoreSurvivesRestart(t *testing.T, l *lab) {
 	_, err := c.BdevGetBdevs(ctx(t), "lvs0/vol")
 	wantErr(t, err, jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
 
-	must(c.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.image(t, "lvs0", imageSize), Name: "again", BlockSize: 4096}))
+	must(c.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.Image(t, "lvs0", imageSize), Name: "again", BlockSize: 4096}))
 	ok(t, c.BdevWaitForExamine(ctx(t)))
 	back := must(c.BdevLvolGetLvstores(ctx(t), types.LvstoreSelector{}))
 	if len(back) != 1 || back[0].UUID != s.UUID || back[0].Name != "lvs0" || back[0].BaseBdev != "again" {
@@ -259,8 +260,8 @@ func lvstoreSurvivesRestart(t *testing.T, l *lab) {
 	}
 }
 
-func exportToOneHost(t *testing.T, l *lab) {
-	c := l.targets[0].client
+func exportToOneHost(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
 	aioLvstore(t, l, c, "lvs0")
 	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs0"}))
 	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{
@@ -282,7 +283,7 @@ func exportToOneHost(t *testing.T, l *lab) {
 	}
 	_, err := c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs0/vol"})
 	wantErr(t, err, jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
-	addr := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: freePort(t)}
+	addr := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: spdklab.FreePort(t)}
 	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, addr))
 	wantErr(t, c.NvmfSubsystemAddListener(ctx(t), nqn, addr), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
 	ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
@@ -307,13 +308,13 @@ func exportToOneHost(t *testing.T, l *lab) {
 // raid1, targets 1 and 2 export theirs to it. Losing target 2 empties its
 // slot once the controller loss timeout passes; the replica comes back
 // with its data on its disk and rebuilds.
-func raid1AcrossTargets(t *testing.T, l *lab) {
+func raid1AcrossTargets(t *testing.T, l *spdklab.Lab) {
 	const size = 64
 	tgtNQN := "nqn.2026-01.io.flint:osd-0"
 	replicaNQN := func(i int) string { return "nqn.2026-01.io.flint:osd-" + string(rune('0'+i)) + ":vol" }
-	ports := []string{"", freePort(t), freePort(t)}
+	ports := []string{"", spdklab.FreePort(t), spdklab.FreePort(t)}
 	export := func(i int, fresh bool) {
-		c := l.targets[i].client
+		c := l.Targets[i].Client
 		if fresh {
 			aioLvstore(t, l, c, "lvs"+string(rune('0'+i)))
 			must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: size, ThinProvision: true, LvsName: "lvs" + string(rune('0'+i))}))
@@ -324,7 +325,7 @@ func raid1AcrossTargets(t *testing.T, l *lab) {
 		ok(t, c.NvmfSubsystemAddListener(ctx(t), replicaNQN(i), types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[i]}))
 		ok(t, c.NvmfSubsystemAddHost(ctx(t), replicaNQN(i), tgtNQN))
 	}
-	tgt := l.targets[0].client
+	tgt := l.Targets[0].Client
 	attach := func(i int) string {
 		bdevs := must(tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
 			Name: "r" + string(rune('0'+i)), Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[i],
@@ -372,7 +373,7 @@ func raid1AcrossTargets(t *testing.T, l *lab) {
 
 	// Lose replica 2: its controller retries, is deleted after the loss
 	// timeout, and the raid goes on degraded.
-	l.targets[2].kill()
+	l.Targets[2].Kill()
 	eventually(t, 20*time.Second, "the lost replica leaving the raid", func() (bool, error) {
 		r := raid()
 		return r.State == types.RaidStateOnline && r.NumBaseBdevsOperational == 2, nil
@@ -383,9 +384,9 @@ func raid1AcrossTargets(t *testing.T, l *lab) {
 
 	// The replica returns with its lvol on its disk; re-export, re-attach
 	// and rebuild it.
-	l.targets[2].restart(t)
-	c2 := l.targets[2].client
-	must(c2.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.image(t, "lvs2", imageSize), Name: "lvs2_aio", BlockSize: 4096}))
+	l.Targets[2].Restart(t)
+	c2 := l.Targets[2].Client
+	must(c2.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.Image(t, "lvs2", imageSize), Name: "lvs2_aio", BlockSize: 4096}))
 	ok(t, c2.BdevWaitForExamine(ctx(t)))
 	export(2, false)
 	r2 = attach(2)
@@ -412,8 +413,8 @@ func raid1AcrossTargets(t *testing.T, l *lab) {
 // unreachable or out of sync: a null bdev holds its slot at creation and
 // is removed at once, leaving an online raid1 with an empty slot that
 // add_base_bdev later fills with a rebuild.
-func raid1CreatedDegraded(t *testing.T, l *lab) {
-	c := l.targets[0].client
+func raid1CreatedDegraded(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
 	aioLvstore(t, l, c, "lvs0")
 	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "a", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
 	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "b", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))

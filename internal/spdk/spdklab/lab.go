@@ -1,0 +1,192 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package spdklab starts SPDK applications for tests: Targets of the
+// in-process double, or real spdk_tgt processes when FLINT_SPDK_DIR names
+// an SPDK build tree. Tests written against a Lab run unchanged on both.
+package spdklab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+)
+
+// Target is one SPDK application under test: a real spdk_tgt when
+// FLINT_SPDK_DIR names an SPDK build tree, else a Target of the double.
+type Target struct {
+	Name   string
+	Client *client.Client
+	// Kill stops the application the way SIGKILL does.
+	Kill func()
+	// Restart starts it again with an empty configuration.
+	Restart func(t *testing.T)
+}
+
+// Lab is n targets that can reach each other over loopback NVMe/TCP.
+type Lab struct {
+	Dir     string
+	Targets []*Target
+	// Real says the targets are spdk_tgt processes.
+	Real bool
+}
+
+// New starts n targets that reach each other over loopback NVMe/TCP.
+func New(t *testing.T, n int) *Lab {
+	t.Helper()
+	// Unix socket paths must stay short.
+	dir, err := os.MkdirTemp("", "flint-contract-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	l := &Lab{Dir: dir}
+	if spdkDir := os.Getenv("FLINT_SPDK_DIR"); spdkDir != "" {
+		l.Real = true
+		for i := range n {
+			l.Targets = append(l.Targets, startReal(t, spdkDir, filepath.Join(dir, fmt.Sprintf("t%d.sock", i)), fmt.Sprintf("t%d", i)))
+		}
+		return l
+	}
+	fabric := spdktest.NewFabric()
+	for i := range n {
+		socket := filepath.Join(dir, fmt.Sprintf("t%d.sock", i))
+		dt, err := fabric.StartTarget(socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.New(socket)
+		t.Cleanup(func() { _ = c.Close(); dt.Kill() })
+		l.Targets = append(l.Targets, &Target{
+			Name: fmt.Sprintf("t%d", i), Client: c, Kill: dt.Kill,
+			Restart: func(t *testing.T) {
+				if err := dt.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		})
+	}
+	return l
+}
+
+// startReal runs spdk_tgt without hugepages on a private socket, and
+// kills it by PID when the test ends.
+func startReal(t *testing.T, spdkDir, socket, name string) *Target {
+	t.Helper()
+	bin := filepath.Join(spdkDir, "build", "bin", "spdk_tgt")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("FLINT_SPDK_DIR=%s has no build/bin/spdk_tgt: build SPDK there first (%v)", spdkDir, err)
+	}
+	var (
+		cmd    *exec.Cmd
+		exited chan error
+	)
+	start := func(t *testing.T) {
+		t.Helper()
+		_ = os.Remove(socket)
+		logPath := socket + ".log"
+		log, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		cmd = exec.Command(bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", socket)
+		cmd.Stdout, cmd.Stderr = log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", bin, err)
+		}
+		exited = make(chan error, 1)
+		go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(cmd, exited)
+		waitReady(t, socket, logPath, exited)
+	}
+	kill := func() {
+		if cmd != nil {
+			_ = cmd.Process.Kill()
+			<-exited
+			cmd = nil
+		}
+	}
+	start(t)
+	c := client.New(socket)
+	t.Cleanup(func() { _ = c.Close(); kill() })
+	return &Target{Name: name, Client: c, Kill: kill, Restart: func(t *testing.T) { kill(); start(t) }}
+}
+
+// waitReady waits until SPDK answers on socket, and fails at once with its
+// log when the process exits first.
+func waitReady(t *testing.T, socket, logPath string, exited chan error) {
+	t.Helper()
+	c := client.New(socket)
+	defer c.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err // kill waits on it too
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("spdk_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", err, data)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.SpdkGetVersion(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("SPDK did not answer within 60s: %v\n%s", err, data)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Image makes a sparse file of size bytes for an aio bdev.
+func (l *Lab) Image(t *testing.T, name string, size int64) string {
+	t.Helper()
+	path := filepath.Join(l.Dir, name+".img")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// FreePort finds a loopback TCP port for an NVMe-oF listener.
+func FreePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
