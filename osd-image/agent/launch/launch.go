@@ -1,0 +1,184 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package launch starts SPDK in the OSD pod's SPDK container: it turns what
+// the container was given (its cpuset, its hugepage limit, the NVMe device
+// the device plugin allocated) into spdk_tgt's command line, records the
+// device for the agent, and replaces itself with SPDK so that SPDK is the
+// container's process and the kubelet restarts it when it dies.
+package launch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options is one SPDK start.
+type Options struct {
+	// Binary is spdk_tgt or nvmf_tgt.
+	Binary string
+	// Socket is SPDK's JSON-RPC socket, on the volume shared with the agent.
+	Socket string
+	// CPUs are the cores SPDK's reactors poll: exactly the container's
+	// cpuset, so that no two reactors share a core.
+	CPUs []int
+	// HugePagesBytes is the container's hugepage limit; zero runs SPDK
+	// with --no-huge out of MemoryMiB of ordinary memory.
+	HugePagesBytes int64
+	MemoryMiB      int64
+	// InterruptMode makes reactors sleep when idle, for shared cores.
+	InterruptMode bool
+	// PCIAddress is the NVMe controller SPDK may probe; empty for aio,
+	// uring and malloc devices, where SPDK touches no PCI device at all.
+	PCIAddress string
+}
+
+// Args is SPDK's command line for o, without the binary.
+func Args(o Options) ([]string, error) {
+	if len(o.CPUs) == 0 {
+		return nil, errors.New("no CPUs to run SPDK on")
+	}
+	args := []string{"-m", CoreMask(o.CPUs), "-r", o.Socket}
+	switch {
+	case o.HugePagesBytes > 0:
+		mib := o.HugePagesBytes >> 20
+		if mib == 0 {
+			return nil, fmt.Errorf("hugepage limit %d bytes is less than 1 MiB; give the OSD at least 1Gi of hugepages", o.HugePagesBytes)
+		}
+		args = append(args, "-s", strconv.FormatInt(mib, 10))
+	case o.MemoryMiB > 0:
+		args = append(args, "--no-huge", "-s", strconv.FormatInt(o.MemoryMiB, 10))
+	default:
+		return nil, errors.New("neither a hugepage limit nor memory for --no-huge: the container needs hugepages or spec.memory")
+	}
+	if o.PCIAddress != "" {
+		args = append(args, "--pci-allowed", o.PCIAddress)
+	} else {
+		args = append(args, "--no-pci")
+	}
+	if o.InterruptMode {
+		args = append(args, "--interrupt-mode")
+	}
+	return args, nil
+}
+
+// CoreMask is SPDK's hexadecimal core mask of cpus.
+func CoreMask(cpus []int) string {
+	mask := new(big.Int)
+	for _, c := range cpus {
+		mask.SetBit(mask, c, 1)
+	}
+	return "0x" + mask.Text(16)
+}
+
+// Affinity lists the CPUs this process may run on: under the kubelet's
+// static CPU manager, the cores dedicated to the container.
+func Affinity() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("read the CPU affinity: %w", err)
+	}
+	var cpus []int
+	for c := range len(set) * 64 {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// PCIAddressFromEnv reads the NVMe controller the device plugin allocated
+// for resource (such as flint.io/nvme) from the PCIDEVICE_* variable it
+// sets. An OSD owns exactly one device.
+func PCIAddressFromEnv(resource string, getenv func(string) string) (string, error) {
+	name := "PCIDEVICE_" + strings.ToUpper(strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(resource))
+	v := strings.TrimSpace(getenv(name))
+	switch addrs := strings.Split(v, ","); {
+	case v == "":
+		return "", fmt.Errorf("%s is not set: the container got no %s device; check that the pod requests it and the device plugin advertises it", name, resource)
+	case len(addrs) != 1:
+		return "", fmt.Errorf("%s lists %d devices (%s); an OSD owns exactly one: request 1 %s", name, len(addrs), v, resource)
+	default:
+		return addrs[0], nil
+	}
+}
+
+// Handoff is what the SPDK container tells the agent about the SPDK it
+// started: the agent cannot see the other container's devices or cpuset.
+type Handoff struct {
+	PCIAddress string   `json:"pciAddress,omitempty"`
+	CoreMask   string   `json:"coreMask"`
+	Args       []string `json:"args"`
+}
+
+// HandoffFile is the hand-off's name next to SPDK's socket.
+const HandoffFile = "spdk-launch.json"
+
+// WriteHandoff records h in dir, atomically.
+func WriteHandoff(dir string, h Handoff) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "."+HandoffFile)
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write the SPDK hand-off: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, HandoffFile))
+}
+
+// ReadHandoff reads what the SPDK container recorded in dir.
+func ReadHandoff(dir string) (Handoff, error) {
+	var h Handoff
+	b, err := os.ReadFile(filepath.Join(dir, HandoffFile))
+	if err != nil {
+		return h, fmt.Errorf("read the SPDK container's hand-off (has it started?): %w", err)
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, fmt.Errorf("parse %s: %w", HandoffFile, err)
+	}
+	return h, nil
+}
+
+// Exec records the hand-off next to the socket, removes a stale socket
+// left by a previous SPDK, and replaces this process with SPDK.
+func Exec(o Options) error {
+	args, err := Args(o)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(o.Socket)
+	if err := WriteHandoff(dir, Handoff{PCIAddress: o.PCIAddress, CoreMask: CoreMask(o.CPUs), Args: args}); err != nil {
+		return err
+	}
+	if err := os.Remove(o.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the stale socket %s: %w", o.Socket, err)
+	}
+	argv := append([]string{o.Binary}, args...)
+	if err := syscall.Exec(o.Binary, argv, os.Environ()); err != nil {
+		return fmt.Errorf("exec %s: %w", o.Binary, err)
+	}
+	return nil
+}

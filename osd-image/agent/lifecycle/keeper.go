@@ -1,0 +1,135 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package lifecycle keeps the OSD bootstrapped on whatever SPDK answers
+// behind the shared socket and says whether the agent is ready. SPDK runs
+// in its own container; when it dies the kubelet restarts it empty, and the
+// keeper notices at its next probe: the agent is NotReady until the device
+// is claimed, the lvstore reloaded and the transport re-created. Exports,
+// attachments and raids are the operator's to re-drive.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// ErrStarting is the reason before the first probe.
+var ErrStarting = errors.New("the agent has not probed SPDK yet")
+
+// Keeper probes SPDK and re-bootstraps the OSD on it.
+type Keeper struct {
+	osd      *osd.OSD
+	spdk     *client.Client
+	logLevel string
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	notReady error
+	version  string
+}
+
+// New returns a Keeper of o on spdk; logLevel is SPDK's log level.
+func New(o *osd.OSD, spdk *client.Client, logLevel string, log *slog.Logger) *Keeper {
+	return &Keeper{osd: o, spdk: spdk, logLevel: logLevel, log: log, notReady: ErrStarting}
+}
+
+// probeTimeout bounds one probe: a wedged SPDK is not a ready one.
+const probeTimeout = 10 * time.Second
+
+// Run probes every interval until ctx ends.
+func (k *Keeper) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		k.Probe(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Probe checks SPDK once and brings the OSD's base state back if SPDK lost
+// it. Bootstrap is idempotent and only reads when nothing is missing, so a
+// probe does the same work whether SPDK restarted or not: a restart between
+// two probes cannot go unnoticed.
+func (k *Keeper) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	err := k.bootstrap(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case err == nil && k.notReady != nil:
+		k.log.Info("OSD ready", "spdk", k.version)
+	case err != nil && (k.notReady == nil || k.notReady.Error() != err.Error()):
+		k.log.Warn("OSD not ready", "reason", err)
+	}
+	k.notReady = err
+	return err
+}
+
+func (k *Keeper) bootstrap(ctx context.Context) error {
+	v, err := k.spdk.SpdkGetVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("SPDK does not answer on %s: %w", k.spdk.Socket(), err)
+	}
+	k.mu.Lock()
+	k.version = v.Version
+	k.mu.Unlock()
+	if err := k.spdk.LogSetLevel(ctx, k.logLevel); err != nil {
+		return fmt.Errorf("set SPDK's log level to %s: %w", k.logLevel, err)
+	}
+	if err := k.spdk.LogSetPrintLevel(ctx, k.logLevel); err != nil {
+		return fmt.Errorf("set SPDK's print level to %s: %w", k.logLevel, err)
+	}
+	if _, err := k.osd.Bootstrap(ctx); err != nil {
+		return fmt.Errorf("bootstrap the OSD: %w", err)
+	}
+	return nil
+}
+
+// Ready is nil when the OSD serves, else why it does not.
+func (k *Keeper) Ready() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.notReady
+}
+
+// Readyz answers 200 when the OSD serves and 503 with the reason when not.
+func (k *Keeper) Readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := k.Ready(); err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = fmt.Fprintln(w, "ok")
+}
+
+// Healthz answers 200 while the agent runs: SPDK being down is a reason
+// not to be ready, never to restart the agent.
+func Healthz(w http.ResponseWriter, _ *http.Request) {
+	_, _ = fmt.Fprintln(w, "ok")
+}
