@@ -14,22 +14,257 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command osd-agent runs next to SPDK in every OSD pod: it claims the device, owns the lvstore and serves the OSD's gRPC API.
+// Command osd-agent runs in every OSD pod. "osd-agent exec-spdk" is the SPDK
+// container's entrypoint: it starts spdk_tgt on exactly the container's
+// cores and hugepages. "osd-agent" alone is the agent container: it claims
+// the device, owns the lvstore, re-bootstraps SPDK after every restart, and
+// serves the OSD's gRPC API over mutual TLS and its metrics and probes.
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/flint-io/flint/internal/cli"
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/osd-image/agent/launch"
+	"github.com/flint-io/flint/osd-image/agent/lifecycle"
+	"github.com/flint-io/flint/osd-image/agent/metrics"
+	"github.com/flint-io/flint/osd-image/agent/netinfo"
+	"github.com/flint-io/flint/osd-image/agent/osd"
+	"github.com/flint-io/flint/osd-image/agent/server"
 )
 
+const defaultSocket = "/var/run/flint/spdk.sock"
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "exec-spdk" {
+		execSPDK(os.Args[2:])
+		return
+	}
+	runAgent(os.Args[1:])
+}
+
+func execSPDK(args []string) {
+	fs := flag.NewFlagSet("exec-spdk", flag.ContinueOnError)
+	var o launch.Options
+	var pciResource string
+	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/spdk_tgt", "the SPDK application to run")
+	fs.StringVar(&o.Socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
+	fs.Int64Var(&o.HugePagesBytes, "hugepages-bytes", 0, "the container's hugepage limit (from the downward API); 0 runs SPDK with --no-huge")
+	fs.Int64Var(&o.MemoryMiB, "memory-mib", 0, "memory for SPDK with --no-huge, in MiB")
+	fs.BoolVar(&o.InterruptMode, "interrupt-mode", false, "let reactors sleep when idle (for shared cores)")
+	fs.StringVar(&o.PCIAddress, "pci-address", "", "the NVMe controller's PCI address, when the OSD names it")
+	fs.StringVar(&pciResource, "pci-resource", "", "the device plugin resource whose PCIDEVICE_* variable names the NVMe controller")
+	cmd := &cli.Command{
+		Name:        "osd-agent exec-spdk",
+		Summary:     "starts SPDK on exactly the container's cores and memory",
+		Description: "The SPDK container's entrypoint: reads the container's cpuset and the device plugin's device, records them next to the socket for the agent, and replaces itself with SPDK.",
+		Flags:       fs,
+	}
+	cmd.MainArgs(args, func() error {
+		cpus, err := launch.Affinity()
+		if err != nil {
+			return err
+		}
+		o.CPUs = cpus
+		if pciResource != "" {
+			if o.PCIAddress, err = launch.PCIAddressFromEnv(pciResource, os.Getenv); err != nil {
+				return err
+			}
+		}
+		return launch.Exec(o)
+	})
+}
+
+// agentFlags is the agent's command line; the operator renders it from the
+// OSD's spec.
+type agentFlags struct {
+	uid, driver, devicePath, pciAddress, mallocSize string
+	transport, attachment, networkStatusFile        string
+	port                                            int
+	tuning                                          osd.Tuning
+	logLevel, socket, grpcAddress, httpAddress      string
+	tlsDir                                          string
+	probeInterval                                   time.Duration
+}
+
+func runAgent(args []string) {
+	var f agentFlags
+	fs := flag.NewFlagSet("osd-agent", flag.ContinueOnError)
+	fs.StringVar(&f.uid, "osd-uid", "", "the OSD's uid; its lvstore is named after it (required)")
+	fs.StringVar(&f.driver, "device-driver", "", "pcie, aio, uring or malloc (required)")
+	fs.StringVar(&f.devicePath, "device-path", "", "the block device or file, for aio and uring")
+	fs.StringVar(&f.pciAddress, "pci-address", "", "the NVMe controller for pcie; default: what the SPDK container recorded from the device plugin")
+	fs.StringVar(&f.mallocSize, "malloc-size", "", "the RAM-backed device's size, for malloc (development only)")
+	fs.StringVar(&f.transport, "transport", "tcp", "tcp or rdma")
+	fs.IntVar(&f.port, "port", 4420, "the NVMe-oF listener's port")
+	fs.StringVar(&f.attachment, "network-attachment", "", "the Multus network (namespace/name) to listen on; default: the pod IP")
+	fs.StringVar(&f.networkStatusFile, "network-status-file", "/etc/flint/podinfo/network-status", "Multus' network-status annotation, projected by the downward API")
+	tuning := map[string]*uint32{"io-unit-size": &f.tuning.IOUnitSize, "in-capsule-data-size": &f.tuning.InCapsuleDataSize,
+		"num-shared-buffers": &f.tuning.NumSharedBuffers, "buf-cache-size": &f.tuning.BufCacheSize, "max-queue-depth": &f.tuning.MaxQueueDepth}
+	for name, v := range tuning {
+		fs.Func(name, "NVMe-oF transport "+name+"; default: SPDK's", func(s string) error {
+			var n uint32
+			_, err := fmt.Sscan(s, &n)
+			*v = n
+			return err
+		})
+	}
+	fs.StringVar(&f.logLevel, "log-level", "warning", "SPDK's log level: error, warning, notice, info or debug")
+	fs.StringVar(&f.socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket")
+	fs.StringVar(&f.grpcAddress, "grpc-address", ":9440", "where the gRPC API listens")
+	fs.StringVar(&f.httpAddress, "http-address", ":9441", "where /metrics, /healthz and /readyz listen")
+	fs.StringVar(&f.tlsDir, "tls-dir", "/etc/flint/tls", "tls.crt, tls.key and the operator's ca.crt; re-read at every handshake")
+	fs.DurationVar(&f.probeInterval, "probe-interval", 2*time.Second, "how often SPDK is probed and re-bootstrapped")
 	cmd := &cli.Command{
 		Name:        "osd-agent",
-		Summary:     "runs next to SPDK in every OSD pod: claims the device, owns the lvstore, serves the OSD's gRPC API",
-		Description: "Runs in the OSD pod with SPDK's JSON-RPC socket on a shared emptyDir; serves gRPC over mutual TLS and Prometheus metrics.",
+		Summary:     "claims the OSD's device, owns its lvstore, and serves its gRPC API",
+		Description: "Runs in the OSD pod next to the SPDK container (osd-agent exec-spdk), sharing SPDK's JSON-RPC socket through an emptyDir. Serves gRPC over mutual TLS, and /metrics, /healthz, /readyz over HTTP.",
+		Flags:       fs,
 	}
-	cmd.Main(func() error {
-		return errors.New("this build has no osd-agent logic yet: it arrives with issue #Runs in the OSD pod with SPDK's JSON-RPC socket on a shared emptyDir; serves gRPC over mutual TLS and Prometheus metrics.:3")
+	cmd.MainArgs(args, func() error {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		return serve(ctx, f, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	})
+}
+
+func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
+	if f.uid == "" {
+		return errors.New("--osd-uid is required")
+	}
+	var notReady atomic.Pointer[func() error]
+	waiting := func() error { return errors.New("the agent is resolving its device and listen address") }
+	notReady.Store(&waiting)
+	ready := func() error { return (*notReady.Load())() }
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", lifecycle.Healthz)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	httpLis, err := net.Listen("tcp", f.httpAddress)
+	if err != nil {
+		return fmt.Errorf("listen for HTTP on %s: %w", f.httpAddress, err)
+	}
+	httpServer := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = httpServer.Serve(httpLis) }()
+	defer httpServer.Close()
+
+	cfg, err := resolve(ctx, f, log)
+	if err != nil {
+		return err
+	}
+	spdk := client.New(f.socket)
+	defer spdk.Close()
+	o := osd.New(cfg, spdk)
+	keeper := lifecycle.New(o, spdk, f.logLevel, log)
+	keeperReady := keeper.Ready
+	notReady.Store(&keeperReady)
+	registry.MustRegister(metrics.NewCollector(struct {
+		*client.Client
+		*osd.OSD
+	}{spdk, o}))
+
+	grpcLis, err := net.Listen("tcp", f.grpcAddress)
+	if err != nil {
+		return fmt.Errorf("listen for gRPC on %s: %w", f.grpcAddress, err)
+	}
+	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready), f.tlsDir)
+	if err != nil {
+		return err
+	}
+	defer g.GracefulStop()
+	log.Info("serving", "osd", f.uid, "grpc", f.grpcAddress, "http", f.httpAddress, "listener", fmt.Sprintf("%s %s:%d", cfg.Listener.Transport, cfg.Listener.Address, cfg.Listener.Port))
+	keeper.Run(ctx, f.probeInterval)
+	return nil
+}
+
+// resolve turns the flags into the OSD's config, waiting for what the pod
+// gets later than the agent starts: the SPDK container's device hand-off
+// and Multus' network status.
+func resolve(ctx context.Context, f agentFlags, log *slog.Logger) (osd.Config, error) {
+	for {
+		cfg, err := config(f)
+		if err == nil {
+			return cfg, nil
+		}
+		var permanent *flagError
+		if errors.As(err, &permanent) {
+			return osd.Config{}, err
+		}
+		log.Warn("waiting", "reason", err)
+		select {
+		case <-ctx.Done():
+			return osd.Config{}, ctx.Err()
+		case <-time.After(f.probeInterval):
+		}
+	}
+}
+
+// flagError is a command line that can never work.
+type flagError struct{ msg string }
+
+func (e *flagError) Error() string { return e.msg }
+
+func config(f agentFlags) (osd.Config, error) {
+	cfg := osd.Config{UID: f.uid, Tuning: f.tuning, Device: osd.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress}}
+	switch f.driver {
+	case osd.DriverPCIe:
+		if cfg.Device.PCIAddress == "" {
+			h, err := launch.ReadHandoff(filepath.Dir(f.socket))
+			if err != nil {
+				return cfg, err
+			}
+			if h.PCIAddress == "" {
+				return cfg, &flagError{"the SPDK container got no NVMe device: give it --pci-address or --pci-resource"}
+			}
+			cfg.Device.PCIAddress = h.PCIAddress
+		}
+	case osd.DriverAIO, osd.DriverURing:
+		if f.devicePath == "" {
+			return cfg, &flagError{"--device-path is required for " + f.driver}
+		}
+	case osd.DriverMalloc:
+		q, err := resource.ParseQuantity(f.mallocSize)
+		if err != nil || q.Value() < 1<<20 {
+			return cfg, &flagError{fmt.Sprintf("--malloc-size %q must be a quantity of at least 1Mi", f.mallocSize)}
+		}
+		cfg.Device.MallocBytes = uint64(q.Value())
+	default:
+		return cfg, &flagError{fmt.Sprintf("--device-driver %q is none of pcie, aio, uring, malloc", f.driver)}
+	}
+	if f.transport != "tcp" && f.transport != "rdma" {
+		return cfg, &flagError{fmt.Sprintf("--transport %q is neither tcp nor rdma", f.transport)}
+	}
+	addr, err := netinfo.ListenAddress(f.attachment, f.networkStatusFile, os.Getenv("POD_IP"))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Listener = osd.Listener{Transport: f.transport, Address: addr, Port: f.port}
+	return cfg, nil
 }

@@ -68,8 +68,11 @@ func (c *Command) Parse(args []string, stdout io.Writer) (done bool, err error) 
 
 // Main parses the command line and runs run when neither help nor the
 // version was asked for; it exits with 2 on a bad flag and 1 when run fails.
-func (c *Command) Main(run func() error) {
-	done, err := c.Parse(os.Args[1:], os.Stdout)
+func (c *Command) Main(run func() error) { c.MainArgs(os.Args[1:], run) }
+
+// MainArgs is Main for a subcommand's args.
+func (c *Command) MainArgs(args []string, run func() error) {
+	done, err := c.Parse(args, os.Stdout)
 	if err != nil {
 		os.Exit(2)
 	}
