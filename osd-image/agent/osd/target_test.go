@@ -32,7 +32,7 @@ import (
 
 const publishedHost = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
 
-// cluster is three OSDs, each with its own SPDK double, on one fabric.
+// cluster is OSDs, each with its own SPDK double, on one fabric.
 type cluster struct {
 	t       *testing.T
 	clock   *spdktest.FakeClock
@@ -41,7 +41,7 @@ type cluster struct {
 	spdks   []*client.Client
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T, n int) *cluster {
 	dir, err := os.MkdirTemp("", "flint-osds-")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func newCluster(t *testing.T) *cluster {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	c := &cluster{t: t, clock: spdktest.NewFakeClock()}
 	fabric := spdktest.NewFabric(spdktest.WithClock(c.clock), spdktest.WithRebuildRate(4096))
-	for i := range 3 {
+	for i := range n {
 		tg, err := fabric.StartTarget(filepath.Join(dir, fmt.Sprintf("osd%d.sock", i)))
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func wantStates(t *testing.T, st TargetStatus, want ...string) {
 
 func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := newCluster(t, 3)
 	for _, o := range c.osds {
 		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 			t.Fatal(err)
@@ -203,12 +203,45 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	}
 }
 
+// A replica lost for good is replaced by a new one on a fourth OSD, which
+// the target rebuilds into the freed slot.
+func TestThreeOSDsReplaceALostReplica(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 4)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+
+	c.targets[2].Kill()
+	c.clock.Advance(ctrlrLossTimeoutSec * time.Second)
+	if st := c.ensure(m0, m1, m2); !st.Degraded() {
+		t.Fatalf("target after losing a replica = %+v, want degraded", st)
+	}
+
+	m3 := c.exportReplica(3, false)
+	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberRebuilding)
+	c.clock.Advance(2 * time.Second)
+	if st := c.ensure(m0, m1, m3); st.Members[2].RebuildPercent != 50 {
+		t.Fatalf("replacement = %+v, want rebuilt 50%%", st.Members[2])
+	}
+	c.clock.Advance(2 * time.Second)
+	st := c.ensure(m0, m1, m3)
+	wantStates(t, st, MemberOnline, MemberOnline, MemberOnline)
+	if st.Degraded() {
+		t.Errorf("target with its replacement rebuilt is still degraded: %+v", st)
+	}
+}
+
 // After the target's own SPDK restarts, the target is re-driven from the
 // members' state alone; an in-sync member that cannot be reached keeps an
 // empty slot and is rebuilt when it returns.
 func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := newCluster(t, 3)
 	for _, o := range c.osds {
 		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 			t.Fatal(err)
@@ -244,7 +277,7 @@ func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 
 func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := newCluster(t, 3)
 	if _, err := c.osds[0].CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Fatal(err)
 	}
