@@ -14,22 +14,60 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command operator reconciles Pools into OSDs and OSD pods, and Volumes into replicas, raid1 targets and exports.
+// Command operator reconciles Pools into OSDs and OSDs into the pods that
+// run SPDK and the OSD agent, and reports their health.
 package main
 
 import (
-	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flint-io/flint/controllers"
 	"github.com/flint-io/flint/internal/cli"
 )
 
 func main() {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	o := controllers.Options{}
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		namespace = "flint-system"
+	}
+	fs.StringVar(&o.Namespace, "namespace", namespace, "the namespace of OSD pods, their Secrets and the CA (default: $POD_NAMESPACE)")
+	fs.StringVar(&o.OSDImage, "osd-image", "ghcr.io/flint-io/flint-osd:latest", "the image with SPDK and osd-agent")
+	fs.StringVar(&o.PriorityClass, "osd-priority-class", "flint-osd", "the PriorityClass of OSD pods; created when missing")
+	fs.StringVar(&o.ServiceAccount, "osd-service-account", "flint-osd", "the ServiceAccount of OSD pods (they need no API access)")
+	fs.IntVar(&o.AgentPort, "agent-port", 9440, "where OSD agents serve gRPC")
+	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often OSD status is read from agents")
+	metricsAddr := fs.String("metrics-bind-address", ":8080", "where /metrics is served")
+	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
+	leaderElect := fs.Bool("leader-elect", true, "elect one active operator among replicas")
 	cmd := &cli.Command{
 		Name:        "operator",
-		Summary:     "reconciles Pools into OSDs and OSD pods, and Volumes into replicas, raid1 targets and exports",
-		Description: "Runs as a leader-elected Deployment in the flint-system namespace; talks to the Kubernetes API and, over mutual TLS, to the OSD agents.",
+		Summary:     "reconciles Pools into OSDs and OSD pods",
+		Description: "Runs as a leader-elected Deployment. Watches Pools, OSDs, Nodes and Volumes cluster-wide and the OSD pods and Secrets of its namespace; talks to OSD agents over mutual TLS only.",
+		Flags:       fs,
 	}
 	cmd.Main(func() error {
-		return errors.New("this build has no operator logic yet: it arrives with issue #4")
+		ctrl.SetLogger(zap.New())
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return fmt.Errorf("find the cluster (kubeconfig or in-cluster): %w", err)
+		}
+		mgr, err := controllers.NewManager(cfg, o, ctrl.Options{
+			Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
+			HealthProbeBindAddress: *probeAddr,
+			LeaderElection:         *leaderElect,
+		})
+		if err != nil {
+			return err
+		}
+		return mgr.Start(ctrl.SetupSignalHandler())
 	})
 }

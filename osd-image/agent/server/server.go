@@ -71,6 +71,19 @@ func (s *Server) gate(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	return next(ctx, req)
 }
 
+// notReadyCode classifies why the OSD is not ready, for the operator.
+func notReadyCode(err error) string {
+	switch {
+	case errors.Is(err, osd.ErrForeignDevice):
+		return "ForeignDevice"
+	case errors.Is(err, osd.ErrConflict):
+		return "Conflict"
+	case errors.Is(err, jsonrpc.ErrDisconnected):
+		return "SPDKDown"
+	}
+	return "Starting"
+}
+
 // statusOf turns an error of the storage operations into the API's code:
 // the one place where that mapping lives.
 func statusOf(err error) error {
@@ -101,7 +114,7 @@ func statusOf(err error) error {
 // the OSD is not ready.
 func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*agentv1.OSDStatus, error) {
 	if err := s.ready(); err != nil {
-		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), Endpoint: exportOf(s.osd.Endpoint())}, nil
+		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), NotReadyCode: notReadyCode(err), Endpoint: exportOf(s.osd.Endpoint())}, nil
 	}
 	v, err := s.spdk.SpdkGetVersion(ctx)
 	if err != nil {

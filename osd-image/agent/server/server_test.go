@@ -281,7 +281,7 @@ func TestCodes(t *testing.T) {
 		t.Fatalf("while not ready: %v, want Unavailable saying why", err)
 	}
 	st, err = c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
-	if err != nil || st.GetReady() || !strings.Contains(st.GetNotReadyReason(), "SPDK does not answer") {
+	if err != nil || st.GetReady() || !strings.Contains(st.GetNotReadyReason(), "SPDK does not answer") || st.GetNotReadyCode() != "SPDKDown" {
 		t.Fatalf("status while not ready = %v, %v", st, err)
 	}
 }

@@ -79,8 +79,12 @@ type OSDStatus struct {
 	Targets     []*TargetSummary       `protobuf:"bytes,9,rep,name=targets,proto3" json:"targets,omitempty"`
 	// not_ready_reason says why ready is false, and what to do.
 	NotReadyReason string `protobuf:"bytes,10,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// not_ready_code classifies it: SPDKDown, ForeignDevice (the device holds
+	// data this OSD does not own; waiting will not help), Conflict (SPDK runs
+	// with settings the OSD cannot change without a restart), Starting.
+	NotReadyCode  string `protobuf:"bytes,11,opt,name=not_ready_code,json=notReadyCode,proto3" json:"not_ready_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OSDStatus) Reset() {
@@ -179,6 +183,13 @@ func (x *OSDStatus) GetTargets() []*TargetSummary {
 func (x *OSDStatus) GetNotReadyReason() string {
 	if x != nil {
 		return x.NotReadyReason
+	}
+	return ""
+}
+
+func (x *OSDStatus) GetNotReadyCode() string {
+	if x != nil {
+		return x.NotReadyCode
 	}
 	return ""
 }
@@ -1226,7 +1237,7 @@ var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
 const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\"osd-image/agent/api/v1/agent.proto\x12\x0eflint.agent.v1\"\x12\n" +
-	"\x10GetStatusRequest\"\xa2\x03\n" +
+	"\x10GetStatusRequest\"\xc8\x03\n" +
 	"\tOSDStatus\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12!\n" +
 	"\fspdk_version\x18\x02 \x01(\tR\vspdkVersion\x12\x18\n" +
@@ -1240,7 +1251,8 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\tsnapshots\x18\b \x03(\v2\x18.flint.agent.v1.SnapshotR\tsnapshots\x127\n" +
 	"\atargets\x18\t \x03(\v2\x1d.flint.agent.v1.TargetSummaryR\atargets\x12(\n" +
 	"\x10not_ready_reason\x18\n" +
-	" \x01(\tR\x0enotReadyReason\"\x98\x01\n" +
+	" \x01(\tR\x0enotReadyReason\x12$\n" +
+	"\x0enot_ready_code\x18\v \x01(\tR\fnotReadyCode\"\x98\x01\n" +
 	"\rTargetSummary\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +

@@ -1,0 +1,164 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package certs keeps the mutual TLS material of the agent API in Secrets
+// of the operator's namespace: the CA (flint-ca), one server certificate
+// per OSD agent, and the operator's client certificate. Each is issued when
+// missing and re-issued once two thirds of its lifetime have passed; agents
+// re-read their files at every handshake, so rotation needs no restart.
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flint-io/flint/internal/pki"
+)
+
+// Secret names and keys.
+const (
+	CASecret     = "flint-ca"
+	ClientSecret = "flint-operator-client"
+	CAKey        = "ca.crt"
+)
+
+// Lifetimes: a CA outlives many rotations of the leaves it signs.
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 365 * 24 * time.Hour
+)
+
+// Authority issues and rotates the agent API's certificates.
+type Authority struct {
+	Client    client.Client
+	Namespace string
+	// Now is the clock; tests move it to force rotation.
+	Now func() time.Time
+}
+
+func (a *Authority) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// CA loads the CA from its Secret, creating it when missing.
+func (a *Authority) CA(ctx context.Context) (*pki.CA, error) {
+	var s corev1.Secret
+	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: CASecret}, &s)
+	if err == nil {
+		ca, err := pki.LoadCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		if err != nil {
+			return nil, fmt.Errorf("secret %s/%s holds no usable CA (%w); delete it to have a new CA issued, then the agents' certificates are re-issued", a.Namespace, CASecret, err)
+		}
+		return ca, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	ca, err := pki.NewCA("flint-agent-ca", caValidity)
+	if err != nil {
+		return nil, err
+	}
+	s = corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: CASecret},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: ca.KeyPEM},
+	}
+	if err := a.Client.Create(ctx, &s); err != nil {
+		if apierrors.IsAlreadyExists(err) { // another replica won the race
+			return a.CA(ctx)
+		}
+		return nil, err
+	}
+	return ca, nil
+}
+
+// EnsureLeaf makes Secret name hold a certificate of ca for leaf, with the
+// CA's certificate as ca.crt, issuing it when missing, signed by another
+// CA, or two thirds through its life. owner, when set, owns the Secret.
+func (a *Authority) EnsureLeaf(ctx context.Context, ca *pki.CA, name string, leaf pki.Leaf, owner *metav1.OwnerReference) (*corev1.Secret, error) {
+	var s corev1.Secret
+	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, &s)
+	switch {
+	case err == nil && a.fresh(ca, &s):
+		return &s, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	leaf.Validity = leafValidity
+	certPEM, keyPEM, ierr := ca.Issue(leaf)
+	if ierr != nil {
+		return nil, ierr
+	}
+	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, CAKey: ca.CertPEM}
+	if apierrors.IsNotFound(err) {
+		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: name}, Type: corev1.SecretTypeTLS, Data: data}
+		if owner != nil {
+			s.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		return &s, a.Client.Create(ctx, &s)
+	}
+	s.Data = data
+	return &s, a.Client.Update(ctx, &s)
+}
+
+// fresh reports whether s holds a certificate signed by ca with more than
+// a third of its life left.
+func (a *Authority) fresh(ca *pki.CA, s *corev1.Secret) bool {
+	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
+	if block == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || cert.CheckSignatureFrom(ca.Cert) != nil {
+		return false
+	}
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	return a.now().Before(cert.NotAfter.Add(-life / 3))
+}
+
+// ClientTLS is the operator's side of mutual TLS: its client certificate
+// (from its Secret, rotated like the agents') and the CA agents must
+// present certificates of.
+func (a *Authority) ClientTLS(ctx context.Context) (*tls.Config, error) {
+	ca, err := a.CA(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := a.EnsureLeaf(ctx, ca, ClientSecret, pki.Leaf{Name: "flint-operator"}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("issue the operator's client certificate: %w", err)
+	}
+	cert, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, errors.Join(errors.New("the operator's client certificate is unusable"), err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS13}, nil
+}

@@ -1,0 +1,64 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+)
+
+// NewManager is the operator's manager on cfg with its controllers; mo
+// brings the serving and leader election choices.
+func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := flintv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	mo.Scheme = scheme
+	mo.LeaderElectionID = "flint-operator.flint.io"
+	mo.LeaderElectionNamespace = o.Namespace
+	// Pods and Secrets are watched in the operator's namespace only.
+	mo.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:    {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+	}}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, err
+	}
+	if err := Setup(mgr, o); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

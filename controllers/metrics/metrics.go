@@ -1,0 +1,55 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package metrics holds the operator's Prometheus metrics, registered on
+// controller-runtime's registry (served at the manager's /metrics next to
+// controller_runtime_reconcile_errors_total per controller).
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// PoolCapacity is a Pool's raw, usable and allocated bytes.
+	PoolCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_pool_capacity_bytes", Help: "Pool capacity by kind: raw (Ready OSDs), usable (raw / replicas), allocated (sum of volume sizes).",
+	}, []string{"pool", "kind"})
+	// PoolOSDs counts a Pool's OSDs by phase.
+	PoolOSDs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_pool_osds", Help: "OSDs of a Pool by phase.",
+	}, []string{"pool", "phase"})
+	// PoolVolumes counts a Pool's Volumes by phase.
+	PoolVolumes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_pool_volumes", Help: "Volumes of a Pool by phase.",
+	}, []string{"pool", "phase"})
+	// PreflightFailures is 1 for every preflight reason that blocks a Pool.
+	PreflightFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_pool_preflight_failures", Help: "1 while a preflight check fails for a Pool, by reason.",
+	}, []string{"pool", "reason"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures)
+}
+
+// ForgetPool drops a deleted Pool's series.
+func ForgetPool(pool string) {
+	for _, v := range []*prometheus.GaugeVec{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures} {
+		v.DeletePartialMatch(prometheus.Labels{"pool": pool})
+	}
+}

@@ -1,0 +1,206 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package osd reconciles an OSD into the pod that runs it, and fills the
+// OSD's status from the pod and from its agent.
+package osd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/certs"
+	"github.com/flint-io/flint/internal/pki"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+)
+
+// Finalizer keeps an OSD that still holds replicas.
+const Finalizer = "flint.io/osd-replicas"
+
+// Reconciler reconciles OSDs.
+type Reconciler struct {
+	client.Client
+	Recorder  events.EventRecorder
+	Pods      PodConfig
+	Authority *certs.Authority
+	Agents    *agentclient.Dialer
+	// AgentPort is where agents serve gRPC; GRPCPort in pods.
+	AgentPort int
+	// Resync is how often a healthy OSD's status is read from its agent.
+	Resync time.Duration
+}
+
+// +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=osds/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=osds/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flint.io,resources=volumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=flint-system,resources=pods;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the phases of one OSD top-down.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var osd flintv1.OSD
+	if err := r.Get(ctx, req.NamespacedName, &osd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !osd.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &osd)
+	}
+	if controllerutil.AddFinalizer(&osd, Finalizer) {
+		if err := r.Update(ctx, &osd); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.ensureCertificate(ctx, &osd); err != nil {
+		return ctrl.Result{}, fmt.Errorf("issue the agent's certificate: %w", err)
+	}
+	pod, err := r.ensurePod(ctx, &osd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs := r.observe(ctx, &osd, pod)
+	if err := r.writeStatus(ctx, &osd, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) ensureCertificate(ctx context.Context, osd *flintv1.OSD) error {
+	ca, err := r.Authority.CA(ctx)
+	if err != nil {
+		return err
+	}
+	owner := metav1.NewControllerRef(osd, flintv1.GroupVersion.WithKind("OSD"))
+	_, err = r.Authority.EnsureLeaf(ctx, ca, TLSSecretName(osd.Name), pki.Leaf{Name: osd.Name, Server: true, DNSNames: []string{ServerName(osd.Name)}}, owner)
+	return err
+}
+
+// ensurePod creates the OSD's pod, and deletes one rendered from an older
+// spec: at most one SPDK ever claims the device, so the new pod is only
+// created once the old one is gone.
+func (r *Reconciler) ensurePod(ctx context.Context, osd *flintv1.OSD) (*corev1.Pod, error) {
+	want, err := RenderPod(osd, r.Pods)
+	if err != nil {
+		return nil, err
+	}
+	var have corev1.Pod
+	err = r.Get(ctx, client.ObjectKeyFromObject(want), &have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := controllerutil.SetControllerReference(osd, want, r.Scheme()); err != nil {
+			return nil, err
+		}
+		if err := r.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("create pod %s: %w", want.Name, err)
+		}
+		r.Recorder.Eventf(osd, want, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s/%s on node %s", want.Namespace, want.Name, osd.Spec.NodeName)
+		return want, nil
+	case err != nil:
+		return nil, err
+	}
+	if have.DeletionTimestamp.IsZero() && have.Annotations[annotationSpecHash] != want.Annotations[annotationSpecHash] {
+		if err := r.Delete(ctx, &have); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		r.Agents.Forget(ServerName(osd.Name))
+		r.Recorder.Eventf(osd, &have, corev1.EventTypeNormal, "PodReplaced", "DeletePod", "the OSD's spec changed: pod %s is replaced (SPDK restarts; its volumes' targets are re-driven)", have.Name)
+	}
+	return &have, nil
+}
+
+// observation is what the pod and the agent say about the OSD.
+type observation struct {
+	phase           flintv1.OSDPhase
+	reason, detail  string
+	status          *flintv1.OSDStatus // from the agent, when it answered ready
+	targetsDegraded int
+}
+
+func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) observation {
+	switch {
+	case !pod.DeletionTimestamp.IsZero():
+		return observation{phase: flintv1.OSDPhasePending, reason: "PodTerminating", detail: fmt.Sprintf("pod %s is terminating; its successor starts when it is gone", pod.Name)}
+	case pod.Status.Phase == corev1.PodFailed:
+		return observation{phase: flintv1.OSDPhaseFailed, reason: "PodFailed", detail: fmt.Sprintf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)}
+	case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
+		return pendingObservation(pod)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	agent, err := r.Agents.Agent(ctx, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(r.AgentPort)), ServerName(osd.Name))
+	if err != nil {
+		return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentUnreachable", detail: err.Error()}
+	}
+	st, err := agent.GetStatus(ctx, &agentv1.GetStatusRequest{})
+	if err != nil {
+		return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentUnreachable", detail: fmt.Sprintf("the agent in pod %s does not answer at %s: %v", pod.Name, pod.Status.PodIP, err)}
+	}
+	if !st.GetReady() {
+		return notReadyObservation(st)
+	}
+	out := observation{phase: flintv1.OSDPhaseReady, reason: "Serving", detail: "SPDK serves the device's lvstore", status: statusFromAgent(st)}
+	for _, t := range st.GetTargets() {
+		if t.GetOnline() < t.GetMembers() {
+			out.targetsDegraded++
+		}
+	}
+	switch {
+	case osd.Spec.Drain:
+		out.phase, out.reason, out.detail = flintv1.OSDPhaseDraining, "Draining", "the OSD takes no new replicas while its replicas move away"
+	case out.targetsDegraded > 0:
+		out.phase, out.reason, out.detail = flintv1.OSDPhaseDegraded, "TargetsDegraded", fmt.Sprintf("%d volume targets on this OSD run with missing or rebuilding replicas", out.targetsDegraded)
+	}
+	return out
+}
+
+func pendingObservation(pod *corev1.Pod) observation {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return observation{phase: flintv1.OSDPhasePending, reason: "Unschedulable", detail: fmt.Sprintf("pod %s cannot be scheduled: %s", pod.Name, c.Message)}
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			return observation{phase: flintv1.OSDPhaseStarting, reason: "ContainerWaiting", detail: fmt.Sprintf("container %s of pod %s waits: %s %s", cs.Name, pod.Name, w.Reason, w.Message)}
+		}
+	}
+	return observation{phase: flintv1.OSDPhasePending, reason: "PodNotRunning", detail: fmt.Sprintf("pod %s is %s", pod.Name, pod.Status.Phase)}
+}
+
+// notReadyObservation: an agent that refuses the device or SPDK's settings
+// will not recover by waiting; anything else is a start in progress.
+func notReadyObservation(st *agentv1.OSDStatus) observation {
+	switch code := st.GetNotReadyCode(); code {
+	case "ForeignDevice", "Conflict":
+		return observation{phase: flintv1.OSDPhaseFailed, reason: code, detail: st.GetNotReadyReason()}
+	case "SPDKDown":
+		return observation{phase: flintv1.OSDPhaseStarting, reason: code, detail: st.GetNotReadyReason()}
+	}
+	return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentNotReady", detail: st.GetNotReadyReason()}
+}

@@ -1,0 +1,148 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// DeletionBlockedCondition is True while a deleted OSD waits for its
+// replicas to move.
+const DeletionBlockedCondition = "DeletionBlocked"
+
+func statusFromAgent(st *agentv1.OSDStatus) *flintv1.OSDStatus {
+	out := &flintv1.OSDStatus{
+		SPDKVersion: st.GetSpdkVersion(),
+		Replicas:    int32(len(st.GetReplicas())),
+		Capacity: &flintv1.OSDCapacity{
+			Total: *resource.NewQuantity(int64(st.GetTotalBytes()), resource.BinarySI),
+			Free:  *resource.NewQuantity(int64(st.GetFreeBytes()), resource.BinarySI),
+		},
+	}
+	if e := st.GetEndpoint(); e != nil {
+		out.Endpoint = &flintv1.OSDEndpoint{
+			Endpoint:  flintv1.Endpoint{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())},
+			NQNPrefix: agentosd.NQNPrefix,
+		}
+	}
+	return out
+}
+
+// writeStatus records the observation, keeping what the agent last said
+// while it does not answer, and emits an Event when the phase changes.
+func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs observation) error {
+	before := osd.DeepCopy()
+	st := &osd.Status
+	if obs.status != nil {
+		st.SPDKVersion, st.Replicas, st.Capacity, st.Endpoint = obs.status.SPDKVersion, obs.status.Replicas, obs.status.Capacity, obs.status.Endpoint
+	}
+	ready := metav1.ConditionFalse
+	if obs.phase == flintv1.OSDPhaseReady || obs.phase == flintv1.OSDPhaseDegraded || obs.phase == flintv1.OSDPhaseDraining {
+		ready = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: flintv1.ReadyCondition, Status: ready, Reason: obs.reason, Message: obs.detail, ObservedGeneration: osd.Generation,
+	})
+	meta.RemoveStatusCondition(&st.Conditions, DeletionBlockedCondition)
+	st.ObservedGeneration = osd.Generation
+	if st.Phase != obs.phase {
+		kind := corev1.EventTypeNormal
+		if ready == metav1.ConditionFalse && obs.phase != flintv1.OSDPhasePending {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(osd, nil, kind, obs.reason, "Observe", "%s: %s", obs.phase, obs.detail)
+	}
+	st.Phase = obs.phase
+	return r.Status().Patch(ctx, osd, client.MergeFrom(before))
+}
+
+// finalize lets a deleted OSD go only once no Volume keeps a replica or a
+// target on it.
+func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(osd, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	held, err := r.replicasHeld(ctx, osd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if held > 0 {
+		before := osd.DeepCopy()
+		msg := fmt.Sprintf("the OSD holds %d replicas; it is deleted once the Volume controller has moved them (set spec.drain to move them first)", held)
+		changed := meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
+			Type: DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "HoldsReplicas", Message: msg, ObservedGeneration: osd.Generation,
+		})
+		osd.Status.Phase = flintv1.OSDPhaseDraining
+		if changed {
+			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, "DeletionBlocked", "Delete", msg)
+		}
+		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	controllerutil.RemoveFinalizer(osd, Finalizer)
+	r.Agents.Forget(ServerName(osd.Name))
+	return ctrl.Result{}, r.Update(ctx, osd)
+}
+
+// replicasHeld counts what still lives on the OSD: the replicas its agent
+// last reported, and every Volume placing a replica or its target there.
+func (r *Reconciler) replicasHeld(ctx context.Context, osd *flintv1.OSD) (int, error) {
+	var vols flintv1.VolumeList
+	if err := r.List(ctx, &vols); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range vols.Items {
+		if v.Status.Target != nil && v.Status.Target.OSD == osd.Name {
+			n++
+			continue
+		}
+		for _, rep := range v.Status.Replicas {
+			if rep.OSD == osd.Name {
+				n++
+				break
+			}
+		}
+	}
+	return max(n, int(osd.Status.Replicas)), nil
+}
+
+// SetupWithManager registers the controller: OSDs, and the pods and
+// Secrets they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("osd").
+		For(&flintv1.OSD{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Secret{}).
+		Complete(r)
+}

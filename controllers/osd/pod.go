@@ -1,0 +1,333 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package osd
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+)
+
+// What the OSD pod exposes and where its parts live. The agent's flags and
+// the pod agree on these.
+const (
+	GRPCPort = 9440
+	HTTPPort = 9441
+
+	runDir         = "/var/run/flint"
+	spdkSocket     = runDir + "/spdk.sock"
+	tlsDir         = "/etc/flint/tls"
+	podInfoDir     = "/etc/flint/podinfo"
+	networkStatus  = "network-status"
+	agentBinary    = "/usr/local/bin/osd-agent"
+	hugePagesDir   = "/dev/hugepages"
+	hugePagesLimit = "FLINT_HUGEPAGES_LIMIT"
+
+	// LabelOSD names the OSD a pod or Secret belongs to.
+	LabelOSD = "flint.io/osd"
+	// annotationSpecHash records the pod spec the operator rendered: a
+	// pod rendered from another spec is replaced.
+	annotationSpecHash = "flint.io/pod-spec-hash"
+	// annotationNetworks is Multus' request for secondary networks.
+	annotationNetworks      = "k8s.v1.cni.cncf.io/networks"
+	annotationNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
+)
+
+// agentResources keep the agent small and outside the exclusive cores: a
+// Guaranteed pod needs requests equal to limits in every container, and a
+// non-integer CPU keeps the agent in the shared pool.
+var agentResources = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("128Mi"),
+}
+
+// PodConfig is what the operator's deployment decides about OSD pods.
+type PodConfig struct {
+	Namespace string
+	// Image holds SPDK and osd-agent.
+	Image             string
+	PriorityClassName string
+	ServiceAccount    string
+}
+
+// PodName is the name of an OSD's pod.
+func PodName(osd *flintv1.OSD) string { return "osd-" + osd.Name }
+
+// TLSSecretName is the Secret with an OSD agent's certificate.
+func TLSSecretName(osdName string) string { return "osd-" + osdName + "-tls" }
+
+// ServerName is the name an agent's certificate is issued to and the
+// operator verifies: it ties the certificate to one OSD, whatever its pod
+// IP.
+func ServerName(osdName string) string { return osdName + ".osd.flint.io" }
+
+// RenderPod is the pod that runs osd: SPDK on dedicated cores with its
+// hugepages and device, and the agent beside it.
+func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
+	spdk, err := spdkContainer(osd, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: PodName(osd), Namespace: cfg.Namespace,
+			Labels: map[string]string{
+				"app.kubernetes.io/name": "flint-osd", "app.kubernetes.io/managed-by": "flint-operator",
+				LabelOSD: osd.Name, "flint.io/pool": osd.Spec.Pool,
+			},
+			Annotations: map[string]string{},
+		},
+		Spec: corev1.PodSpec{
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{osd.Spec.NodeName}}},
+				}}},
+			}},
+			Containers:                    []corev1.Container{spdk, agentContainer(osd)},
+			Volumes:                       volumes(osd),
+			HostNetwork:                   osd.Spec.Network.HostNetwork,
+			PriorityClassName:             cfg.PriorityClassName,
+			ServiceAccountName:            cfg.ServiceAccount,
+			AutomountServiceAccountToken:  ptr.To(false),
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+		},
+	}
+	if osd.Spec.Network.HostNetwork {
+		pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	if a := osd.Spec.Network.Attachment; a != "" && !osd.Spec.Network.HostNetwork {
+		pod.Annotations[annotationNetworks] = a
+	}
+	hash, err := specHash(pod)
+	if err != nil {
+		return nil, err
+	}
+	pod.Annotations[annotationSpecHash] = hash
+	return pod, nil
+}
+
+func specHash(pod *corev1.Pod) (string, error) {
+	b, err := json.Marshal(struct {
+		Spec        corev1.PodSpec
+		Annotations map[string]string
+	}{pod.Spec, pod.Annotations})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+func hugePagesResource(osd *flintv1.OSD) corev1.ResourceName {
+	return corev1.ResourceName("hugepages-" + hugePageSize(osd.Spec.Resources.HugePages))
+}
+
+func hugePageSize(hp *flintv1.HugePages) string {
+	if hp.Size == "" {
+		return "2Mi"
+	}
+	return string(hp.Size)
+}
+
+func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
+	r := osd.Spec.Resources
+	memory := resource.MustParse("1Gi")
+	if r.Memory != nil {
+		memory = *r.Memory
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(max(r.CPUs, 1)), resource.DecimalSI),
+		corev1.ResourceMemory: memory,
+	}
+	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/spdk_tgt", "--spdk-socket=" + spdkSocket}
+	c := corev1.Container{
+		Name: "spdk", Image: cfg.Image, Command: []string{agentBinary},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: runDir}},
+		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+	}
+	if r.HugePages != nil {
+		res[hugePagesResource(osd)] = r.HugePages.Amount
+		args = append(args, "--hugepages-bytes=$("+hugePagesLimit+")")
+		c.Env = append(c.Env, corev1.EnvVar{Name: hugePagesLimit, ValueFrom: &corev1.EnvVarSource{
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "spdk", Resource: "limits." + string(hugePagesResource(osd))},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "hugepages", MountPath: hugePagesDir})
+	} else {
+		// SPDK's whole memory comes out of the container's: leave a quarter
+		// for its heap outside DPDK.
+		args = append(args, "--memory-mib="+strconv.FormatInt(memory.Value()>>20*3/4, 10))
+	}
+	// Pinning DMA memory needs IPC_LOCK, for vfio and for RDMA memory
+	// registration alike.
+	if osd.Spec.Device.Driver == flintv1.DriverPCIe || osd.Spec.Network.Transport == flintv1.TransportRDMA {
+		c.SecurityContext.Capabilities.Add = []corev1.Capability{"IPC_LOCK"}
+	}
+	d := osd.Spec.Device
+	switch d.Driver {
+	case flintv1.DriverPCIe:
+		if d.ResourceName != "" {
+			res[corev1.ResourceName(d.ResourceName)] = resource.MustParse("1")
+			args = append(args, "--pci-resource="+d.ResourceName)
+		} else {
+			args = append(args, "--pci-address="+d.PCIAddress)
+		}
+	case flintv1.DriverAIO, flintv1.DriverURing:
+		c.VolumeMounts = append(c.VolumeMounts, deviceMount(d.Path))
+		c.SecurityContext.Privileged = ptr.To(needsPrivilege(d.Path))
+	case flintv1.DriverMalloc:
+	default:
+		return c, fmt.Errorf("device driver %q is none of pcie, aio, uring, malloc", d.Driver)
+	}
+	if n := osd.Spec.Network; n.Transport == flintv1.TransportRDMA && n.ResourceName != "" {
+		res[corev1.ResourceName(n.ResourceName)] = resource.MustParse("1")
+	}
+	if osd.Spec.SPDK.InterruptMode {
+		args = append(args, "--interrupt-mode")
+	}
+	c.Args = args
+	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
+	return c, nil
+}
+
+// needsPrivilege: a container opens a host block device only when
+// privileged (a hostPath mount adds no device cgroup rule); a file
+// needs no privilege.
+func needsPrivilege(path string) bool { return strings.HasPrefix(path, "/dev/") }
+
+func deviceMount(path string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: "device", MountPath: path}
+}
+
+func agentContainer(osd *flintv1.OSD) corev1.Container {
+	s := osd.Spec
+	args := []string{
+		"--osd-uid=" + string(osd.UID),
+		"--device-driver=" + string(s.Device.Driver),
+		"--transport=" + string(s.Network.Transport),
+		"--port=" + strconv.Itoa(int(port(osd))),
+		"--log-level=" + string(logLevel(osd)),
+		"--spdk-socket=" + spdkSocket,
+		fmt.Sprintf("--grpc-address=:%d", GRPCPort),
+		fmt.Sprintf("--http-address=:%d", HTTPPort),
+		"--tls-dir=" + tlsDir,
+		"--network-status-file=" + podInfoDir + "/" + networkStatus,
+	}
+	switch s.Device.Driver {
+	case flintv1.DriverPCIe:
+		if s.Device.PCIAddress != "" {
+			args = append(args, "--pci-address="+s.Device.PCIAddress)
+		}
+	case flintv1.DriverAIO, flintv1.DriverURing:
+		args = append(args, "--device-path="+s.Device.Path)
+	case flintv1.DriverMalloc:
+		args = append(args, "--malloc-size="+s.Device.Malloc.Size.String())
+	}
+	if a := s.Network.Attachment; a != "" && !s.Network.HostNetwork {
+		args = append(args, "--network-attachment="+a)
+	}
+	for _, t := range []struct {
+		flag  string
+		value *int32
+	}{
+		{"io-unit-size", s.NVMf.IOUnitSize}, {"in-capsule-data-size", s.NVMf.InCapsuleDataSize},
+		{"num-shared-buffers", s.NVMf.NumSharedBuffers}, {"buf-cache-size", s.NVMf.BufCacheSize}, {"max-queue-depth", s.NVMf.MaxQueueDepth},
+	} {
+		if t.value != nil {
+			args = append(args, fmt.Sprintf("--%s=%d", t.flag, *t.value))
+		}
+	}
+	c := corev1.Container{
+		Name: "agent", Command: []string{agentBinary}, Args: args,
+		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+		Ports: []corev1.ContainerPort{
+			{Name: "grpc", ContainerPort: GRPCPort}, {Name: "metrics", ContainerPort: HTTPPort}, {Name: "nvmf", ContainerPort: port(osd)},
+		},
+		Resources: corev1.ResourceRequirements{Requests: agentResources, Limits: agentResources},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "run", MountPath: runDir}, {Name: "tls", MountPath: tlsDir, ReadOnly: true}, {Name: "podinfo", MountPath: podInfoDir, ReadOnly: true},
+		},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: httpGet("/readyz"), PeriodSeconds: 5},
+		LivenessProbe:  &corev1.Probe{ProbeHandler: httpGet("/healthz"), PeriodSeconds: 10, FailureThreshold: 6},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	// The agent reads the first MiB of a kernel device before it lets SPDK
+	// write an lvstore there.
+	if p := s.Device.Path; p != "" {
+		c.VolumeMounts = append(c.VolumeMounts, deviceMount(p))
+		c.SecurityContext.Privileged = ptr.To(needsPrivilege(p))
+		if needsPrivilege(p) {
+			c.SecurityContext.AllowPrivilegeEscalation = nil
+		}
+	}
+	return c
+}
+
+func httpGet(path string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(HTTPPort)}}
+}
+
+func volumes(osd *flintv1.OSD) []corev1.Volume {
+	v := []corev1.Volume{
+		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: TLSSecretName(osd.Name), DefaultMode: ptr.To[int32](0o400)}}},
+		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+			Path: networkStatus, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationNetworkStatus + "']"},
+		}}}}},
+	}
+	if hp := osd.Spec.Resources.HugePages; hp != nil {
+		v = append(v, corev1.Volume{Name: "hugepages", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMedium("HugePages-" + hugePageSize(hp)),
+		}}})
+	}
+	if p := osd.Spec.Device.Path; p != "" {
+		t := corev1.HostPathFile
+		if needsPrivilege(p) {
+			t = corev1.HostPathBlockDev
+		}
+		v = append(v, corev1.Volume{Name: "device", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &t}}})
+	}
+	return v
+}
+
+func port(osd *flintv1.OSD) int32 {
+	if osd.Spec.Network.Port != 0 {
+		return osd.Spec.Network.Port
+	}
+	return 4420
+}
+
+func logLevel(osd *flintv1.OSD) flintv1.LogLevel {
+	if osd.Spec.SPDK.LogLevel != "" {
+		return osd.Spec.SPDK.LogLevel
+	}
+	return "warning"
+}

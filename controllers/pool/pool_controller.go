@@ -1,0 +1,245 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package pool reconciles a Pool into one OSD per device of its nodes,
+// checks first that the nodes can run them, and sums up their state.
+package pool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/metrics"
+)
+
+// Reconciler reconciles Pools.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Namespace is the operator's: a NetworkAttachmentDefinition named
+	// without a namespace is looked up there.
+	Namespace string
+}
+
+// +kubebuilder:rbac:groups=flint.io,resources=pools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flint.io,resources=pools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=flint.io,resources=volumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the phases of one Pool top-down.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pool flintv1.Pool
+	if err := r.Get(ctx, req.NamespacedName, &pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetPool(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // its OSDs go by garbage collection, each held by its own finalizer
+	}
+	var nodeList corev1.NodeList
+	if err := r.List(ctx, &nodeList); err != nil {
+		return ctrl.Result{}, err
+	}
+	nodes := selectedNodes(&pool, nodeList.Items)
+	want := desiredOSDs(&pool, nodes)
+	pf := checkNodes(&pool, nodes, want)
+	if err := checkAttachment(ctx, r, &pool, r.Namespace, pf); err != nil {
+		return ctrl.Result{}, err
+	}
+	checkFailureDomains(&pool, nodes, want, pf)
+
+	w, err := r.observe(ctx, &pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.createOrUpdateOSDs(ctx, &pool, want, pf, w); err != nil {
+		return ctrl.Result{}, err
+	}
+	draining, err := r.retireOSDs(ctx, &pool, want, w)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, &pool, pf, w, draining)
+}
+
+// world is what exists of the Pool: its OSDs and Volumes.
+type world struct {
+	osds    map[string]*flintv1.OSD
+	volumes []flintv1.Volume
+}
+
+func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, error) {
+	var osds flintv1.OSDList
+	if err := r.List(ctx, &osds, client.MatchingLabels{LabelPool: pool.Name}); err != nil {
+		return world{}, err
+	}
+	var vols flintv1.VolumeList
+	if err := r.List(ctx, &vols); err != nil {
+		return world{}, err
+	}
+	w := world{osds: map[string]*flintv1.OSD{}}
+	for i := range osds.Items {
+		w.osds[osds.Items[i].Name] = &osds.Items[i]
+	}
+	for _, v := range vols.Items {
+		if v.Spec.Pool == pool.Name {
+			w.volumes = append(w.volumes, v)
+		}
+	}
+	return w, nil
+}
+
+// createOrUpdateOSDs creates the missing OSDs, except on nodes that fail
+// preflight, and keeps existing ones' settings in line with the Pool.
+func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool, want []desiredOSD, pf *preflight, w world) error {
+	for _, d := range want {
+		spec := osdSpec(pool, d)
+		have, ok := w.osds[d.name]
+		if ok {
+			if !equality.Semantic.DeepEqual(have.Spec.Device, spec.Device) || have.Spec.NodeName != spec.NodeName {
+				continue // immutable; a changed device is a new OSD name
+			}
+			spec.Drain = false
+			if equality.Semantic.DeepEqual(have.Spec, spec) {
+				continue
+			}
+			before := have.DeepCopy()
+			have.Spec = spec
+			if err := r.Patch(ctx, have, client.MergeFrom(before)); err != nil {
+				return fmt.Errorf("update OSD %s: %w", d.name, err)
+			}
+			continue
+		}
+		if pf.blockedNodes[d.node] {
+			continue
+		}
+		osd := &flintv1.OSD{
+			ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{LabelPool: pool.Name, LabelNode: d.node}},
+			Spec:       spec,
+		}
+		if err := controllerutil.SetControllerReference(pool, osd, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, osd); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create OSD %s: %w", d.name, err)
+		}
+		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDCreated", "CreateOSD", "created OSD %s for %s on node %s", d.name, deviceOf(d.device), d.node)
+	}
+	return nil
+}
+
+func deviceOf(d flintv1.OSDDevice) string {
+	switch {
+	case d.PCIAddress != "":
+		return d.PCIAddress
+	case d.ResourceName != "":
+		return "a " + d.ResourceName + " device"
+	case d.Path != "":
+		return d.Path
+	}
+	return "a RAM-backed device"
+}
+
+// retireOSDs deletes the OSDs whose device or node left the Pool, unless
+// they hold replicas: those are marked for drain. It returns them.
+func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []desiredOSD, w world) ([]string, error) {
+	wanted := map[string]bool{}
+	for _, d := range want {
+		wanted[d.name] = true
+	}
+	var draining []string
+	for name, osd := range w.osds {
+		if wanted[name] || !osd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if held := replicasOn(osd, w.volumes); held > 0 {
+			draining = append(draining, fmt.Sprintf("%s (%d replicas)", name, held))
+			if !osd.Spec.Drain {
+				before := osd.DeepCopy()
+				osd.Spec.Drain = true
+				if err := r.Patch(ctx, osd, client.MergeFrom(before)); err != nil {
+					return nil, err
+				}
+				r.Recorder.Eventf(pool, osd, corev1.EventTypeWarning, "OSDDraining", "DrainOSD", "OSD %s left the Pool's devices but holds %d replicas: it drains and is deleted once they moved", name, held)
+			}
+			continue
+		}
+		if err := r.Delete(ctx, osd); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDDeleted", "DeleteOSD", "deleted OSD %s: its device or node left the Pool and it held no replicas", name)
+	}
+	return draining, nil
+}
+
+func replicasOn(osd *flintv1.OSD, vols []flintv1.Volume) int {
+	n := 0
+	for _, v := range vols {
+		for _, rep := range v.Status.Replicas {
+			if rep.OSD == osd.Name {
+				n++
+			}
+		}
+	}
+	return max(n, int(osd.Status.Replicas))
+}
+
+// SetupWithManager registers the controller: Pools, their OSDs, every
+// Node (devices and labels change what a Pool wants) and Volumes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools flintv1.PoolList
+		if err := r.List(ctx, &pools); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(pools.Items))
+		for _, p := range pools.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+		return reqs
+	})
+	volumePool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		v, ok := o.(*flintv1.Volume)
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v.Spec.Pool}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pool").
+		For(&flintv1.Pool{}).
+		Owns(&flintv1.OSD{}).
+		Watches(&corev1.Node{}, allPools).
+		Watches(&flintv1.Volume{}, volumePool).
+		Complete(r)
+}

@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package controllers wires the operator's reconcilers into a manager:
+// Pool → OSDs (package pool), OSD → pod and status (package osd), with the
+// agent API's certificates (package certs).
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/certs"
+	"github.com/flint-io/flint/controllers/osd"
+	"github.com/flint-io/flint/controllers/pool"
+)
+
+// Options are the operator's deployment choices.
+type Options struct {
+	// Namespace holds OSD pods, their Secrets and the CA.
+	Namespace string
+	// OSDImage holds SPDK and osd-agent.
+	OSDImage string
+	// PriorityClass of OSD pods; created when missing.
+	PriorityClass  string
+	ServiceAccount string
+	// AgentPort is where agents serve gRPC.
+	AgentPort int
+	// Resync is how often OSD status is read from agents.
+	Resync time.Duration
+}
+
+// osdPriority ranks OSD pods above ordinary workloads: evicting one costs
+// every volume with a replica on it a rebuild.
+const osdPriority = 1_000_000
+
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;create
+
+// Setup registers the reconcilers with mgr.
+func Setup(mgr manager.Manager, o Options) error {
+	authority := &certs.Authority{Client: mgr.GetClient(), Namespace: o.Namespace}
+	if err := (&pool.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-pool"), Namespace: o.Namespace,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Pool controller: %w", err)
+	}
+	if err := (&osd.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-osd"),
+		Pods:      osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount},
+		Authority: authority, Agents: &agentclient.Dialer{TLS: authority.ClientTLS},
+		AgentPort: o.AgentPort, Resync: o.Resync,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the OSD controller: %w", err)
+	}
+	if o.PriorityClass == "" {
+		return nil
+	}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return ensurePriorityClass(ctx, mgr.GetClient(), o.PriorityClass)
+	}))
+}
+
+func ensurePriorityClass(ctx context.Context, c client.Client, name string) error {
+	pc := &schedulingv1.PriorityClass{
+		ObjectMeta:  metav1.ObjectMeta{Name: name},
+		Value:       osdPriority,
+		Description: "Flint OSD pods: evicting one makes every volume with a replica on it rebuild.",
+	}
+	if err := c.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PriorityClass %s: %w", name, err)
+	}
+	ctrl.Log.WithName("setup").Info("priority class present", "name", name)
+	return nil
+}

@@ -1,0 +1,252 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package localnode plays the kubelet for OSD pods on this machine, where
+// there is no kubelet: every OSD pod's agent runs as a real osd-agent
+// process, its SPDK as a Target of the SPDK double, on a loopback address
+// of its own; the pod's status is set as a kubelet would. Pods that are
+// deleted have their processes stopped and are then removed. The envtest
+// suites and `make run` use it.
+package localnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flint-io/flint/controllers/osd"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+)
+
+// Runner runs the OSD pods of a namespace.
+type Runner struct {
+	Client    client.Client
+	Namespace string
+	// AgentBinary is a built osd-agent.
+	AgentBinary string
+	// Dir holds each pod's socket, certificates and logs; keep it short,
+	// Unix socket paths are.
+	Dir    string
+	Fabric *spdktest.Fabric
+	// Pools limits the runner to the OSD pods of these Pools; empty runs
+	// every OSD pod.
+	Pools []string
+
+	mu   sync.Mutex
+	pods map[types.UID]*pod
+	next int
+}
+
+type pod struct {
+	name   string
+	ip     string
+	target *spdktest.Target
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Run syncs every interval until ctx ends, then stops every pod.
+func (r *Runner) Run(ctx context.Context, interval time.Duration) {
+	defer r.StopAll()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_ = r.Sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sync starts the pods that do not run yet and removes the deleted ones.
+func (r *Runner) Sync(ctx context.Context) error {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{"app.kubernetes.io/name": "flint-osd"}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pods == nil {
+		r.pods = map[types.UID]*pod{}
+	}
+	seen := map[types.UID]bool{}
+	var errs []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		seen[p.UID] = true
+		if !p.DeletionTimestamp.IsZero() {
+			r.stop(p.UID)
+			zero := int64(0)
+			_ = r.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: &zero})
+			continue
+		}
+		if _, ok := r.pods[p.UID]; ok || !r.runs(p) {
+			continue
+		}
+		if err := r.start(ctx, p); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", p.Name, err))
+		}
+	}
+	for uid := range r.pods {
+		if !seen[uid] {
+			r.stop(uid)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("start pods: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// start runs p's SPDK double and agent and reports p Running.
+func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
+	var agent *corev1.Container
+	var secret string
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "agent" {
+			agent = &p.Spec.Containers[i]
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Name == "tls" && v.Secret != nil {
+			secret = v.Secret.SecretName
+		}
+	}
+	if agent == nil || secret == "" {
+		return fmt.Errorf("pod %s has no agent container or TLS volume", p.Name)
+	}
+	dir := filepath.Join(r.Dir, p.Name)
+	tlsDir := filepath.Join(dir, "tls")
+	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+		return err
+	}
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: secret}, &s); err != nil {
+		return fmt.Errorf("read the agent's certificate: %w", err)
+	}
+	for name, data := range s.Data {
+		if err := os.WriteFile(filepath.Join(tlsDir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	r.next++
+	ip := fmt.Sprintf("127.0.1.%d", r.next)
+	socket := filepath.Join(dir, "spdk.sock")
+	target, err := r.Fabric.StartTarget(socket)
+	if err != nil {
+		return err
+	}
+	args := localArgs(agent.Args, map[string]string{
+		"spdk-socket": socket, "tls-dir": tlsDir, "network-status-file": filepath.Join(dir, "network-status"),
+		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
+		"probe-interval": "200ms",
+	})
+	log, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		target.Kill()
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(r.AgentBinary, args...)
+	cmd.Env = append(os.Environ(), "POD_IP="+ip)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		target.Kill()
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	r.pods[p.UID] = &pod{name: p.Name, ip: ip, target: target, cmd: cmd, exited: exited}
+
+	now := metav1.Now()
+	before := p.DeepCopy()
+	p.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, HostIP: "127.0.0.1", StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+	}
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	return r.Client.Status().Patch(ctx, p, client.MergeFrom(before))
+}
+
+func (r *Runner) runs(p *corev1.Pod) bool {
+	return len(r.Pools) == 0 || slices.Contains(r.Pools, p.Labels["flint.io/pool"])
+}
+
+// localArgs replaces the in-pod paths and addresses of the agent's flags.
+func localArgs(args []string, set map[string]string) []string {
+	var out []string
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if _, ok := set[name]; !ok {
+			out = append(out, a)
+		}
+	}
+	for name, v := range set {
+		out = append(out, "--"+name+"="+v)
+	}
+	return out
+}
+
+func (r *Runner) stop(uid types.UID) {
+	p, ok := r.pods[uid]
+	if !ok {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+	p.target.Kill()
+	delete(r.pods, uid)
+}
+
+// StopAll stops every pod's processes.
+func (r *Runner) StopAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid := range r.pods {
+		r.stop(uid)
+	}
+}
+
+// Target is the SPDK double of a running pod, for tests that kill it.
+func (r *Runner) Target(podName string) *spdktest.Target {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pods {
+		if p.name == podName {
+			return p.target
+		}
+	}
+	return nil
+}
