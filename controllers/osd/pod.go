@@ -108,7 +108,7 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{osd.Spec.NodeName}}},
 				}}},
 			}},
-			Containers:                    []corev1.Container{spdk, agentContainer(osd)},
+			Containers:                    []corev1.Container{spdk, agentContainer(osd, cfg.Image)},
 			Volumes:                       volumes(osd),
 			HostNetwork:                   osd.Spec.Network.HostNetwork,
 			PriorityClassName:             cfg.PriorityClassName,
@@ -199,7 +199,9 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 		}
 	case flintv1.DriverAIO, flintv1.DriverURing:
 		c.VolumeMounts = append(c.VolumeMounts, deviceMount(d.Path))
-		c.SecurityContext.Privileged = ptr.To(needsPrivilege(d.Path))
+		if needsPrivilege(d.Path) {
+			privileged(c.SecurityContext)
+		}
 	case flintv1.DriverMalloc:
 	default:
 		return c, fmt.Errorf("device driver %q is none of pcie, aio, uring, malloc", d.Driver)
@@ -220,11 +222,17 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 // needs no privilege.
 func needsPrivilege(path string) bool { return strings.HasPrefix(path, "/dev/") }
 
+// privileged makes sc privileged, which implies escalation.
+func privileged(sc *corev1.SecurityContext) {
+	sc.Privileged = ptr.To(true)
+	sc.AllowPrivilegeEscalation = nil
+}
+
 func deviceMount(path string) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: "device", MountPath: path}
 }
 
-func agentContainer(osd *flintv1.OSD) corev1.Container {
+func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
 	s := osd.Spec
 	args := []string{
 		"--osd-uid=" + string(osd.UID),
@@ -263,7 +271,7 @@ func agentContainer(osd *flintv1.OSD) corev1.Container {
 		}
 	}
 	c := corev1.Container{
-		Name: "agent", Command: []string{agentBinary}, Args: args,
+		Name: "agent", Image: image, Command: []string{agentBinary}, Args: args,
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 		Ports: []corev1.ContainerPort{
 			{Name: "grpc", ContainerPort: GRPCPort}, {Name: "metrics", ContainerPort: HTTPPort}, {Name: "nvmf", ContainerPort: port(osd)},
@@ -283,9 +291,8 @@ func agentContainer(osd *flintv1.OSD) corev1.Container {
 	// write an lvstore there.
 	if p := s.Device.Path; p != "" {
 		c.VolumeMounts = append(c.VolumeMounts, deviceMount(p))
-		c.SecurityContext.Privileged = ptr.To(needsPrivilege(p))
 		if needsPrivilege(p) {
-			c.SecurityContext.AllowPrivilegeEscalation = nil
+			privileged(c.SecurityContext)
 		}
 	}
 	return c

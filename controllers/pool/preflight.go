@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,7 +69,7 @@ func (p *preflight) message(reason string) string { return strings.Join(p.failur
 func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *preflight {
 	p := &preflight{failures: map[string][]string{}, blockedNodes: map[string]bool{}}
 	if len(nodes) == 0 {
-		p.fail(NoNodesSelected, "no node matches nodeSelector %v; label the storage nodes or fix the selector", pool.Spec.NodeSelector)
+		p.fail(NoNodesSelected, "no node matches nodeSelector %q; label the storage nodes or fix the selector", labels.SelectorFromSet(pool.Spec.NodeSelector).String())
 		return p
 	}
 	perNode := map[string]int64{}

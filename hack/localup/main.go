@@ -14,24 +14,45 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command localup starts a local Flint control plane for development: a real
+// Command localup starts a local Flint cluster for development: a real
 // kube-apiserver and etcd (the binaries hack/envtest-assets.sh builds) with
-// Flint's CRDs installed, applies config/samples with kubectl, and shows them.
-// It keeps running until interrupted, unless --once is given.
+// Flint's CRDs, three nodes, the operator, and the OSD pods of the dev Pool
+// run on this machine (real osd-agent processes over SPDK doubles, see
+// test/localnode). It applies config/samples with kubectl and shows the dev
+// Pool and its OSDs reaching Ready, and the other samples' Pools saying why
+// they cannot start here. It keeps running until interrupted, unless --once
+// is given.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/controllers/osd"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/test/localnode"
 )
 
 func main() {
@@ -87,9 +108,21 @@ func run(once bool, dir string) error {
 		}
 		return nil
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := startCluster(ctx, env.Config, dir); err != nil {
+		return err
+	}
+	if err := kubectl("apply", "-k", filepath.Join("config", "samples")); err != nil {
+		return err
+	}
+	fmt.Println("\nWaiting for Pool dev to be Ready")
+	if err := kubectl("wait", "--for=condition=Ready", "pool/dev", "--timeout=120s"); err != nil {
+		return err
+	}
 	for _, args := range [][]string{
-		{"apply", "-k", filepath.Join("config", "samples")},
 		{"get", "pools,osds,volumes", "-o", "wide"},
+		{"get", "pools", "-o", `custom-columns=POOL:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].reason,WHY:.status.conditions[?(@.type=="Ready")].message`},
 	} {
 		if err := kubectl(args...); err != nil {
 			return err
@@ -99,13 +132,73 @@ func run(once bool, dir string) error {
 		return nil
 	}
 
-	fmt.Printf("\nThe control plane is up. In another shell:\n  export KUBECONFIG=%s\n  %s get flint\nPress Ctrl-C to stop.\n", kubeconfig, filepath.Join(assets, "kubectl"))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	fmt.Printf("\nThe cluster is up. In another shell:\n  export KUBECONFIG=%s\n  %s get flint\nPress Ctrl-C to stop.\n", kubeconfig, filepath.Join(assets, "kubectl"))
 	<-ctx.Done()
 	fmt.Println("\nStopping")
 	return nil
 }
+
+// startCluster adds what a cluster has beyond its API: three nodes in
+// three zones, the operator, and a kubelet stand-in for the dev Pool's OSD
+// pods. Everything stops with ctx.
+func startCluster(ctx context.Context, cfg *rest.Config, dir string) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return err
+	}
+	for i, zone := range []string{"a", "b", "c"} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("local-%d", i), Labels: map[string]string{
+			corev1.LabelHostname: fmt.Sprintf("local-%d", i), corev1.LabelTopologyZone: zone,
+		}}}
+		if err := c.Create(ctx, n); err != nil {
+			return fmt.Errorf("create node %s: %w", n.Name, err)
+		}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}
+		n.Status.Capacity = n.Status.Allocatable
+		if err := c.Status().Update(ctx, n); err != nil {
+			return err
+		}
+	}
+	agent := filepath.Join(dir, "osd-agent")
+	fmt.Println("Building osd-agent")
+	if out, err := exec.Command("go", "build", "-o", agent, "./cmd/osd-agent").CombinedOutput(); err != nil {
+		return fmt.Errorf("build osd-agent: %v\n%s", err, out)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	mgr, err := controllers.NewManager(cfg, controllers.Options{
+		Namespace: namespace, OSDImage: "flint-osd:dev", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
+		AgentPort: osd.GRPCPort, Resync: 2 * time.Second,
+	}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "localup: operator: %v\n", err)
+		}
+	}()
+	// Unix socket paths must stay short.
+	podDir, err := os.MkdirTemp("", "flint-pods-")
+	if err != nil {
+		return err
+	}
+	runner := &localnode.Runner{Client: c, Namespace: namespace, AgentBinary: agent, Dir: podDir, Fabric: spdktest.NewFabric(), Pools: []string{"dev"}}
+	go func() {
+		runner.Run(ctx, 200*time.Millisecond)
+		_ = os.RemoveAll(podDir)
+	}()
+	fmt.Println("Started 3 nodes, the operator, and OSD pods of Pool dev as local processes")
+	return nil
+}
+
+const namespace = "flint-system"
 
 // writeKubeconfig writes an admin kubeconfig for the running control plane.
 func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {

@@ -1,0 +1,275 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package operator
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/certs"
+	osdctl "github.com/flint-io/flint/controllers/osd"
+	"github.com/flint-io/flint/controllers/pool"
+)
+
+var _ = Describe("A Pool whose OSDs run", Ordered, func() {
+	BeforeAll(func() {
+		for i, zone := range []string{"a", "b", "c"} {
+			makeNode(fmt.Sprintf("local-%d", i), "local", zone, nil)
+		}
+		Expect(k8sClient.Create(ctx, mallocPool("local", "local", 3))).To(Succeed())
+	})
+
+	It("gets one OSD per node, owned by the Pool", func() {
+		Eventually(osdsOf("local")).Should(HaveLen(3))
+		for _, o := range osdsOf("local")() {
+			Expect(metav1.GetControllerOf(&o)).To(PointTo(MatchFields(IgnoreExtras, Fields{"Kind": Equal("Pool"), "Name": Equal("local")})))
+			Expect(o.Spec.Device.Malloc.Size.String()).To(Equal("256Mi"))
+		}
+	})
+
+	It("runs each OSD in a pod owned by the OSD, with its agent's certificate", func() {
+		for _, o := range osdsOf("local")() {
+			var pod corev1.Pod
+			Eventually(func() error {
+				return k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "osd-" + o.Name}, &pod)
+			}).Should(Succeed())
+			Expect(metav1.GetControllerOf(&pod).UID).To(Equal(o.UID))
+			var s corev1.Secret
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: osdctl.TLSSecretName(o.Name)}, &s)).To(Succeed())
+			Expect(metav1.GetControllerOf(&s).UID).To(Equal(o.UID))
+			Expect(parseCert(s.Data["tls.crt"]).DNSNames).To(ConsistOf(osdctl.ServerName(o.Name)))
+		}
+		for _, name := range []string{certs.CASecret, certs.ClientSecret} {
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})).To(Succeed())
+		}
+	})
+
+	It("fills OSD status from the agents", func() {
+		Eventually(func(g Gomega) {
+			for _, o := range osdsOf("local")() {
+				g.Expect(o.Status.Phase).To(Equal(flintv1.OSDPhaseReady), "OSD %s: %+v", o.Name, o.Status.Conditions)
+				g.Expect(o.Status.SPDKVersion).To(HavePrefix("SPDK v"))
+				g.Expect(o.Status.Capacity.Total.Value()).To(BeNumerically(">", 200<<20))
+				g.Expect(o.Status.Endpoint.Address).To(HavePrefix("127.0.1."))
+				g.Expect(o.Status.Endpoint.Port).To(Equal(int32(4420)))
+			}
+		}).Should(Succeed())
+	})
+
+	It("is Ready with its capacity", func() {
+		Eventually(func(g Gomega) {
+			p := getPool("local")()
+			g.Expect(condition(flintv1.ReadyCondition)(p)).To(PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionTrue), "Reason": Equal("Provisionable")})))
+			g.Expect(condition(flintv1.DegradedCondition)(p).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(p.Status.OSDs).To(Equal(flintv1.OSDCounts{Total: 3, Ready: 3}))
+			g.Expect(p.Status.Capacity.Usable.Value()).To(Equal(p.Status.Capacity.Raw.Value() / 3))
+		}).Should(Succeed())
+	})
+
+	It("exports pool metrics", func() {
+		Eventually(func() string { return gatherMetric(`flint_pool_osds`, `pool="local"`, `phase="Ready"`) }).Should(Equal("3"))
+		Expect(gatherMetric(`flint_pool_preflight_failures`, `pool="local"`, `reason="HugePagesInsufficient"`)).To(Equal("0"))
+	})
+
+	It("follows an OSD whose SPDK dies and comes back", func() {
+		o := osdsOf("local")()[0]
+		target := node.Target("osd-" + o.Name)
+		Expect(target).NotTo(BeNil())
+		target.Kill()
+		Eventually(func() string {
+			var got flintv1.OSD
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&o), &got)).To(Succeed())
+			return string(got.Status.Phase) + "/" + got.Status.Conditions[0].Reason
+		}).Should(Equal("Starting/SPDKDown"))
+		Eventually(func() string { return string(condition(flintv1.DegradedCondition)(getPool("local")()).Status) }).Should(Equal("True"))
+		Expect(target.Restart()).To(Succeed())
+		Eventually(func() flintv1.OSDPhase {
+			var got flintv1.OSD
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&o), &got)).To(Succeed())
+			return got.Status.Phase
+		}).Should(Equal(flintv1.OSDPhaseReady))
+		Expect(eventsFor(o.Name)()).To(ContainElement("SPDKDown"))
+	})
+})
+
+var _ = Describe("Preflight", func() {
+	DescribeTable("names the reason a Pool cannot start",
+		func(name string, nodes map[string]map[string]string, mutate func(*flintv1.Pool), reason, message string) {
+			i := 0
+			for n, alloc := range nodes {
+				makeNode(n, name, fmt.Sprintf("z%d", i), alloc)
+				i++
+			}
+			p := mallocPool(name, name, 1)
+			mutate(p)
+			Expect(k8sClient.Create(ctx, p)).To(Succeed())
+			Eventually(func(g Gomega) {
+				got := getPool(name)()
+				c := condition(reason)(got)
+				g.Expect(c).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
+				g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(c.Message).To(ContainSubstring(message))
+				ready := condition(flintv1.ReadyCondition)(got)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(ready.Reason).To(Equal(reason))
+			}).Should(Succeed())
+			Eventually(eventsFor(name)).Should(ContainElement(reason))
+			Expect(gatherMetric(`flint_pool_preflight_failures`, `pool="`+name+`"`, `reason="`+reason+`"`)).To(Equal("1"))
+		},
+		Entry("no node selected", "pf-none", map[string]map[string]string{}, func(*flintv1.Pool) {},
+			pool.NoNodesSelected, "no node matches nodeSelector"),
+		Entry("too few hugepages", "pf-huge", map[string]map[string]string{"pf-huge-0": {"hugepages-2Mi": "512Mi"}}, func(p *flintv1.Pool) {
+			p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
+		}, pool.HugePagesInsufficient, "node pf-huge-0 has 512Mi of hugepages-2Mi allocatable, its 1 OSDs need 1Gi: add 256 pages of 2Mi"),
+		Entry("no device plugin devices", "pf-dev", map[string]map[string]string{"pf-dev-0": {"hugepages-2Mi": "4Gi"}}, func(p *flintv1.Pool) {
+			p.Spec.Devices = flintv1.PoolDevices{Driver: flintv1.DriverPCIe, ResourceName: "flint.io/nvme"}
+			p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
+		}, pool.DeviceResourceMissing, "node pf-dev-0 advertises no flint.io/nvme"),
+		Entry("no RDMA VF", "pf-vf", map[string]map[string]string{"pf-vf-0": {}}, func(p *flintv1.Pool) {
+			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "flint-system/rdma", ResourceName: "nvidia.com/rdma_vf", Port: 4420}
+		}, pool.RDMAResourceMissing, "node pf-vf-0 has 0 nvidia.com/rdma_vf allocatable, its 1 OSDs need one RDMA VF each"),
+		Entry("no NetworkAttachmentDefinition", "pf-nad", map[string]map[string]string{"pf-nad-0": {"nvidia.com/rdma_vf": "4"}}, func(p *flintv1.Pool) {
+			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "storage-rdma", ResourceName: "nvidia.com/rdma_vf", Port: 4420}
+		}, pool.NetworkAttachmentMissing, "NetworkAttachmentDefinition flint-system/storage-rdma does not exist"),
+		Entry("too few failure domains", "pf-fd", map[string]map[string]string{"pf-fd-0": {}, "pf-fd-1": {}}, func(p *flintv1.Pool) {
+			p.Spec.Replicas = 3
+		}, pool.InsufficientFailureDomains, "replicas 3 needs OSDs in 3 distinct kubernetes.io/hostname values; the Pool's usable OSD nodes span 2"),
+	)
+
+	It("creates no OSD on a node that fails, and recovers when it is fixed", func() {
+		makeNode("pf-fix-0", "pf-fix", "z", map[string]string{"hugepages-2Mi": "512Mi"})
+		p := mallocPool("pf-fix", "pf-fix", 1)
+		p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		Eventually(func() *metav1.Condition { return condition(pool.HugePagesInsufficient)(getPool("pf-fix")()) }).ShouldNot(BeNil())
+		Consistently(osdsOf("pf-fix"), "1s").Should(BeEmpty())
+		setAllocatable("pf-fix-0", "hugepages-2Mi", "2Gi")
+		Eventually(osdsOf("pf-fix")).Should(HaveLen(1))
+		Eventually(func() *metav1.Condition { return condition(pool.HugePagesInsufficient)(getPool("pf-fix")()) }).Should(BeNil())
+	})
+})
+
+var _ = Describe("Device count", Ordered, func() {
+	BeforeAll(func() {
+		makeNode("dc-0", "dc", "z", map[string]string{"hugepages-2Mi": "8Gi", "flint.io/nvme": "2"})
+		p := mallocPool("dc", "dc", 1)
+		p.Spec.Devices = flintv1.PoolDevices{Driver: flintv1.DriverPCIe, ResourceName: "flint.io/nvme"}
+		p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	})
+
+	names := func() []string {
+		var out []string
+		for _, o := range osdsOf("dc")() {
+			out = append(out, o.Name)
+		}
+		return out
+	}
+
+	It("makes one OSD per allocatable device", func() {
+		Eventually(names).Should(ConsistOf("dc-dc-0-0", "dc-dc-0-1"))
+	})
+
+	It("adds OSDs when the node gets more devices", func() {
+		setAllocatable("dc-0", "flint.io/nvme", "3")
+		Eventually(names).Should(ConsistOf("dc-dc-0-0", "dc-dc-0-1", "dc-dc-0-2"))
+	})
+
+	It("drains, not deletes, an OSD that holds replicas when devices go", func() {
+		holdReplica("vol-dc", "dc", "dc-dc-0-2")
+		setAllocatable("dc-0", "flint.io/nvme", "1")
+		Eventually(names).Should(ConsistOf("dc-dc-0-0", "dc-dc-0-2"))
+		var o flintv1.OSD
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &o)).To(Succeed())
+		Expect(o.Spec.Drain).To(BeTrue())
+		Eventually(func() string { return condition(flintv1.DegradedCondition)(getPool("dc")()).Message }).
+			Should(ContainSubstring("drain before deletion: dc-dc-0-2 (1 replicas)"))
+		Eventually(eventsFor("dc")).Should(ContainElement("OSDDraining"))
+	})
+
+	It("refuses to delete an OSD while it holds replicas", func() {
+		var o flintv1.OSD
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &o)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, &o)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var got flintv1.OSD
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &got)).To(Succeed())
+			g.Expect(got.Status.Phase).To(Equal(flintv1.OSDPhaseDraining))
+			c := got.Status.Conditions
+			g.Expect(c).To(ContainElement(MatchFields(IgnoreExtras, Fields{"Type": Equal(osdctl.DeletionBlockedCondition), "Reason": Equal("HoldsReplicas")})))
+		}).Should(Succeed())
+		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &flintv1.OSD{}) }, "2s").Should(Succeed())
+		Expect(eventsFor("dc-dc-0-2")()).To(ContainElement("DeletionBlocked"))
+
+		// The replica moved: the OSD goes.
+		var v flintv1.Volume
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "vol-dc"}, &v)).To(Succeed())
+		v.Status.Replicas = nil
+		Expect(k8sClient.Status().Update(ctx, &v)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &flintv1.OSD{}))
+		}).Should(BeTrue())
+	})
+})
+
+// holdReplica makes a Volume of pool report a replica on osd.
+func holdReplica(name, poolName, osd string) {
+	v := &flintv1.Volume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       flintv1.VolumeSpec{Pool: poolName, Size: resource.MustParse("1Gi"), Replicas: ptr.To[int32](1)},
+	}
+	Expect(k8sClient.Create(ctx, v)).To(Succeed())
+	v.Status.Replicas = []flintv1.ReplicaStatus{{OSD: osd, Lvol: "flint-x/" + name, State: flintv1.ReplicaStateOnline}}
+	Expect(k8sClient.Status().Update(ctx, v)).To(Succeed())
+}
+
+// gatherMetric reads one series of the operator's registry.
+func gatherMetric(name string, labels ...string) string {
+	families, err := crmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			var have []string
+			for _, l := range m.GetLabel() {
+				have = append(have, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			for _, want := range labels {
+				if !strings.Contains(strings.Join(have, ","), want) {
+					continue next
+				}
+			}
+			return fmt.Sprint(m.GetGauge().GetValue())
+		}
+	}
+	return ""
+}

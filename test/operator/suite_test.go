@@ -1,0 +1,111 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package operator
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/test/localnode"
+)
+
+// The operator suite runs the operator's controllers against a real
+// kube-apiserver (envtest). There is no kubelet: OSD pods of the Pools
+// named in localPools are run by localnode, with real osd-agent processes
+// over SPDK doubles; other pods stay as the operator rendered them.
+
+const namespace = "flint-system"
+
+var localPools = []string{"local"}
+
+var (
+	testEnv   *envtest.Environment
+	k8sClient client.Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+	node      *localnode.Runner
+)
+
+func TestOperator(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "Operator Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("testdata", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred(), "start envtest; is KUBEBUILDER_ASSETS set? run 'make test-envtest'")
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(flintv1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+
+	// The agents run as the binary that ships in the OSD image.
+	dir, err := os.MkdirTemp("", "flint-op-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, dir)
+	agent := filepath.Join(dir, "osd-agent")
+	build := exec.Command("go", "build", "-o", agent, "github.com/flint-io/flint/cmd/osd-agent")
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "build osd-agent: %s", out)
+
+	mgr, err := controllers.NewManager(cfg, controllers.Options{
+		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
+		AgentPort: 9440, Resync: time.Second,
+	}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, Fabric: spdktest.NewFabric(), Pools: localPools}
+	go node.Run(ctx, 100*time.Millisecond)
+})
+
+var _ = AfterSuite(func() {
+	cancel()
+	node.StopAll()
+	Expect(testEnv.Stop()).To(Succeed())
+})
