@@ -65,8 +65,12 @@ var _ = Describe("A Pool whose OSDs run", Ordered, func() {
 			Expect(metav1.GetControllerOf(&s).UID).To(Equal(o.UID))
 			Expect(parseCert(s.Data["tls.crt"]).DNSNames).To(ConsistOf(osdctl.ServerName(o.Name)))
 		}
+		// The operator's client certificate is issued when it first dials an
+		// agent.
 		for _, name := range []string{certs.CASecret, certs.ClientSecret} {
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})).To(Succeed())
+			Eventually(func() error {
+				return k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
+			}).Should(Succeed())
 		}
 	})
 
