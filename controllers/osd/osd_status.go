@@ -113,27 +113,13 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 	return ctrl.Result{}, r.Update(ctx, osd)
 }
 
-// replicasHeld counts what still lives on the OSD: the replicas its agent
-// last reported, and every Volume placing a replica or its target there.
+// replicasHeld counts what still lives on the OSD.
 func (r *Reconciler) replicasHeld(ctx context.Context, osd *flintv1.OSD) (int, error) {
 	var vols flintv1.VolumeList
 	if err := r.List(ctx, &vols); err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, v := range vols.Items {
-		if v.Status.Target != nil && v.Status.Target.OSD == osd.Name {
-			n++
-			continue
-		}
-		for _, rep := range v.Status.Replicas {
-			if rep.OSD == osd.Name {
-				n++
-				break
-			}
-		}
-	}
-	return max(n, int(osd.Status.Replicas)), nil
+	return osd.ReplicasHeld(vols.Items), nil
 }
 
 // SetupWithManager registers the controller: OSDs, and the pods and

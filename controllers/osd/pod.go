@@ -144,17 +144,6 @@ func specHash(pod *corev1.Pod) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-func hugePagesResource(osd *flintv1.OSD) corev1.ResourceName {
-	return corev1.ResourceName("hugepages-" + hugePageSize(osd.Spec.Resources.HugePages))
-}
-
-func hugePageSize(hp *flintv1.HugePages) string {
-	if hp.Size == "" {
-		return "2Mi"
-	}
-	return string(hp.Size)
-}
-
 func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	r := osd.Spec.Resources
 	memory := resource.MustParse("1Gi")
@@ -172,10 +161,10 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 	}
 	if r.HugePages != nil {
-		res[hugePagesResource(osd)] = r.HugePages.Amount
+		res[r.HugePages.ResourceName()] = r.HugePages.Amount
 		args = append(args, "--hugepages-bytes=$("+hugePagesLimit+")")
 		c.Env = append(c.Env, corev1.EnvVar{Name: hugePagesLimit, ValueFrom: &corev1.EnvVarSource{
-			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "spdk", Resource: "limits." + string(hugePagesResource(osd))},
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "spdk", Resource: "limits." + string(r.HugePages.ResourceName())},
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "hugepages", MountPath: hugePagesDir})
 	} else {
@@ -312,7 +301,7 @@ func volumes(osd *flintv1.OSD) []corev1.Volume {
 	}
 	if hp := osd.Spec.Resources.HugePages; hp != nil {
 		v = append(v, corev1.Volume{Name: "hugepages", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			Medium: corev1.StorageMedium("HugePages-" + hugePageSize(hp)),
+			Medium: corev1.StorageMedium("HugePages-" + string(hp.PageSize())),
 		}}})
 	}
 	if p := osd.Spec.Device.Path; p != "" {

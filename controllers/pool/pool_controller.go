@@ -182,7 +182,7 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 		if wanted[name] || !osd.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if held := replicasOn(osd, w.volumes); held > 0 {
+		if held := osd.ReplicasHeld(w.volumes); held > 0 {
 			draining = append(draining, fmt.Sprintf("%s (%d replicas)", name, held))
 			if !osd.Spec.Drain {
 				before := osd.DeepCopy()
@@ -200,18 +200,6 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDDeleted", "DeleteOSD", "deleted OSD %s: its device or node left the Pool and it held no replicas", name)
 	}
 	return draining, nil
-}
-
-func replicasOn(osd *flintv1.OSD, vols []flintv1.Volume) int {
-	n := 0
-	for _, v := range vols {
-		for _, rep := range v.Status.Replicas {
-			if rep.OSD == osd.Name {
-				n++
-			}
-		}
-	}
-	return max(n, int(osd.Status.Replicas))
 }
 
 // SetupWithManager registers the controller: Pools, their OSDs, every

@@ -87,8 +87,7 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 			continue
 		}
 		if hp := spec.OSD.HugePages; hp != nil {
-			size := hugePageSize(hp)
-			res := corev1.ResourceName("hugepages-" + size)
+			size, res := string(hp.PageSize()), hp.ResourceName()
 			have := n.Status.Allocatable[res]
 			need := hp.Amount.DeepCopy()
 			need.Mul(osds)
@@ -109,13 +108,6 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 		}
 	}
 	return p
-}
-
-func hugePageSize(hp *flintv1.HugePages) string {
-	if hp.Size == "" {
-		return "2Mi"
-	}
-	return string(hp.Size)
 }
 
 // checkAttachment checks the Multus network the Pool's OSDs attach to.

@@ -1,0 +1,34 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import "slices"
+
+// ReplicasHeld counts what still lives on the OSD: the replicas its agent
+// last reported, or the Volumes of vols that place a replica or their
+// target on it, whichever is more. The Pool controller drains and the OSD
+// controller keeps an OSD by this one count.
+func (o *OSD) ReplicasHeld(vols []Volume) int {
+	n := 0
+	for _, v := range vols {
+		onTarget := v.Status.Target != nil && v.Status.Target.OSD == o.Name
+		if onTarget || slices.ContainsFunc(v.Status.Replicas, func(r ReplicaStatus) bool { return r.OSD == o.Name }) {
+			n++
+		}
+	}
+	return max(n, int(o.Status.Replicas))
+}
