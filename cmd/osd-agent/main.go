@@ -160,13 +160,7 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", lifecycle.Healthz)
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("/readyz", lifecycle.Readyz(ready))
 	httpLis, err := net.Listen("tcp", f.httpAddress)
 	if err != nil {
 		return fmt.Errorf("listen for HTTP on %s: %w", f.httpAddress, err)

@@ -25,7 +25,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"time"
@@ -130,11 +129,7 @@ func (a *Authority) EnsureLeaf(ctx context.Context, ca *pki.CA, name string, lea
 // fresh reports whether s holds a certificate signed by ca with more than
 // a third of its life left.
 func (a *Authority) fresh(ca *pki.CA, s *corev1.Secret) bool {
-	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
-	if block == nil {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
 	if err != nil || cert.CheckSignatureFrom(ca.Cert) != nil {
 		return false
 	}

@@ -70,14 +70,13 @@ func NewCA(name string, validity time.Duration) (*CA, error) {
 
 // LoadCA reads a CA from its PEM certificate and key.
 func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, errors.New("the CA's certificate or key is not PEM")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
+	cert, err := ParseCertificate(certPEM)
 	if err != nil {
-		return nil, fmt.Errorf("parse the CA's certificate: %w", err)
+		return nil, fmt.Errorf("the CA's certificate: %w", err)
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, errors.New("the CA's key is not PEM")
 	}
 	key, err := x509.ParseECPrivateKey(kb.Bytes)
 	if err != nil {
@@ -87,6 +86,15 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 		return nil, errors.New("the CA's certificate is no CA or does not match its key")
 	}
 	return &CA{Cert: cert, key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// ParseCertificate reads the first certificate of certPEM.
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
 }
 
 // Leaf is what a certificate is for.

@@ -18,7 +18,6 @@ package pki
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"net"
 	"testing"
 	"time"
@@ -76,11 +75,7 @@ func TestIssuedCertificatesVerifyAgainstTheirCAOnly(t *testing.T) {
 
 func parse(t *testing.T, certPEM []byte) *x509.Certificate {
 	t.Helper()
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		t.Fatal("no PEM block")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := ParseCertificate(certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}

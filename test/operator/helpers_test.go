@@ -18,7 +18,6 @@ package operator
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/internal/pki"
 )
 
 // makeNode creates a node in group (the label Pools of a spec select) with
@@ -100,9 +100,7 @@ func mallocPool(name, group string, replicas int32) *flintv1.Pool {
 }
 
 func parseCert(certPEM []byte) *x509.Certificate {
-	block, _ := pem.Decode(certPEM)
-	Expect(block).NotTo(BeNil())
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := pki.ParseCertificate(certPEM)
 	Expect(err).NotTo(HaveOccurred())
 	return cert
 }

@@ -119,13 +119,15 @@ func (k *Keeper) Ready() error {
 	return k.notReady
 }
 
-// Readyz answers 200 when the OSD serves and 503 with the reason when not.
-func (k *Keeper) Readyz(w http.ResponseWriter, _ *http.Request) {
-	if err := k.Ready(); err != nil {
-		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-		return
+// Readyz answers 200 when ready says nil and 503 with the reason when not.
+func Readyz(ready func() error) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
 	}
-	_, _ = fmt.Fprintln(w, "ok")
 }
 
 // Healthz answers 200 while the agent runs: SPDK being down is a reason

@@ -56,7 +56,7 @@ func (r *rig) keeper(uid string) *Keeper {
 
 func readyz(k *Keeper) (int, string) {
 	rec := httptest.NewRecorder()
-	k.Readyz(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	Readyz(k.Ready)(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	return rec.Code, rec.Body.String()
 }
 
