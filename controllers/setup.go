@@ -57,6 +57,7 @@ type Options struct {
 const osdPriority = 1_000_000
 
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flint-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Setup registers the reconcilers with mgr.
 func Setup(mgr manager.Manager, o Options) error {
