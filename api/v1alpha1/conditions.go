@@ -26,4 +26,8 @@ const (
 	// DegradedCondition is True when the resource works with less
 	// redundancy or fewer members than asked for.
 	DegradedCondition = "Degraded"
+	// DeletionBlockedCondition is True while a deleted resource waits for
+	// what still holds data on it to move or go: an OSD for its replicas, a
+	// Pool for its Volumes.
+	DeletionBlockedCondition = "DeletionBlocked"
 )

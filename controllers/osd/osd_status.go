@@ -33,10 +33,6 @@ import (
 	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
 )
 
-// DeletionBlockedCondition is True while a deleted OSD waits for its
-// replicas to move.
-const DeletionBlockedCondition = "DeletionBlocked"
-
 func statusFromAgent(st *agentv1.OSDStatus) *flintv1.OSDStatus {
 	out := &flintv1.OSDStatus{
 		SPDKVersion: st.GetSpdkVersion(),
@@ -70,7 +66,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: flintv1.ReadyCondition, Status: ready, Reason: obs.reason, Message: obs.detail, ObservedGeneration: osd.Generation,
 	})
-	meta.RemoveStatusCondition(&st.Conditions, DeletionBlockedCondition)
+	meta.RemoveStatusCondition(&st.Conditions, flintv1.DeletionBlockedCondition)
 	st.ObservedGeneration = osd.Generation
 	if st.Phase != obs.phase {
 		kind := corev1.EventTypeNormal
@@ -97,7 +93,7 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 		before := osd.DeepCopy()
 		msg := fmt.Sprintf("the OSD holds %d replicas; it is deleted once the Volume controller has moved them (set spec.drain to move them first)", held)
 		changed := meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
-			Type: DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "HoldsReplicas", Message: msg, ObservedGeneration: osd.Generation,
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "HoldsReplicas", Message: msg, ObservedGeneration: osd.Generation,
 		})
 		osd.Status.Phase = flintv1.OSDPhaseDraining
 		if changed {

@@ -21,10 +21,12 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +39,10 @@ import (
 	"github.com/flint-io/flint/controllers/metrics"
 )
 
+// Finalizer keeps a Pool while Volumes use it: their replicas live on its
+// OSDs and the Volume controller reads its settings.
+const Finalizer = "flint.io/pool-volumes"
+
 // Reconciler reconciles Pools.
 type Reconciler struct {
 	client.Client
@@ -46,7 +52,8 @@ type Reconciler struct {
 	Namespace string
 }
 
-// +kubebuilder:rbac:groups=flint.io,resources=pools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flint.io,resources=pools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=pools/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flint.io,resources=pools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=flint.io,resources=volumes,verbs=get;list;watch
@@ -64,7 +71,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pool.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // its OSDs go by garbage collection, each held by its own finalizer
+		return ctrl.Result{}, r.finalize(ctx, &pool)
+	}
+	if controllerutil.AddFinalizer(&pool, Finalizer) {
+		if err := r.Update(ctx, &pool); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	var nodeList corev1.NodeList
 	if err := r.List(ctx, &nodeList); err != nil {
@@ -200,6 +212,38 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDDeleted", "DeleteOSD", "deleted OSD %s: its device or node left the Pool and it held no replicas", name)
 	}
 	return draining, nil
+}
+
+// finalize lets a deleted Pool go once no Volume uses it; its OSDs then go
+// by garbage collection, each held by its own finalizer while it holds
+// replicas.
+func (r *Reconciler) finalize(ctx context.Context, pool *flintv1.Pool) error {
+	if !controllerutil.ContainsFinalizer(pool, Finalizer) {
+		return nil
+	}
+	w, err := r.observe(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if n := len(w.volumes); n > 0 {
+		var names []string
+		for _, v := range w.volumes[:min(n, 5)] {
+			names = append(names, v.Name)
+		}
+		if n > len(names) {
+			names = append(names, "…")
+		}
+		msg := fmt.Sprintf("%d Volumes use the Pool (%s); delete them (or their PersistentVolumeClaims) first", n, strings.Join(names, ", "))
+		before := pool.DeepCopy()
+		if meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "VolumesExist", Message: msg, ObservedGeneration: pool.Generation,
+		}) {
+			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, "DeletionBlocked", "Delete", msg)
+		}
+		return r.Status().Patch(ctx, pool, client.MergeFrom(before))
+	}
+	controllerutil.RemoveFinalizer(pool, Finalizer)
+	return r.Update(ctx, pool)
 }
 
 // SetupWithManager registers the controller: Pools, their OSDs, every

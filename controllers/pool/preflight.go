@@ -72,11 +72,20 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 		p.fail(NoNodesSelected, "no node matches nodeSelector %q; label the storage nodes or fix the selector", labels.SelectorFromSet(pool.Spec.NodeSelector).String())
 		return p
 	}
+	spec := pool.Spec
+	if len(want) == 0 && len(spec.Devices.Nodes) > 0 {
+		var listed []string
+		for _, n := range spec.Devices.Nodes {
+			listed = append(listed, n.Node)
+		}
+		p.fail(NoNodesSelected, "devices are listed for nodes %s, but no node matching nodeSelector %q has one of those names: fix spec.devices.nodes, the selector or the nodes' labels",
+			strings.Join(listed, ", "), labels.SelectorFromSet(spec.NodeSelector).String())
+		return p
+	}
 	perNode := map[string]int64{}
 	for _, d := range want {
 		perNode[d.node]++
 	}
-	spec := pool.Spec
 	for _, n := range nodes {
 		osds := perNode[n.Name]
 		if spec.Devices.ResourceName != "" && allocatable(n, spec.Devices.ResourceName) == 0 {
@@ -137,7 +146,7 @@ func checkAttachment(ctx context.Context, c client.Reader, pool *flintv1.Pool, n
 // checkFailureDomains: replicas go to distinct failure domains, so the
 // nodes that get OSDs must span at least replicas of them.
 func checkFailureDomains(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD, p *preflight) {
-	if len(nodes) == 0 {
+	if p.message(NoNodesSelected) != "" {
 		return
 	}
 	key := pool.Spec.FailureDomain
@@ -171,8 +180,12 @@ func checkFailureDomains(pool *flintv1.Pool, nodes []corev1.Node, want []desired
 		names = append(names, d)
 	}
 	sort.Strings(names)
-	msg := fmt.Sprintf("replicas %d needs OSDs in %d distinct %s values; the Pool's usable OSD nodes span %d %v: add storage nodes in other domains or lower replicas in a new Pool",
-		pool.Spec.Replicas, pool.Spec.Replicas, key, len(names), names)
+	span := "none"
+	if len(names) > 0 {
+		span = fmt.Sprintf("%d (%s)", len(names), strings.Join(names, ", "))
+	}
+	msg := fmt.Sprintf("replicas %d needs OSDs in %d distinct %s values; the Pool's usable OSD nodes span %s: add storage nodes in other domains or lower replicas in a new Pool",
+		pool.Spec.Replicas, pool.Spec.Replicas, key, span)
 	if len(unlabelled) > 0 {
 		msg += fmt.Sprintf(" (nodes without the %s label: %v)", key, unlabelled)
 	}
