@@ -116,8 +116,11 @@ func run(once bool, dir string) error {
 	if err := kubectl("apply", "-k", filepath.Join("config", "samples")); err != nil {
 		return err
 	}
-	fmt.Println("\nWaiting for Pool dev to be Ready")
+	fmt.Println("\nWaiting for Pool dev and its OSDs to be Ready")
 	if err := kubectl("wait", "--for=condition=Ready", "pool/dev", "--timeout=120s"); err != nil {
+		return err
+	}
+	if err := kubectl("wait", "--for=jsonpath={.status.phase}=Ready", "osds", "-l", "flint.io/pool=dev", "--timeout=120s"); err != nil {
 		return err
 	}
 	for _, args := range [][]string{
@@ -189,12 +192,16 @@ func startCluster(ctx context.Context, cfg *rest.Config, dir string) error {
 	if err != nil {
 		return err
 	}
-	runner := &localnode.Runner{Client: c, Namespace: namespace, AgentBinary: agent, Dir: podDir, Fabric: spdktest.NewFabric(), Pools: []string{"dev"}}
+	spdk, kind := localnode.DoubleSPDK(spdktest.NewFabric()), "the SPDK double"
+	if spdkDir := os.Getenv("FLINT_SPDK_DIR"); spdkDir != "" {
+		spdk, kind = localnode.RealSPDK(spdkDir), "spdk_tgt of "+spdkDir
+	}
+	runner := &localnode.Runner{Client: c, Namespace: namespace, AgentBinary: agent, Dir: podDir, StartSPDK: spdk, Pools: []string{"dev"}}
 	go func() {
 		runner.Run(ctx, 200*time.Millisecond)
 		_ = os.RemoveAll(podDir)
 	}()
-	fmt.Println("Started 3 nodes, the operator, and OSD pods of Pool dev as local processes")
+	fmt.Printf("Started 3 nodes, the operator, and OSD pods of Pool dev as local processes over %s\n", kind)
 	return nil
 }
 

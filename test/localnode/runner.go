@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package localnode plays the kubelet for OSD pods on this machine, where
 // there is no kubelet: every OSD pod's agent runs as a real osd-agent
-// process, its SPDK as a Target of the SPDK double, on a loopback address
-// of its own; the pod's status is set as a kubelet would. Pods that are
+// process, its SPDK as a Target of the SPDK double or a real spdk_tgt, on a
+// loopback address of its own; the pod's status is set as a kubelet would. Pods that are
 // deleted have their processes stopped and are then removed. The envtest
 // suites and `make run` use it.
 package localnode
@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flint-io/flint/controllers/osd"
+	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 )
 
@@ -51,8 +52,9 @@ type Runner struct {
 	AgentBinary string
 	// Dir holds each pod's socket, certificates and logs; keep it short,
 	// Unix socket paths are.
-	Dir    string
-	Fabric *spdktest.Fabric
+	Dir string
+	// StartSPDK runs one pod's SPDK on socket.
+	StartSPDK func(socket string) (SPDK, error)
 	// Pools limits the runner to the OSD pods of these Pools; empty runs
 	// every OSD pod.
 	Pools []string
@@ -62,10 +64,28 @@ type Runner struct {
 	next int
 }
 
+// SPDK is one pod's SPDK application.
+type SPDK interface {
+	// Kill stops it the way SIGKILL does.
+	Kill()
+	// Restart starts it again with an empty configuration.
+	Restart() error
+}
+
+// DoubleSPDK starts Targets of the SPDK double on fabric.
+func DoubleSPDK(fabric *spdktest.Fabric) func(string) (SPDK, error) {
+	return func(socket string) (SPDK, error) { return fabric.StartTarget(socket) }
+}
+
+// RealSPDK starts spdk_tgt processes of the SPDK build tree spdkDir.
+func RealSPDK(spdkDir string) func(string) (SPDK, error) {
+	return func(socket string) (SPDK, error) { return spdklab.StartProcess(spdkDir, socket) }
+}
+
 type pod struct {
 	name   string
 	ip     string
-	target *spdktest.Target
+	target SPDK
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -159,7 +179,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	r.next++
 	ip := fmt.Sprintf("127.0.1.%d", r.next)
 	socket := filepath.Join(dir, "spdk.sock")
-	target, err := r.Fabric.StartTarget(socket)
+	target, err := r.StartSPDK(socket)
 	if err != nil {
 		return err
 	}
@@ -239,8 +259,8 @@ func (r *Runner) StopAll() {
 	}
 }
 
-// Target is the SPDK double of a running pod, for tests that kill it.
-func (r *Runner) Target(podName string) *spdktest.Target {
+// Target is the SPDK of a running pod, for tests that kill it.
+func (r *Runner) Target(podName string) SPDK {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.pods {

@@ -100,7 +100,7 @@ var _ = BeforeSuite(func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, Fabric: spdktest.NewFabric(), Pools: localPools}
+	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()), Pools: localPools}
 	go node.Run(ctx, 100*time.Millisecond)
 })
 

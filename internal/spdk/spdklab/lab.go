@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package spdklab starts SPDK applications for tests: Targets of the
 // in-process double, or real spdk_tgt processes when FLINT_SPDK_DIR names
-// an SPDK build tree. Tests written against a Lab run unchanged on both.
+// an SPDK build tree. Tests written against a Lab run unchanged on both;
+// `make run` starts Processes directly.
 package spdklab
 
 import (
@@ -92,74 +93,99 @@ func New(t *testing.T, n int) *Lab {
 	return l
 }
 
-// startReal runs spdk_tgt without hugepages on a private socket, and
-// kills it by PID when the test ends.
+// startReal runs spdk_tgt as a Process and stops it when the test ends.
 func startReal(t *testing.T, spdkDir, socket, name string) *Target {
 	t.Helper()
-	bin := filepath.Join(spdkDir, "build", "bin", "spdk_tgt")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("FLINT_SPDK_DIR=%s has no build/bin/spdk_tgt: build SPDK there first (%v)", spdkDir, err)
+	p, err := StartProcess(spdkDir, socket)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var (
-		cmd    *exec.Cmd
-		exited chan error
-	)
-	start := func(t *testing.T) {
-		t.Helper()
-		_ = os.Remove(socket)
-		logPath := socket + ".log"
-		log, err := os.Create(logPath)
-		if err != nil {
+	c := client.New(socket)
+	t.Cleanup(func() { _ = c.Close(); p.Kill() })
+	return &Target{Name: name, Client: c, Kill: p.Kill, Restart: func(t *testing.T) {
+		if err := p.Restart(); err != nil {
 			t.Fatal(err)
 		}
-		defer log.Close()
-		cmd = exec.Command(bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", socket)
-		cmd.Stdout, cmd.Stderr = log, log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited = make(chan error, 1)
-		go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(cmd, exited)
-		waitReady(t, socket, logPath, exited)
-	}
-	kill := func() {
-		if cmd != nil {
-			_ = cmd.Process.Kill()
-			<-exited
-			cmd = nil
-		}
-	}
-	start(t)
-	c := client.New(socket)
-	t.Cleanup(func() { _ = c.Close(); kill() })
-	return &Target{Name: name, Client: c, Kill: kill, Restart: func(t *testing.T) { kill(); start(t) }}
+	}}
 }
 
-// waitReady waits until SPDK answers on socket, and fails at once with its
-// log when the process exits first.
-func waitReady(t *testing.T, socket, logPath string, exited chan error) {
-	t.Helper()
-	c := client.New(socket)
+// Process is a real spdk_tgt without hugepages on a private socket.
+type Process struct {
+	bin, socket string
+	cmd         *exec.Cmd
+	exited      chan error
+}
+
+// StartProcess runs spdkDir's spdk_tgt on socket, logging beside it, and
+// returns once it answers.
+func StartProcess(spdkDir, socket string) (*Process, error) {
+	bin := filepath.Join(spdkDir, "build", "bin", "spdk_tgt")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/spdk_tgt: build SPDK there first (%w)", spdkDir, err)
+	}
+	p := &Process{bin: bin, socket: socket}
+	return p, p.start()
+}
+
+func (p *Process) start() error {
+	_ = os.Remove(p.socket)
+	logPath := p.socket + ".log"
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(p.bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", p.socket)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.bin, err)
+	}
+	p.cmd, p.exited = cmd, make(chan error, 1)
+	go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(cmd, p.exited)
+	return p.waitReady(logPath)
+}
+
+// Kill stops SPDK the way SIGKILL does.
+func (p *Process) Kill() {
+	if p.cmd != nil {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		p.cmd = nil
+	}
+}
+
+// Restart kills SPDK and starts it again with an empty configuration.
+func (p *Process) Restart() error {
+	p.Kill()
+	return p.start()
+}
+
+// waitReady waits until SPDK answers, and fails at once with its log when
+// the process exits first.
+func (p *Process) waitReady(logPath string) error {
+	c := client.New(p.socket)
 	defer c.Close()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			exited <- err // kill waits on it too
+		case err := <-p.exited:
+			p.exited <- err // Kill waits on it too
+			p.cmd = nil
 			data, _ := os.ReadFile(logPath)
-			t.Fatalf("spdk_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", err, data)
+			return fmt.Errorf("spdk_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", err, data)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := c.SpdkGetVersion(ctx)
 		cancel()
 		if err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
+			p.Kill()
 			data, _ := os.ReadFile(logPath)
-			t.Fatalf("SPDK did not answer within 60s: %v\n%s", err, data)
+			return fmt.Errorf("SPDK did not answer within 60s: %v\n%s", err, data)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
