@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, etcd and kubectl from the Go module proxy into a cache
-# outside the repository and prints the directory for KUBEBUILDER_ASSETS.
+# outside the repository and prints the directory for KUBEBUILDER_ASSETS. It
+# also builds kube-controller-manager: the operator suite runs its garbage
+# collector to prove owner references cascade.
 #
-# Idempotent: when the three binaries exist for the pinned versions it only
+# Idempotent: when the binaries exist for the pinned versions it only
 # prints the directory. Everything comes from the Go module proxy; no
 # prebuilt binary is downloaded.
 set -euo pipefail
@@ -12,7 +14,10 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 CACHE_ROOT="${FLINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flint}"
 ASSETS="$CACHE_ROOT/envtest/$K8S_VERSION"
 
-if [[ -x "$ASSETS/kube-apiserver" && -x "$ASSETS/etcd" && -x "$ASSETS/kubectl" ]]; then
+BINARIES=(kube-apiserver kube-controller-manager kubectl etcd)
+have_all=true
+for b in "${BINARIES[@]}"; do [[ -x "$ASSETS/$b" ]] || have_all=false; done
+if $have_all; then
   echo "$ASSETS"
   exit 0
 fi
@@ -47,7 +52,7 @@ kube_mod=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernet
     awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
 } > "$work/go.mod"
 
-log "building kube-apiserver and kubectl $K8S_VERSION (several minutes when cold)"
+log "building kube-apiserver, kube-controller-manager and kubectl $K8S_VERSION (several minutes when cold)"
 (
   cd "$work"
   export GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -56,6 +61,7 @@ log "building kube-apiserver and kubectl $K8S_VERSION (several minutes when cold
   minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   ldflags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
   quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+  quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
   quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
 )
 
@@ -70,6 +76,6 @@ mkdir -p "$etcd_work"
   quiet go build -trimpath -o "$ASSETS/etcd.tmp" go.etcd.io/etcd/server/v3
 )
 
-for b in kube-apiserver kubectl etcd; do mv "$ASSETS/$b.tmp" "$ASSETS/$b"; done
+for b in "${BINARIES[@]}"; do mv "$ASSETS/$b.tmp" "$ASSETS/$b"; done
 log "ready: $ASSETS"
 echo "$ASSETS"

@@ -148,6 +148,9 @@ var _ = Describe("Preflight", func() {
 		},
 		Entry("no node selected", "pf-none", map[string]map[string]string{}, func(*flintv1.Pool) {},
 			pool.NoNodesSelected, "no node matches nodeSelector"),
+		Entry("devices listed for nodes it does not select", "pf-list", map[string]map[string]string{"pf-list-0": {}}, func(p *flintv1.Pool) {
+			p.Spec.Devices = flintv1.PoolDevices{Driver: flintv1.DriverAIO, Nodes: []flintv1.NodeDevices{{Node: "worker-a", Devices: []string{"/dev/nvme1n1"}}}}
+		}, pool.NoNodesSelected, `devices are listed for nodes worker-a, but no node matching nodeSelector "flint.io/test=pf-list" has one of those names`),
 		Entry("too few hugepages", "pf-huge", map[string]map[string]string{"pf-huge-0": {"hugepages-2Mi": "512Mi"}}, func(p *flintv1.Pool) {
 			p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
 		}, pool.HugePagesInsufficient, "node pf-huge-0 has 512Mi of hugepages-2Mi allocatable, its 1 OSDs need 1Gi: add 256 pages of 2Mi"),
@@ -163,7 +166,7 @@ var _ = Describe("Preflight", func() {
 		}, pool.NetworkAttachmentMissing, "NetworkAttachmentDefinition flint-system/storage-rdma does not exist"),
 		Entry("too few failure domains", "pf-fd", map[string]map[string]string{"pf-fd-0": {}, "pf-fd-1": {}}, func(p *flintv1.Pool) {
 			p.Spec.Replicas = 3
-		}, pool.InsufficientFailureDomains, "replicas 3 needs OSDs in 3 distinct kubernetes.io/hostname values; the Pool's usable OSD nodes span 2"),
+		}, pool.InsufficientFailureDomains, "replicas 3 needs OSDs in 3 distinct kubernetes.io/hostname values; the Pool's usable OSD nodes span 2 (pf-fd-0, pf-fd-1)"),
 	)
 
 	It("creates no OSD on a node that fails, and recovers when it is fixed", func() {
@@ -226,7 +229,7 @@ var _ = Describe("Device count", Ordered, func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &got)).To(Succeed())
 			g.Expect(got.Status.Phase).To(Equal(flintv1.OSDPhaseDraining))
 			c := got.Status.Conditions
-			g.Expect(c).To(ContainElement(MatchFields(IgnoreExtras, Fields{"Type": Equal(osdctl.DeletionBlockedCondition), "Reason": Equal("HoldsReplicas")})))
+			g.Expect(c).To(ContainElement(MatchFields(IgnoreExtras, Fields{"Type": Equal(flintv1.DeletionBlockedCondition), "Reason": Equal("HoldsReplicas")})))
 		}).Should(Succeed())
 		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &flintv1.OSD{}) }, "2s").Should(Succeed())
 		Expect(eventsFor("dc-dc-0-2")()).To(ContainElement("DeletionBlocked"))
@@ -239,6 +242,27 @@ var _ = Describe("Device count", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &flintv1.OSD{}))
 		}).Should(BeTrue())
+	})
+
+	It("refuses to delete the Pool while a Volume uses it", func() {
+		Expect(k8sClient.Delete(ctx, getPool("dc")())).To(Succeed())
+		Eventually(func() *metav1.Condition { return condition(flintv1.DeletionBlockedCondition)(getPool("dc")()) }).
+			Should(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Reason": Equal("VolumesExist"), "Message": Equal("1 Volumes use the Pool (vol-dc); delete them (or their PersistentVolumeClaims) first"),
+			})))
+		Consistently(osdsOf("dc"), "2s").Should(HaveLen(1))
+		Expect(eventsFor("dc")()).To(ContainElement("DeletionBlocked"))
+	})
+
+	It("deletes the Pool, then its OSDs, pods and certificates by garbage collection", func() {
+		Expect(k8sClient.Delete(ctx, &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "vol-dc"}})).To(Succeed())
+		gone := func(obj client.Object, key client.ObjectKey) func() bool {
+			return func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, obj)) }
+		}
+		Eventually(gone(&flintv1.Pool{}, client.ObjectKey{Name: "dc"})).Should(BeTrue())
+		Eventually(gone(&flintv1.OSD{}, client.ObjectKey{Name: "dc-dc-0-0"})).Should(BeTrue())
+		Eventually(gone(&corev1.Pod{}, client.ObjectKey{Namespace: namespace, Name: "osd-dc-dc-0-0"})).Should(BeTrue())
+		Eventually(gone(&corev1.Secret{}, client.ObjectKey{Namespace: namespace, Name: osdctl.TLSSecretName("dc-dc-0-0")})).Should(BeTrue())
 	})
 })
 

@@ -26,8 +26,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,21 +78,25 @@ var _ = BeforeSuite(func() {
 	Expect(flintv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+	applyDefaultManifests(ctx, k8sClient)
 
-	// The agents run as the binary that ships in the OSD image.
 	dir, err := os.MkdirTemp("", "flint-op-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
+	startGarbageCollector(ctx, testEnv, dir)
+
+	// The agents run as the binary that ships in the OSD image.
 	agent := filepath.Join(dir, "osd-agent")
 	build := exec.Command("go", "build", "-o", agent, "github.com/flint-io/flint/cmd/osd-agent")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "build osd-agent: %s", out)
 
-	mgr, err := controllers.NewManager(cfg, controllers.Options{
+	mgr, err := controllers.NewManager(asOperator(cfg), controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
 		AgentPort: 9440, Resync: time.Second,
-	}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	}, ctrl.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", LeaderElection: true,
+	})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
@@ -106,6 +108,8 @@ var _ = BeforeSuite(func() {
 
 var _ = AfterSuite(func() {
 	cancel()
-	node.StopAll()
+	if node != nil {
+		node.StopAll()
+	}
 	Expect(testEnv.Stop()).To(Succeed())
 })

@@ -1,0 +1,85 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package operator
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// The suite installs what config/default installs, so a Role or binding
+// the operator lacks fails here, and runs the operator as its
+// ServiceAccount.
+
+const operatorUser = "system:serviceaccount:" + namespace + ":flint-operator"
+
+// applyDefaultManifests builds config/default with kustomize and applies
+// every object in it but the CRDs, which envtest has installed and waited
+// for.
+func applyDefaultManifests(ctx context.Context, c client.Client) {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "config", "default"))
+	Expect(err).NotTo(HaveOccurred(), "kustomize build config/default")
+	// Namespaces first, as kubectl apply would order them.
+	rs := resources.Resources()
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].GetKind() == "Namespace" && rs[j].GetKind() != "Namespace" })
+	for _, r := range rs {
+		if r.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		m, err := r.Map()
+		Expect(err).NotTo(HaveOccurred())
+		u := &unstructured.Unstructured{Object: m}
+		Expect(c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("flint-test"), client.ForceOwnership)).To(Succeed(), "apply %s %s", u.GetKind(), u.GetName())
+	}
+}
+
+// asOperator is cfg acting as the operator's ServiceAccount.
+func asOperator(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: operatorUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+	return c
+}
+
+// startGarbageCollector runs kube-controller-manager's garbage collector
+// alone against env, so owner references are followed as in a cluster.
+func startGarbageCollector(ctx context.Context, env *envtest.Environment, dir string) {
+	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
+	Expect(bin).To(BeAnExistingFile(), "kube-controller-manager is built by hack/envtest-assets.sh; run 'make test-envtest'")
+	user, err := env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "kcm.kubeconfig")
+	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	kcm := exec.CommandContext(ctx, bin, "--kubeconfig="+path, "--controllers=garbagecollector",
+		"--leader-elect=false", "--secure-port=0", "--v=1")
+	kcm.Stdout, kcm.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(kcm.Start()).To(Succeed())
+	DeferCleanup(func() { _ = kcm.Wait() })
+}
