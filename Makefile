@@ -78,7 +78,7 @@ lint: ## gofmt, go vet and staticcheck.
 ##@ Run
 
 .PHONY: run
-run: ## Start a local cluster (control plane, 3 nodes, operator, dev Pool OSDs over SPDK doubles), apply the samples and show them.
+run: ## Start a local cluster (control plane, 3 nodes, operator, dev Pool OSDs over SPDK doubles or FLINT_SPDK_DIR's spdk_tgt), apply the samples and show them.
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go run ./hack/localup $(RUN_ARGS)
 
 .PHONY: help
