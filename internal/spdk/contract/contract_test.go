@@ -50,6 +50,7 @@ var scenarios = []struct {
 	{"export an lvol to one host", 1, exportToOneHost},
 	{"raid1 over a local and two remote replicas", 3, raid1AcrossTargets},
 	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
+	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
 }
 
 func TestContract(t *testing.T) {
@@ -439,4 +440,45 @@ func raid1CreatedDegraded(t *testing.T, l *spdklab.Lab) {
 		r := must(c.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]
 		return r.Process == nil && r.NumBaseBdevsOperational == 2, nil
 	})
+}
+
+// raid1GrowsWithMembers is an online resize: target 0's raid1 joins its
+// own lvol and target 1's over NVMe/TCP and is exported in a subsystem.
+// Growing one member changes nothing; once the other grew too (the remote
+// one seen through a namespace resize), the raid and its namespace take
+// the new size by themselves.
+func raid1GrowsWithMembers(t *testing.T, l *spdklab.Lab) {
+	tgt, rep := l.Targets[0].Client, l.Targets[1].Client
+	const tgtNQN, repNQN, volNQN = "nqn.2026-01.io.flint:osd-0", "nqn.2026-01.io.flint:osd-1:vol", "nqn.2026-01.io.flint:vol"
+	port := spdklab.FreePort(t)
+	aioLvstore(t, l, tgt, "lvs0")
+	aioLvstore(t, l, rep, "lvs1")
+	must(tgt.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
+	must(rep.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs1"}))
+	ok(t, rep.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, rep.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: repNQN}))
+	must(rep.NvmfSubsystemAddNs(ctx(t), repNQN, types.NvmfNamespaceRequest{BdevName: "lvs1/vol"}))
+	ok(t, rep.NvmfSubsystemAddListener(ctx(t), repNQN, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
+	ok(t, rep.NvmfSubsystemAddHost(ctx(t), repNQN, tgtNQN))
+	remote := must(tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+		Name: "r1", Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port, Subnqn: repNQN, Hostnqn: tgtNQN,
+		CtrlrLossTimeoutSec: 2, ReconnectDelaySec: 1, FastIOFailTimeoutSec: 1,
+	}))[0]
+	ok(t, tgt.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/vol", remote}}))
+	ok(t, tgt.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, tgt.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: volNQN}))
+	must(tgt.NvmfSubsystemAddNs(ctx(t), volNQN, types.NvmfNamespaceRequest{BdevName: "vol"}))
+	size := func(c *client.Client, name string) uint64 { return must(c.BdevGetBdevs(ctx(t), name))[0].SizeBytes() }
+
+	ok(t, tgt.BdevLvolResize(ctx(t), "lvs0/vol", 64))
+	if got := size(tgt, "vol"); got != 32*mib {
+		t.Fatalf("raid1 size after one member grew = %d MiB, want 32", got/mib)
+	}
+	ok(t, rep.BdevLvolResize(ctx(t), "lvs1/vol", 64))
+	eventually(t, 20*time.Second, "the remote member and the raid growing to 64 MiB", func() (bool, error) {
+		return size(tgt, remote) == 64*mib && size(tgt, "vol") == 64*mib, nil
+	})
+	if r := must(tgt.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]; r.State != types.RaidStateOnline || r.NumBaseBdevsOperational != 2 {
+		t.Errorf("raid after the resize = %+v, want online with both members", r)
+	}
 }

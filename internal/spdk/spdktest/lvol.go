@@ -184,9 +184,9 @@ func (l *lvol) renamed() {
 	}
 }
 
-func (l *lvol) resized() {
+func (t *Target) lvolResized(l *lvol) {
 	if l.bdev != nil {
-		l.bdev.numBlocks = l.clusters * l.lvs.clusterSize / uint64(l.lvs.blockSize)
+		t.resize(l.bdev, l.clusters*l.lvs.clusterSize/uint64(l.lvs.blockSize))
 	}
 }
 
@@ -368,7 +368,7 @@ func bdevLvolResize(t *Target, p json.RawMessage) (any, error) {
 	}
 	l.allocated = min(l.allocated, clusters)
 	l.clusters = clusters
-	l.resized()
+	t.lvolResized(l)
 	return true, nil
 }
 

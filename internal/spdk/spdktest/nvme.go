@@ -235,7 +235,7 @@ func (t *Target) syncNamespaces(c *ctrlr, s *subsystem) {
 			t.unregister(b)
 			continue
 		}
-		b.numBlocks = ns.b.numBlocks * uint64(ns.b.blockSize) / uint64(b.blockSize)
+		t.resize(b, ns.b.numBlocks*uint64(ns.b.blockSize)/uint64(b.blockSize))
 	}
 }
 

@@ -148,6 +148,28 @@ func (t *Target) raidConfigureSlot(r *raid, i int, b *bdev) {
 	t.register(r.bdev)
 }
 
+// resize sets b's size; a raid1 b is a member of follows as SPDK's resize
+// event makes it: to the smallest of its configured members, so it grows
+// once every member has grown.
+func (t *Target) resize(b *bdev, numBlocks uint64) {
+	if b.numBlocks == numBlocks {
+		return
+	}
+	b.numBlocks = numBlocks
+	for _, r := range t.st.raids {
+		if r.bdev == nil || r.slotOf(b) < 0 {
+			continue
+		}
+		smallest := numBlocks
+		for _, s := range r.slots {
+			if s.b != nil {
+				smallest = min(smallest, s.b.numBlocks)
+			}
+		}
+		r.numBlocks, r.bdev.numBlocks = smallest, smallest
+	}
+}
+
 // raidHotRemove empties the slot of a base bdev that left the raid; the
 // raid is deleted when its last base bdev goes.
 func (t *Target) raidHotRemove(r *raid, b *bdev) {
