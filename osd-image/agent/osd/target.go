@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -76,6 +77,9 @@ type MemberStatus struct {
 type TargetStatus struct {
 	Export  Export
 	Members []MemberStatus
+	// SizeBytes is what the raid exports: its smallest member's size, so
+	// a resize shows once every replica grew.
+	SizeBytes uint64
 }
 
 // Degraded reports whether any member is not online.
@@ -97,6 +101,12 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err != nil {
 		return TargetStatus{}, err
 	}
+	// The local replica joins the raid here, so it is not exported: deleting
+	// an export left from when another OSD was the target also cuts that
+	// target off it (fencing).
+	if err := o.UnexportReplica(ctx, spec.Volume); err != nil {
+		return TargetStatus{}, err
+	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
 	for _, m := range spec.Members {
 		if m.OSD == o.cfg.UID {
@@ -113,6 +123,9 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	}
 	raid, err := o.ensureRaid(ctx, spec, bdevs, local.SizeBytes/4096)
 	if err != nil {
+		return TargetStatus{}, err
+	}
+	if raid, err = o.removeFormerMembers(ctx, raid, bdevs); err != nil {
 		return TargetStatus{}, err
 	}
 	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
@@ -250,6 +263,37 @@ func members(r types.RaidBdev) []string {
 	return names
 }
 
+// removeFormerMembers takes out of the raid the members the spec no longer
+// lists, such as a replica being drained away, freeing their slots for
+// the replacements; a remote one's controller is detached. The raid keeps
+// at least one member: SPDK deletes a raid that loses its last.
+func (o *OSD) removeFormerMembers(ctx context.Context, r types.RaidBdev, bdevs map[string]string) (types.RaidBdev, error) {
+	wanted := map[string]bool{}
+	for _, b := range bdevs {
+		wanted[b] = true
+	}
+	in := members(r)
+	removed := false
+	for _, b := range in {
+		if wanted[b] || len(in) == 1 {
+			continue
+		}
+		if err := o.spdk.BdevRaidRemoveBaseBdev(ctx, b); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return r, fmt.Errorf("remove former member %s from %s: %w", b, r.Name, err)
+		}
+		ctrlr := strings.TrimSuffix(b, "n1")
+		if err := o.spdk.BdevNvmeDetachController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return r, fmt.Errorf("detach former member %s: %w", ctrlr, err)
+		}
+		in = slices.DeleteFunc(in, func(x string) bool { return x == b })
+		removed = true
+	}
+	if !removed {
+		return r, nil
+	}
+	return o.raid(ctx, r.Name)
+}
+
 // startNextRebuild adds one reachable replica that is not a member, unless
 // a rebuild runs: SPDK rebuilds one member at a time.
 func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string) error {
@@ -275,8 +319,12 @@ func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[strin
 	if err != nil {
 		return TargetStatus{}, err
 	}
+	b, err := o.spdk.BdevGetBdevs(ctx, r.Name)
+	if err != nil {
+		return TargetStatus{}, fmt.Errorf("read raid %s: %w", r.Name, err)
+	}
 	in := members(r)
-	st := TargetStatus{Export: o.export(VolumeNQN(spec.Volume))}
+	st := TargetStatus{Export: o.export(VolumeNQN(spec.Volume)), SizeBytes: b[0].SizeBytes()}
 	for _, m := range spec.Members {
 		ms := MemberStatus{OSD: m.OSD, State: MemberMissing}
 		b, reachable := bdevs[m.OSD]

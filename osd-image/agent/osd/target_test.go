@@ -301,3 +301,99 @@ func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 		})
 	}
 }
+
+// Draining a healthy replica: the spec lists its replacement instead; the
+// target takes the old one out of the raid (detaching it), which frees the
+// slot the replacement is rebuilt into.
+func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 4)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+
+	m3 := c.exportReplica(3, false)
+	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberRebuilding)
+	if _, err := c.spdks[0].BdevNvmeGetControllers(ctx, remoteName("pvc-1", c.osds[2].cfg.UID)); err == nil {
+		t.Errorf("the moved replica's controller is still attached")
+	}
+	r, err := c.osds[0].raid(ctx, raidName("pvc-1"))
+	if err != nil || r.NumBaseBdevs != 3 {
+		t.Fatalf("raid = %+v, %v; want 3 slots", r, err)
+	}
+	c.clock.Advance(5 * time.Second)
+	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberOnline)
+}
+
+// Moving the target: OSD 1 becomes the target with its own replica as the
+// one in-sync source. Its replica's export, through which the old target
+// wrote, is deleted; the other replica is exported to the new target only,
+// so the old target, back from the dead, reaches neither.
+func TestMoveTargetFencesTheOldOne(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 3)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c.ensure(m0, m1, m2)
+
+	c.targets[0].Kill()
+	newTarget := HostNQN(c.osds[1].cfg.UID)
+	e2, err := c.osds[2].ExportReplica(ctx, "pvc-1", newTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: "pvc-1", Hosts: []string{publishedHost}, Members: []Member{
+		{OSD: c.osds[1].cfg.UID, InSync: true},
+		{OSD: c.osds[2].cfg.UID, Export: e2},
+		{OSD: c.osds[0].cfg.UID, Export: c.osds[0].Endpoint()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStates(t, st, MemberOnline, MemberRebuilding, MemberMissing)
+	if _, err := c.spdks[1].NvmfGetSubsystems(ctx, ReplicaNQN("pvc-1")); err == nil {
+		t.Errorf("the new target's replica is still exported to the old target")
+	}
+
+	if err := c.targets[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(0)
+	old := c.ensure(m0, m1, m2)
+	wantStates(t, old, MemberOnline, MemberMissing, MemberMissing)
+}
+
+// Growing every replica grows what the target exports.
+func TestTargetFollowsAResize(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 2)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
+	if st := c.ensure(m0, m1); st.SizeBytes != 64<<20 {
+		t.Fatalf("size = %d, want 64 MiB", st.SizeBytes)
+	}
+	if _, err := c.osds[0].ResizeReplica(ctx, "pvc-1", 128<<20); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.ensure(m0, m1); st.SizeBytes != 64<<20 {
+		t.Fatalf("size with one replica grown = %d, want 64 MiB", st.SizeBytes)
+	}
+	if _, err := c.osds[1].ResizeReplica(ctx, "pvc-1", 128<<20); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.ensure(m0, m1); st.SizeBytes != 128<<20 {
+		t.Fatalf("size with both grown = %d, want 128 MiB", st.SizeBytes)
+	}
+}

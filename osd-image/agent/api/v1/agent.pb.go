@@ -1085,10 +1085,12 @@ func (x *MemberStatus) GetRebuildPercent() uint32 {
 }
 
 type TargetStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Export        *Export                `protobuf:"bytes,1,opt,name=export,proto3" json:"export,omitempty"`
-	Members       []*MemberStatus        `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
-	Degraded      bool                   `protobuf:"varint,3,opt,name=degraded,proto3" json:"degraded,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Export   *Export                `protobuf:"bytes,1,opt,name=export,proto3" json:"export,omitempty"`
+	Members  []*MemberStatus        `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	Degraded bool                   `protobuf:"varint,3,opt,name=degraded,proto3" json:"degraded,omitempty"`
+	// size_bytes is what the volume exports: the smallest replica's size.
+	SizeBytes     uint64 `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1142,6 +1144,13 @@ func (x *TargetStatus) GetDegraded() bool {
 		return x.Degraded
 	}
 	return false
+}
+
+func (x *TargetStatus) GetSizeBytes() uint64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
 }
 
 type DeleteTargetRequest struct {
@@ -1310,11 +1319,13 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12'\n" +
-	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\"\x92\x01\n" +
+	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\"\xb1\x01\n" +
 	"\fTargetStatus\x12.\n" +
 	"\x06export\x18\x01 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x126\n" +
 	"\amembers\x18\x02 \x03(\v2\x1c.flint.agent.v1.MemberStatusR\amembers\x12\x1a\n" +
-	"\bdegraded\x18\x03 \x01(\bR\bdegraded\"N\n" +
+	"\bdegraded\x18\x03 \x01(\bR\bdegraded\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\"N\n" +
 	"\x13DeleteTargetRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1f\n" +
 	"\vmember_osds\x18\x02 \x03(\tR\n" +
