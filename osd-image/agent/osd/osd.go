@@ -43,6 +43,9 @@ var (
 	ErrForeignDevice = errors.New("device holds data this OSD does not own")
 	// ErrInUse: the object is still used by another and cannot go first.
 	ErrInUse = errors.New("in use")
+	// ErrTargetLost: a target asked to resume has no raid any more (SPDK
+	// restarted); its replicas may differ in the writes that were in flight.
+	ErrTargetLost = errors.New("target lost")
 )
 
 // Device drivers.

@@ -56,6 +56,10 @@ type TargetSpec struct {
 	// Hosts are the NQNs allowed to connect: the nodes the volume is
 	// published to.
 	Hosts []string
+	// Resume says the target ran before: if its raid is gone, EnsureTarget
+	// fails with ErrTargetLost instead of assembling it from every in-sync
+	// member, which may differ in the writes that were in flight.
+	Resume bool
 }
 
 // Member states a target reports.
@@ -208,6 +212,9 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 	name := raidName(spec.Volume)
 	if r, err := o.raid(ctx, name); err == nil || !errors.Is(err, ErrNotFound) {
 		return r, err
+	}
+	if spec.Resume {
+		return types.RaidBdev{}, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume)
 	}
 	var bases, placeholders []string
 	for i, m := range spec.Members {

@@ -397,3 +397,30 @@ func TestTargetFollowsAResize(t *testing.T) {
 		t.Fatalf("size with both grown = %d, want 128 MiB", st.SizeBytes)
 	}
 }
+
+// A target asked to resume refuses to re-assemble a raid SPDK lost: the
+// caller must choose one source.
+func TestResumeRefusesALostRaid(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 2)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
+	spec := TargetSpec{Volume: "pvc-1", Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
+	c.ensure(m0, m1)
+	if _, err := c.osds[0].EnsureTarget(ctx, spec); err != nil {
+		t.Fatalf("resume of a running target: %v", err)
+	}
+	if err := c.targets[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(0)
+	if _, err := c.osds[0].EnsureTarget(ctx, spec); !errors.Is(err, ErrTargetLost) {
+		t.Fatalf("resume after SPDK restarted: err = %v, want ErrTargetLost", err)
+	}
+	m1.InSync = false
+	wantStates(t, c.ensure(m0, m1), MemberOnline, MemberRebuilding)
+}

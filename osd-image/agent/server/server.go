@@ -100,6 +100,8 @@ func statusOf(err error) error {
 		code = codes.AlreadyExists
 	case errors.Is(err, osd.ErrInUse), errors.Is(err, osd.ErrForeignDevice):
 		code = codes.FailedPrecondition
+	case errors.Is(err, osd.ErrTargetLost):
+		code = codes.Aborted
 	case errors.Is(err, jsonrpc.ErrDisconnected):
 		code = codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
@@ -184,7 +186,7 @@ func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRe
 
 // EnsureTarget makes this OSD serve a volume.
 func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
-	spec := osd.TargetSpec{Volume: req.GetVolume(), Hosts: req.GetHosts()}
+	spec := osd.TargetSpec{Volume: req.GetVolume(), Hosts: req.GetHosts(), Resume: req.GetResume()}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
 		spec.Members = append(spec.Members, osd.Member{

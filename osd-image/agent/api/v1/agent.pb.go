@@ -964,10 +964,15 @@ func (x *Member) GetInSync() bool {
 }
 
 type EnsureTargetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
-	Members       []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
-	Hosts         []string               `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Volume  string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	Members []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	Hosts   []string               `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	// resume is set when the target ran before: if its raid is gone (SPDK
+	// restarted) the call fails with ABORTED instead of assembling the raid
+	// from every in-sync member, which may differ in the writes that were in
+	// flight. The caller then picks one source and marks the others stale.
+	Resume        bool `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1021,6 +1026,13 @@ func (x *EnsureTargetRequest) GetHosts() []string {
 		return x.Hosts
 	}
 	return nil
+}
+
+func (x *EnsureTargetRequest) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
 }
 
 type MemberStatus struct {
@@ -1311,11 +1323,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06Member\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12.\n" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
-	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"u\n" +
+	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\x8d\x01\n" +
 	"\x13EnsureTargetRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x120\n" +
 	"\amembers\x18\x02 \x03(\v2\x16.flint.agent.v1.MemberR\amembers\x12\x14\n" +
-	"\x05hosts\x18\x03 \x03(\tR\x05hosts\"_\n" +
+	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x12\x16\n" +
+	"\x06resume\x18\x04 \x01(\bR\x06resume\"_\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12'\n" +
