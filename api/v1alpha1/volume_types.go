@@ -136,6 +136,10 @@ type ReplicaStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	RebuildPercent *int32 `json:"rebuildPercent,omitempty"`
+	// lastTransitionTime is when state last changed: a replica Faulted for
+	// longer than the operator's grace period is replaced.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
 // VolumeTarget is where hosts reach a Volume.

@@ -32,3 +32,9 @@ func (o *OSD) ReplicasHeld(vols []Volume) int {
 	}
 	return max(n, int(o.Status.Replicas))
 }
+
+// Serving reports whether an OSD in phase p serves I/O: Ready, Degraded,
+// or Draining (it still serves what it holds while that moves away).
+func (p OSDPhase) Serving() bool {
+	return p == OSDPhaseReady || p == OSDPhaseDegraded || p == OSDPhaseDraining
+}
