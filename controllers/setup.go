@@ -67,11 +67,11 @@ func Setup(mgr manager.Manager, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Pool controller: %w", err)
 	}
+	agents := &osd.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
 	if err := (&osd.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-osd"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods:      osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount},
-		Authority: authority, Agents: &agentclient.Dialer{TLS: authority.ClientTLS},
-		AgentPort: o.AgentPort, Resync: o.Resync,
+		Authority: authority, Agents: agents, Resync: o.Resync,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)
 	}

@@ -21,8 +21,6 @@ package osd
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
-	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
 	"github.com/flint-io/flint/internal/pki"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -46,12 +43,12 @@ const Finalizer = "flint.io/osd-replicas"
 // Reconciler reconciles OSDs.
 type Reconciler struct {
 	client.Client
+	// APIReader reads past the cache, to confirm an orphan.
+	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Pods      PodConfig
 	Authority *certs.Authority
-	Agents    *agentclient.Dialer
-	// AgentPort is where agents serve gRPC; GRPCPort in pods.
-	AgentPort int
+	Agents    *Agents
 	// Resync is how often a healthy OSD's status is read from its agent.
 	Resync time.Duration
 }
@@ -87,6 +84,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obs := r.observe(ctx, &osd, pod)
 	if err := r.writeStatus(ctx, &osd, obs); err != nil {
 		return ctrl.Result{}, err
+	}
+	if obs.agent != nil {
+		if err := r.collectOrphans(ctx, &osd, obs.agent, obs.inventory); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
@@ -128,7 +130,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, osd *flintv1.OSD) (*corev1.P
 		if err := r.Delete(ctx, &have); client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
-		r.Agents.Forget(ServerName(osd.Name))
+		r.Agents.Forget(osd.Name)
 		r.Recorder.Eventf(osd, &have, corev1.EventTypeNormal, "PodReplaced", "DeletePod", "the OSD's spec changed: pod %s is replaced (SPDK restarts; its volumes' targets are re-driven)", have.Name)
 	}
 	return &have, nil
@@ -140,6 +142,8 @@ type observation struct {
 	reason, detail  string
 	status          *flintv1.OSDStatus // from the agent, when it answered ready
 	targetsDegraded int
+	agent           agentv1.OSDAgentClient // when it answered ready
+	inventory       *agentv1.OSDStatus
 }
 
 func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) observation {
@@ -153,7 +157,7 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	agent, err := r.Agents.Agent(ctx, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(r.AgentPort)), ServerName(osd.Name))
+	agent, err := r.Agents.forPod(ctx, osd, pod)
 	if err != nil {
 		return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentUnreachable", detail: err.Error()}
 	}
@@ -164,7 +168,7 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	if !st.GetReady() {
 		return notReadyObservation(st)
 	}
-	out := observation{phase: flintv1.OSDPhaseReady, reason: "Serving", detail: "SPDK serves the device's lvstore", status: statusFromAgent(st)}
+	out := observation{phase: flintv1.OSDPhaseReady, reason: "Serving", detail: "SPDK serves the device's lvstore", status: statusFromAgent(st), agent: agent, inventory: st}
 	for _, t := range st.GetTargets() {
 		if t.GetOnline() < t.GetMembers() {
 			out.targetsDegraded++

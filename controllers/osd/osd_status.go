@@ -105,7 +105,7 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
 	controllerutil.RemoveFinalizer(osd, Finalizer)
-	r.Agents.Forget(ServerName(osd.Name))
+	r.Agents.Forget(osd.Name)
 	return ctrl.Result{}, r.Update(ctx, osd)
 }
 
