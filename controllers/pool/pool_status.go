@@ -33,11 +33,6 @@ import (
 	"github.com/flint-io/flint/controllers/metrics"
 )
 
-// serving reports whether an OSD's phase serves I/O.
-func serving(p flintv1.OSDPhase) bool {
-	return p == flintv1.OSDPhaseReady || p == flintv1.OSDPhaseDegraded || p == flintv1.OSDPhaseDraining
-}
-
 // writeStatus sums up the Pool's OSDs and Volumes, sets a condition per
 // failed preflight and Ready/Degraded, and emits an Event for every
 // condition that starts failing.
@@ -69,7 +64,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *pr
 		default:
 			st.OSDs.Pending++
 		}
-		if serving(o.Status.Phase) && o.Status.Capacity != nil {
+		if o.Status.Phase.Serving() && o.Status.Capacity != nil {
 			raw.Add(o.Status.Capacity.Total)
 		}
 	}
@@ -125,7 +120,7 @@ func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
 	}
 	nodes := map[string]bool{}
 	for _, o := range w.osds {
-		if serving(o.Status.Phase) && o.Status.Phase != flintv1.OSDPhaseDraining {
+		if o.Status.Phase.Serving() && o.Status.Phase != flintv1.OSDPhaseDraining {
 			nodes[o.Spec.NodeName] = true
 		}
 	}
