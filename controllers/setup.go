@@ -35,6 +35,7 @@ import (
 	"github.com/flint-io/flint/controllers/certs"
 	"github.com/flint-io/flint/controllers/osd"
 	"github.com/flint-io/flint/controllers/pool"
+	"github.com/flint-io/flint/controllers/volume"
 )
 
 // Options are the operator's deployment choices.
@@ -48,8 +49,15 @@ type Options struct {
 	ServiceAccount string
 	// AgentPort is where agents serve gRPC.
 	AgentPort int
-	// Resync is how often OSD status is read from agents.
+	// Resync is how often OSD status is read from agents and a Ready
+	// Volume is re-driven.
 	Resync time.Duration
+	// ReplicaGrace is how long a lost replica may come back before it is
+	// replaced; TargetGrace how long a target's OSD may stop serving
+	// before the target moves.
+	ReplicaGrace, TargetGrace time.Duration
+	// VolumeWorkers is how many Volumes reconcile at once.
+	VolumeWorkers int
 }
 
 // osdPriority ranks OSD pods above ordinary workloads: evicting one costs
@@ -58,6 +66,7 @@ const osdPriority = 1_000_000
 
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flint-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=flint-system,resources=events,verbs=create;patch
 
 // Setup registers the reconcilers with mgr.
 func Setup(mgr manager.Manager, o Options) error {
@@ -74,6 +83,12 @@ func Setup(mgr manager.Manager, o Options) error {
 		Authority: authority, Agents: agents, Resync: o.Resync,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)
+	}
+	if err := (&volume.Reconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents,
+		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
+	}).SetupWithManager(context.Background(), mgr); err != nil {
+		return fmt.Errorf("set up the Volume controller: %w", err)
 	}
 	if o.PriorityClass == "" {
 		return nil

@@ -44,13 +44,16 @@ func main() {
 	fs.StringVar(&o.PriorityClass, "osd-priority-class", "flint-osd", "the PriorityClass of OSD pods; created when missing")
 	fs.StringVar(&o.ServiceAccount, "osd-service-account", "flint-osd", "the ServiceAccount of OSD pods (they need no API access)")
 	fs.IntVar(&o.AgentPort, "agent-port", 9440, "where OSD agents serve gRPC")
-	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often OSD status is read from agents")
+	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often OSD status is read from agents and a Ready Volume is re-driven")
+	fs.DurationVar(&o.ReplicaGrace, "replica-grace", 5*time.Minute, "how long a lost replica may come back (and rebuild in place) before a replacement is placed on another OSD")
+	fs.DurationVar(&o.TargetGrace, "target-grace", 15*time.Second, "how long a volume target's OSD may stop serving before the target moves to another replica's OSD")
+	fs.IntVar(&o.VolumeWorkers, "volume-workers", 8, "how many Volumes reconcile at once")
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "where /metrics is served")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
 	leaderElect := fs.Bool("leader-elect", true, "elect one active operator among replicas")
 	cmd := &cli.Command{
 		Name:        "operator",
-		Summary:     "reconciles Pools into OSDs and OSD pods",
+		Summary:     "reconciles Pools into OSDs and OSD pods, and Volumes into replicas and targets",
 		Description: "Runs as a leader-elected Deployment. Watches Pools, OSDs, Nodes and Volumes cluster-wide and the OSD pods and Secrets of its namespace; talks to OSD agents over mutual TLS only.",
 		Flags:       fs,
 	}

@@ -1,0 +1,173 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package volume
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// problem is why the target does not serve, for the Ready condition.
+type problem struct{ reason, message string }
+
+// drive makes the agents hold what the status records: every replica
+// whose OSD serves exists at the Volume's size and is exported to the
+// target alone (which fences any other), and the target assembles them
+// and exports the volume to spec.publishedHosts.
+func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (*agentv1.TargetStatus, *problem) {
+	t := w.osds[vol.Status.Target.OSD]
+	if t == nil || !t.Status.Phase.Serving() {
+		phase := "gone"
+		if t != nil {
+			phase = orUnknown(string(t.Status.Phase))
+		}
+		return nil, &problem{"TargetUnavailable", fmt.Sprintf("the target's OSD %s is %s; the target moves to an OSD with an in-sync replica after %s", vol.Status.Target.OSD, phase, r.TargetGrace)}
+	}
+	targetHost := agentosd.HostNQN(string(t.UID))
+	var members []*agentv1.Member
+	var failures []string
+	for i := range vol.Status.Replicas {
+		rep := &vol.Status.Replicas[i]
+		o := w.osds[rep.OSD]
+		if o == nil {
+			continue // replaced by replaceReplicas
+		}
+		m := &agentv1.Member{Osd: string(o.UID)}
+		if o.Status.Phase.Serving() {
+			exp, err := r.ensureReplica(ctx, vol, rep, o, t, targetHost)
+			if err != nil {
+				failures = append(failures, err.Error())
+			}
+			m.Export = exp
+		}
+		if m.Export == nil && o != t && o.Status.Endpoint != nil {
+			e := o.Status.Endpoint
+			m.Export = &agentv1.Export{Nqn: agentosd.ReplicaNQN(vol.Name), Transport: string(e.Transport), Address: e.Address, Port: uint32(e.Port)}
+		}
+		if o != t && m.Export == nil {
+			failures = append(failures, fmt.Sprintf("OSD %s has never reported its endpoint", o.Name))
+			continue
+		}
+		m.InSync = inSync(rep.State)
+		members = append(members, m)
+	}
+	if len(failures) > 0 {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaError", "EnsureReplica", "%s", strings.Join(failures, "; "))
+	}
+	agent, err := r.Agents.For(ctx, t)
+	if err != nil {
+		return nil, &problem{"TargetUnavailable", err.Error()}
+	}
+	req := &agentv1.EnsureTargetRequest{Volume: vol.Name, Members: members, Hosts: vol.Spec.PublishedHosts, Resume: len(vol.Status.Target.Endpoints) > 0}
+	ts, err := agent.EnsureTarget(ctx, req)
+	if status.Code(err) == codes.Aborted {
+		// SPDK on the target restarted: its raid is gone and the replicas
+		// may differ in the writes that were in flight.
+		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name)
+		if rerr != nil {
+			return nil, &problem{"TargetError", fmt.Sprintf("record the replica the lost target is re-assembled from: %v", rerr)}
+		}
+		if !ok {
+			return nil, &problem{"NoInSyncReplica", "the target's raid was lost and no replica is known to be in sync: the Volume's data needs a person (see docs/volumes.md)"}
+		}
+		for _, m := range req.Members {
+			m.InSync = false
+			for _, rep := range vol.Status.Replicas {
+				if o := w.osds[rep.OSD]; o != nil && string(o.UID) == m.Osd {
+					m.InSync = inSync(rep.State)
+				}
+			}
+		}
+		req.Resume = false
+		ts, err = agent.EnsureTarget(ctx, req)
+	}
+	if err != nil {
+		return nil, &problem{"TargetError", fmt.Sprintf("the target on OSD %s: %v", t.Name, status.Convert(err).Message())}
+	}
+	return ts, nil
+}
+
+// ensureReplica makes rep exist at the Volume's size on o and, unless o
+// runs the target, exports it to the target alone. A replica that should
+// hold data is never re-created empty: if it is gone, it is Faulted.
+func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep *flintv1.ReplicaStatus, o, target *flintv1.OSD, targetHost string) (*agentv1.Export, error) {
+	agent, err := r.Agents.For(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	size := uint64(vol.Spec.Size.Value())
+	if rep.State == flintv1.ReplicaStateOnline || rep.State == flintv1.ReplicaStateRebuilding {
+		_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{Volume: vol.Name, SizeBytes: size})
+		if status.Code(err) == codes.NotFound {
+			setState(rep, flintv1.ReplicaStateFaulted, r.now())
+			return nil, fmt.Errorf("the replica on OSD %s is gone from its device; it is Faulted and will be rebuilt or replaced", o.Name)
+		}
+	} else {
+		_, err = agent.CreateReplica(ctx, &agentv1.CreateReplicaRequest{Volume: vol.Name, SizeBytes: size})
+		if status.Code(err) == codes.AlreadyExists {
+			_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{Volume: vol.Name, SizeBytes: size})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
+	}
+	if o == target {
+		return nil, nil
+	}
+	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{Volume: vol.Name, TargetHostNqn: targetHost})
+	if err != nil {
+		return nil, fmt.Errorf("export the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
+	}
+	return exp, nil
+}
+
+// reassembleFromOneSource keeps one in-sync replica, the target's own when
+// it is, and marks the others Stale, and records that before the target
+// is assembled again; false when no replica is in sync.
+func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.Volume, target string) (bool, error) {
+	before := vol.DeepCopy()
+	source := ""
+	for _, rep := range vol.Status.Replicas {
+		if rep.State == flintv1.ReplicaStateOnline && (source == "" || rep.OSD == target) {
+			source = rep.OSD
+		}
+	}
+	if source == "" {
+		return false, nil
+	}
+	now := r.now()
+	for i := range vol.Status.Replicas {
+		if rep := &vol.Status.Replicas[i]; rep.OSD != source && inSync(rep.State) {
+			setState(rep, flintv1.ReplicaStateStale, now)
+		}
+	}
+	if err := r.recordIntent(ctx, before, vol); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "TargetReassembled", "EnsureTarget",
+		"SPDK on the target's OSD %s restarted and lost the raid: it is assembled from the replica on %s alone; the others resynchronise from it", target, source)
+	return true, nil
+}

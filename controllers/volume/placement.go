@@ -1,0 +1,243 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package volume
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// place chooses the Volume's replicas and its target (the least committed
+// of them) and records them in its status; false when the Pool cannot
+// place it now, and the Volume is Pending saying why. A partial placement
+// is never made.
+func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (bool, error) {
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	if err := r.fillCommitted(ctx, w); err != nil {
+		return false, err
+	}
+	n, size := replicasOf(vol, w.pool), vol.Spec.Size.Value()
+	p := offer(w, size, nil)
+	chosen := p.choose(n, nil)
+	if len(chosen) < n {
+		r.setPending(vol, "NoPlacement", p.shortfall(w.pool.Name, n, size, nil))
+		return false, nil
+	}
+	now := metav1.NewTime(r.now())
+	for _, name := range chosen {
+		vol.Status.Replicas = append(vol.Status.Replicas, flintv1.ReplicaStatus{
+			OSD: name, Lvol: agentosd.LvstoreName(string(w.osds[name].UID)) + "/" + vol.Name, State: flintv1.ReplicaStateCreating, LastTransitionTime: &now,
+		})
+	}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentosd.VolumeNQN(vol.Name)}
+	vol.Status.Phase = flintv1.VolumePhaseCreating
+	if r.placed == nil {
+		r.placed = map[string][]string{}
+	}
+	r.placed[vol.Name] = chosen
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
+	return true, nil
+}
+
+// fillCommitted sums, per OSD, the sizes of the Pool's Volumes with a
+// replica there: what this process placed, else what the cache shows.
+// Callers hold placeMu.
+func (r *Reconciler) fillCommitted(ctx context.Context, w *world) error {
+	var vols flintv1.VolumeList
+	if err := r.List(ctx, &vols, client.MatchingFields{indexPool: w.pool.Name}); err != nil {
+		return err
+	}
+	w.committed = map[string]int64{}
+	for _, v := range vols.Items {
+		osds, ok := r.placed[v.Name]
+		if !ok {
+			for _, rep := range v.Status.Replicas {
+				osds = append(osds, rep.OSD)
+			}
+		}
+		for _, o := range osds {
+			w.committed[o] += v.Spec.Size.Value()
+		}
+	}
+	return nil
+}
+
+// replicasOf is how many copies vol wants.
+func replicasOf(vol *flintv1.Volume, pool *flintv1.Pool) int {
+	if vol.Spec.Replicas != nil {
+		return int(*vol.Spec.Replicas)
+	}
+	return int(max(pool.Spec.Replicas, 1))
+}
+
+// candidate is an OSD a replica may go to.
+type candidate struct {
+	name   string
+	domain string
+	// committed is the sum of the sizes of the volumes with a replica on
+	// it; limit is its capacity times the Pool's overcommit.
+	committed, limit int64
+}
+
+// placement is what the Pool's OSDs offer one Volume.
+type placement struct {
+	key        string // the failure-domain label
+	candidates []candidate
+	// refused says why each other OSD cannot take a replica.
+	refused []string
+}
+
+// offer sizes up every OSD of w for a replica of size bytes: serving, not
+// draining or deleted, not excluded (it holds a replica already), in a
+// labelled failure domain, and with room under the overcommit limit.
+func offer(w *world, size int64, exclude map[string]bool) placement {
+	p := placement{key: w.pool.Spec.FailureDomain}
+	if p.key == "" {
+		p.key = corev1.LabelHostname
+	}
+	overcommit := int64(w.pool.Spec.OvercommitPercent)
+	if overcommit == 0 {
+		overcommit = 100
+	}
+	names := make([]string, 0, len(w.osds))
+	for name := range w.osds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		o := w.osds[name]
+		if exclude[name] {
+			continue
+		}
+		refuse := func(format string, args ...any) {
+			p.refused = append(p.refused, name+" ("+fmt.Sprintf(format, args...)+")")
+		}
+		switch {
+		case !o.DeletionTimestamp.IsZero():
+			refuse("being deleted")
+			continue
+		case o.Spec.Drain:
+			refuse("draining")
+			continue
+		case !o.Status.Phase.Serving() || o.Status.Capacity == nil:
+			refuse("%s", orUnknown(string(o.Status.Phase)))
+			continue
+		}
+		node, ok := w.nodes[o.Spec.NodeName]
+		domain := ""
+		if ok {
+			domain = node.Labels[p.key]
+		}
+		if domain == "" {
+			refuse("node %s has no %s label", o.Spec.NodeName, p.key)
+			continue
+		}
+		c := candidate{name: name, domain: domain, committed: w.committed[name], limit: o.Status.Capacity.Total.Value() * overcommit / 100}
+		if c.committed+size > c.limit {
+			refuse("full: %s of %s committed", quantity(c.committed), quantity(c.limit))
+			continue
+		}
+		p.candidates = append(p.candidates, c)
+	}
+	return p
+}
+
+// choose picks n OSDs in distinct failure domains that none of taken
+// uses, least committed first (then by name, so ties are stable).
+func (p placement) choose(n int, taken map[string]bool) []string {
+	cands := append([]candidate(nil), p.candidates...)
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].committed != cands[j].committed {
+			return cands[i].committed < cands[j].committed
+		}
+		return cands[i].name < cands[j].name
+	})
+	used := map[string]bool{}
+	for d := range taken {
+		used[d] = true
+	}
+	var out []string
+	for _, c := range cands {
+		if len(out) == n {
+			break
+		}
+		if used[c.domain] {
+			continue
+		}
+		used[c.domain] = true
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// shortfall says why choose found fewer than n OSDs, for a person to act.
+func (p placement) shortfall(pool string, n int, size int64, taken map[string]bool) string {
+	domains := map[string]bool{}
+	for _, c := range p.candidates {
+		if !taken[c.domain] {
+			domains[c.domain] = true
+		}
+	}
+	var ds []string
+	for d := range domains {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	eligible := "none"
+	if len(ds) > 0 {
+		eligible = fmt.Sprintf("%d (%s)", len(ds), strings.Join(ds, ", "))
+	}
+	msg := fmt.Sprintf("needs %d OSDs of Pool %s in distinct %s values, each with %s uncommitted; eligible domains: %s",
+		n, pool, p.key, quantity(size), eligible)
+	if len(p.refused) > 0 {
+		msg += "; not eligible: " + strings.Join(p.refused, ", ")
+	}
+	return msg + ": add OSDs in other domains, free space, or raise the Pool's overcommitPercent"
+}
+
+func quantity(bytes int64) string { return resource.NewQuantity(bytes, resource.BinarySI).String() }
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "not observed yet"
+	}
+	return s
+}
+
+// domainsOf lists the failure domains of the OSDs holding replicas.
+func domainsOf(w *world, key string, replicas []flintv1.ReplicaStatus) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range replicas {
+		if o, ok := w.osds[r.OSD]; ok {
+			if n, ok := w.nodes[o.Spec.NodeName]; ok && n.Labels[key] != "" {
+				out[n.Labels[key]] = true
+			}
+		}
+	}
+	return out
+}

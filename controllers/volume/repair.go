@@ -1,0 +1,226 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package volume
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// usable reports whether o can hold a target or a new replica: it serves
+// and is not on its way out.
+func usable(o *flintv1.OSD) bool {
+	return o != nil && o.Status.Phase.Serving() && !o.Spec.Drain && o.DeletionTimestamp.IsZero()
+}
+
+// notServingFor is how long o has not served, zero while it serves.
+func notServingFor(o *flintv1.OSD, now time.Time) time.Duration {
+	if o.Status.Phase.Serving() {
+		return 0
+	}
+	if c := meta.FindStatusCondition(o.Status.Conditions, flintv1.ReadyCondition); c != nil && c.Status != metav1.ConditionTrue {
+		return now.Sub(c.LastTransitionTime.Time)
+	}
+	return now.Sub(o.CreationTimestamp.Time)
+}
+
+func setState(rep *flintv1.ReplicaStatus, state flintv1.ReplicaState, now time.Time) {
+	if rep.State == state {
+		return
+	}
+	t := metav1.NewTime(now)
+	rep.State, rep.LastTransitionTime = state, &t
+	if state != flintv1.ReplicaStateRebuilding {
+		rep.RebuildPercent = nil
+	}
+}
+
+// inSync says a replica holds every write the volume acknowledged: an
+// Online member, or a fresh replica of a volume that never served.
+func inSync(s flintv1.ReplicaState) bool {
+	return s == flintv1.ReplicaStateOnline || s == flintv1.ReplicaStateCreating
+}
+
+// newTarget picks the OSD of an Online replica, other than the current
+// target's, that can take the target.
+func newTarget(vol *flintv1.Volume, w *world) string {
+	for _, rep := range vol.Status.Replicas {
+		if rep.OSD != vol.Status.Target.OSD && rep.State == flintv1.ReplicaStateOnline && usable(w.osds[rep.OSD]) {
+			return rep.OSD
+		}
+	}
+	return ""
+}
+
+// moveTarget moves the target off an OSD that drains or is deleted (a
+// planned move: the old target is stopped cleanly first, so every replica
+// stays in sync), or that stopped serving for longer than TargetGrace (an
+// unplanned one: the new target assembles from its own replica alone and
+// resynchronises the others, which may differ in the writes that were in
+// flight; the old target is fenced from them when they are exported to
+// the new one).
+func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *world) error {
+	t := vol.Status.Target
+	old := w.osds[t.OSD]
+	if usable(old) {
+		return nil
+	}
+	planned := old != nil && old.Status.Phase.Serving()
+	if !planned && old != nil && notServingFor(old, r.now()) < r.TargetGrace {
+		return nil
+	}
+	next := newTarget(vol, w)
+	if next == "" {
+		return nil // observeTarget says why the Volume cannot be served
+	}
+	now := r.now()
+	if planned {
+		agent, err := r.Agents.For(ctx, old)
+		if err != nil {
+			return err
+		}
+		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: memberUIDs(vol, w)}); err != nil {
+			return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
+		}
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetMoved", "MoveTarget", "OSD %s is leaving: the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, next)
+	} else {
+		for i := range vol.Status.Replicas {
+			rep := &vol.Status.Replicas[i]
+			switch {
+			case rep.OSD == t.OSD:
+				setState(rep, flintv1.ReplicaStateFaulted, now)
+			case rep.OSD != next && rep.State == flintv1.ReplicaStateOnline:
+				setState(rep, flintv1.ReplicaStateStale, now)
+			}
+		}
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "TargetMoved", "MoveTarget",
+			"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
+			t.OSD, r.TargetGrace, next, t.OSD, next)
+	}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN}
+	return nil
+}
+
+// replaceReplicas places a replacement for one replica that cannot stay:
+// its OSD is gone, drains or is deleted (once another replica is in sync
+// and nothing rebuilds), or it has been Faulted for longer than
+// ReplicaGrace. The old replica leaves the status; its OSD deletes it when
+// it serves (see the OSD controller's orphan collection).
+func (r *Reconciler) replaceReplicas(ctx context.Context, vol *flintv1.Volume, w *world) error {
+	online, settling := 0, false
+	for _, rep := range vol.Status.Replicas {
+		switch rep.State {
+		case flintv1.ReplicaStateOnline:
+			online++
+		case flintv1.ReplicaStateRebuilding, flintv1.ReplicaStateStale, flintv1.ReplicaStateCreating:
+			settling = true
+		}
+	}
+	now := r.now()
+	for i, rep := range vol.Status.Replicas {
+		if rep.OSD == vol.Status.Target.OSD {
+			continue // the target moves first
+		}
+		o := w.osds[rep.OSD]
+		var why string
+		switch {
+		case o == nil:
+			why = "its OSD is gone"
+		case o.Spec.Drain || !o.DeletionTimestamp.IsZero():
+			if rep.State == flintv1.ReplicaStateOnline && (settling || online < 2) {
+				continue // an in-sync copy stays until the others are in sync
+			}
+			why = "its OSD drains"
+		case rep.State == flintv1.ReplicaStateFaulted && rep.LastTransitionTime != nil && now.Sub(rep.LastTransitionTime.Time) >= r.ReplicaGrace:
+			why = fmt.Sprintf("it has been Faulted for more than %s", r.ReplicaGrace)
+		default:
+			continue
+		}
+		blocked, err := r.replace(ctx, vol, w, i, why)
+		if err != nil || blocked == "" {
+			meta.RemoveStatusCondition(&vol.Status.Conditions, ReplacementBlockedCondition)
+			return err
+		}
+		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: "NoPlacement", Message: blocked, ObservedGeneration: vol.Generation}) {
+			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplacementBlocked", "ReplaceReplica", "%s", blocked)
+		}
+		return nil
+	}
+	meta.RemoveStatusCondition(&vol.Status.Conditions, ReplacementBlockedCondition)
+	return nil
+}
+
+// replace swaps replica i for a new one on an OSD in a failure domain no
+// other replica uses; when no OSD can take it, it says why.
+func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world, i int, why string) (string, error) {
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	if err := r.fillCommitted(ctx, w); err != nil {
+		return "", err
+	}
+	old := vol.Status.Replicas[i]
+	holding := map[string]bool{}
+	var others []flintv1.ReplicaStatus
+	for j, rep := range vol.Status.Replicas {
+		holding[rep.OSD] = true
+		if j != i {
+			others = append(others, rep)
+		}
+	}
+	size := vol.Spec.Size.Value()
+	p := offer(w, size, holding)
+	taken := domainsOf(w, p.key, others)
+	chosen := p.choose(1, taken)
+	if len(chosen) == 0 {
+		return fmt.Sprintf("the replica on OSD %s must be replaced (%s), but no OSD can take it: %s", old.OSD, why, p.shortfall(w.pool.Name, 1, size, taken)), nil
+	}
+	now := metav1.NewTime(r.now())
+	next := chosen[0]
+	vol.Status.Replicas[i] = flintv1.ReplicaStatus{
+		OSD: next, Lvol: agentosd.LvstoreName(string(w.osds[next].UID)) + "/" + vol.Name, State: flintv1.ReplicaStateStale, LastTransitionTime: &now,
+	}
+	osds := make([]string, 0, len(vol.Status.Replicas))
+	for _, rep := range vol.Status.Replicas {
+		osds = append(osds, rep.OSD)
+	}
+	if r.placed == nil {
+		r.placed = map[string][]string{}
+	}
+	r.placed[vol.Name] = osds
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaReplaced", "ReplaceReplica", "the replica on OSD %s is replaced by one on OSD %s: %s", old.OSD, next, why)
+	return "", nil
+}
+
+// memberUIDs are the uids of the OSDs holding the Volume's replicas.
+func memberUIDs(vol *flintv1.Volume, w *world) []string {
+	var uids []string
+	for _, rep := range vol.Status.Replicas {
+		if o, ok := w.osds[rep.OSD]; ok {
+			uids = append(uids, string(o.UID))
+		}
+	}
+	return uids
+}

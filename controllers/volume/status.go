@@ -1,0 +1,178 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package volume
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// ReplacementBlockedCondition is True while a replica that must be
+// replaced finds no OSD to go to.
+const ReplacementBlockedCondition = "ReplacementBlocked"
+
+// unsettled is how soon a Volume that is not Ready is looked at again:
+// rebuilds progress and grace periods run out.
+const unsettled = 2 * time.Second
+
+// observeTarget reads the replicas' states from the target's report (or,
+// without one, from their OSDs) and sets the phase and conditions.
+func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.TargetStatus, p *problem) {
+	now := r.now()
+	st := &vol.Status
+	if ts != nil {
+		byUID := map[string]*agentv1.MemberStatus{}
+		for _, m := range ts.GetMembers() {
+			byUID[m.GetOsd()] = m
+		}
+		for i := range st.Replicas {
+			rep := &st.Replicas[i]
+			o := w.osds[rep.OSD]
+			if o == nil {
+				continue
+			}
+			m, ok := byUID[string(o.UID)]
+			if !ok {
+				continue
+			}
+			switch m.GetState() {
+			case agentosd.MemberOnline:
+				setState(rep, flintv1.ReplicaStateOnline, now)
+			case agentosd.MemberRebuilding:
+				setState(rep, flintv1.ReplicaStateRebuilding, now)
+				rep.RebuildPercent = ptr.To(int32(m.GetRebuildPercent()))
+			case agentosd.MemberPending:
+				setState(rep, flintv1.ReplicaStateStale, now)
+			case agentosd.MemberMissing:
+				setState(rep, flintv1.ReplicaStateFaulted, now)
+			}
+		}
+		e := ts.GetExport()
+		st.Target.Endpoints = []flintv1.Endpoint{{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())}}
+		st.Capacity = resource.NewQuantity(int64(ts.GetSizeBytes()), resource.BinarySI)
+	} else {
+		for i := range st.Replicas {
+			if rep := &st.Replicas[i]; rep.State != flintv1.ReplicaStateCreating && !servingOSD(w, rep.OSD) {
+				setState(rep, flintv1.ReplicaStateFaulted, now)
+			}
+		}
+	}
+	r.setPhase(vol, w, ts, p)
+}
+
+func servingOSD(w *world, name string) bool {
+	o, ok := w.osds[name]
+	return ok && o.Status.Phase.Serving()
+}
+
+func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetStatus, p *problem) {
+	st := &vol.Status
+	want := replicasOf(vol, w.pool)
+	var online int
+	var lagging []string
+	rebuilding, creating := false, true
+	for _, rep := range st.Replicas {
+		if rep.State != flintv1.ReplicaStateCreating {
+			creating = false
+		}
+		switch rep.State {
+		case flintv1.ReplicaStateOnline:
+			online++
+			continue
+		case flintv1.ReplicaStateRebuilding:
+			rebuilding = true
+			lagging = append(lagging, fmt.Sprintf("%s Rebuilding %d%%", rep.OSD, ptr.Deref(rep.RebuildPercent, 0)))
+			continue
+		}
+		lagging = append(lagging, fmt.Sprintf("%s %s", rep.OSD, rep.State))
+	}
+	degraded := metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: "AllReplicasInSync", ObservedGeneration: vol.Generation}
+	if online < want && !creating {
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, "ReplicasNotInSync"
+		degraded.Message = fmt.Sprintf("%d of %d replicas in sync; %s", online, want, strings.Join(lagging, ", "))
+	}
+	meta.SetStatusCondition(&st.Conditions, degraded)
+
+	ready := metav1.Condition{Type: flintv1.ReadyCondition, ObservedGeneration: vol.Generation}
+	switch {
+	case ts == nil:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
+		st.Phase = flintv1.VolumePhaseFailed
+		if creating {
+			st.Phase = flintv1.VolumePhaseCreating
+		}
+	default:
+		ready.Status, ready.Reason = metav1.ConditionTrue, "Serving"
+		e := st.Target.Endpoints[0]
+		ready.Message = fmt.Sprintf("OSD %s serves %s at %s:%d over %s to %d hosts", st.Target.OSD, st.Capacity.String(), e.Address, e.Port, e.Transport, len(vol.Spec.PublishedHosts))
+		switch {
+		case online >= want:
+			st.Phase = flintv1.VolumePhaseReady
+		case rebuilding:
+			st.Phase = flintv1.VolumePhaseRebuilding
+		default:
+			st.Phase = flintv1.VolumePhaseDegraded
+		}
+	}
+	r.setCondition(vol, ready)
+}
+
+// setCondition sets c and emits an Event when a Volume stops being Ready.
+func (r *Reconciler) setCondition(vol *flintv1.Volume, c metav1.Condition) {
+	old := meta.FindStatusCondition(vol.Status.Conditions, c.Type)
+	meta.SetStatusCondition(&vol.Status.Conditions, c)
+	if c.Type == flintv1.ReadyCondition && c.Status == metav1.ConditionFalse && (old == nil || old.Reason != c.Reason) {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+	}
+}
+
+// setPending says why the Volume cannot be placed.
+func (r *Reconciler) setPending(vol *flintv1.Volume, reason, msg string) {
+	vol.Status.Phase = flintv1.VolumePhasePending
+	r.setCondition(vol, metav1.Condition{Type: flintv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: vol.Generation})
+}
+
+// writeStatus writes what changed since before and says when to look
+// again.
+func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volume) (ctrl.Result, error) {
+	vol.Status.ObservedGeneration = vol.Generation
+	if !equality.Semantic.DeepEqual(before.Status, vol.Status) {
+		if err := r.Status().Patch(ctx, vol, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.remember(vol)
+	}
+	if vol.Status.Phase == flintv1.VolumePhaseReady {
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	return ctrl.Result{RequeueAfter: min(unsettled, r.Resync)}, nil
+}

@@ -1,0 +1,275 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package volume reconciles Volumes: it places replicas on OSDs of the
+// Volume's Pool, has their agents create and export them, builds the raid1
+// target, and keeps it whole through replica and target loss. The
+// Volume's status is the only record of where its data lives: every
+// decision is written there before an agent acts on it.
+package volume
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	osdctl "github.com/flint-io/flint/controllers/osd"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// Finalizer keeps a Volume until its target and replicas are torn down.
+const Finalizer = "flint.io/volume-data"
+
+// reconcileTimeout bounds one reconcile's agent calls.
+const reconcileTimeout = 20 * time.Second
+
+// Field indexes of Volumes.
+const (
+	indexPool = "spec.pool"
+	// indexOSD lists the OSDs a Volume has a replica or its target on.
+	indexOSD = "status.osds"
+)
+
+// Reconciler reconciles Volumes.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Agents   *osdctl.Agents
+	// ReplicaGrace is how long a Faulted replica may come back (and be
+	// rebuilt in place) before a replacement is placed elsewhere.
+	ReplicaGrace time.Duration
+	// TargetGrace is how long the target's OSD may stop serving before the
+	// target moves to another replica's OSD.
+	TargetGrace time.Duration
+	// Resync is how often a Ready Volume is re-driven.
+	Resync time.Duration
+	// Workers is how many Volumes reconcile at once.
+	Workers int
+	// Now is the clock; tests move it.
+	Now func() time.Time
+
+	// placeMu makes placement decisions one at a time; placed holds the
+	// replica OSDs this process wrote, ahead of the cache.
+	placeMu sync.Mutex
+	placed  map[string][]string
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// +kubebuilder:rbac:groups=flint.io,resources=volumes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=volumes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=volumes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flint.io,resources=pools;osds,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the phases of one Volume top-down.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// An agent that stops answering must not hold a worker.
+	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
+	var vol flintv1.Volume
+	if err := r.Get(ctx, req.NamespacedName, &vol); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !vol.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &vol)
+	}
+	if controllerutil.AddFinalizer(&vol, Finalizer) {
+		if err := r.Update(ctx, &vol); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	w, err := r.observe(ctx, &vol)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	before := vol.DeepCopy()
+	if w.pool == nil {
+		r.setPending(&vol, "PoolNotFound", fmt.Sprintf("Pool %s does not exist: create it, or recreate the Volume in an existing Pool", vol.Spec.Pool))
+		return r.writeStatus(ctx, before, &vol)
+	}
+	if len(vol.Status.Replicas) > 0 && vol.Status.Target == nil {
+		// Replicas recorded without a target (by hand): the first runs it.
+		vol.Status.Target = &flintv1.VolumeTarget{OSD: vol.Status.Replicas[0].OSD, NQN: agentosd.VolumeNQN(vol.Name)}
+	}
+	if len(vol.Status.Replicas) == 0 {
+		vol.Status.Target = nil // nothing to serve from
+		if ok, err := r.place(ctx, &vol, w); err != nil || !ok {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			return r.writeStatus(ctx, before, &vol)
+		}
+	}
+
+	// Decide, record, then act: the status is written before any agent
+	// call that depends on a decision.
+	if err := r.moveTarget(ctx, &vol, w); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.replaceReplicas(ctx, &vol, w); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordIntent(ctx, before, &vol); err != nil {
+		return ctrl.Result{}, err
+	}
+	before = vol.DeepCopy()
+	ts, problem := r.drive(ctx, &vol, w)
+	r.observeTarget(&vol, w, ts, problem)
+	return r.writeStatus(ctx, before, &vol)
+}
+
+// world is what a Volume's decisions depend on.
+type world struct {
+	pool  *flintv1.Pool
+	osds  map[string]*flintv1.OSD // the Pool's, by name
+	nodes map[string]*corev1.Node
+	// committed sums volume sizes per OSD; filled when placing.
+	committed map[string]int64
+}
+
+func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {
+	w := &world{osds: map[string]*flintv1.OSD{}, nodes: map[string]*corev1.Node{}}
+	var pool flintv1.Pool
+	if err := r.Get(ctx, client.ObjectKey{Name: vol.Spec.Pool}, &pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return w, nil
+		}
+		return nil, err
+	}
+	w.pool = &pool
+	var osds flintv1.OSDList
+	if err := r.List(ctx, &osds, client.MatchingLabels{"flint.io/pool": pool.Name}); err != nil {
+		return nil, err
+	}
+	for i := range osds.Items {
+		w.osds[osds.Items[i].Name] = &osds.Items[i]
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	for i := range nodes.Items {
+		w.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	return w, nil
+}
+
+// recordIntent writes decisions taken so far, before agents act on them.
+func (r *Reconciler) recordIntent(ctx context.Context, before, vol *flintv1.Volume) error {
+	if equality.Semantic.DeepEqual(before.Status, vol.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, vol, client.MergeFrom(before)); err != nil {
+		return err
+	}
+	r.remember(vol)
+	return nil
+}
+
+// remember keeps the replica OSDs just written, for placements that read
+// the cache before it catches up.
+func (r *Reconciler) remember(vol *flintv1.Volume) {
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	if r.placed == nil {
+		r.placed = map[string][]string{}
+	}
+	var osds []string
+	for _, rep := range vol.Status.Replicas {
+		osds = append(osds, rep.OSD)
+	}
+	r.placed[vol.Name] = osds
+}
+
+func (r *Reconciler) forget(name string) {
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	delete(r.placed, name)
+}
+
+// SetupWithManager registers the controller: Volumes, and the OSDs their
+// replicas and targets live on.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &flintv1.Volume{}, indexPool, func(o client.Object) []string {
+		return []string{o.(*flintv1.Volume).Spec.Pool}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &flintv1.Volume{}, indexOSD, func(o client.Object) []string {
+		return volumeOSDs(o.(*flintv1.Volume))
+	}); err != nil {
+		return err
+	}
+	osdVolumes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		osd, ok := o.(*flintv1.OSD)
+		if !ok {
+			return nil
+		}
+		var held, pending flintv1.VolumeList
+		_ = r.List(ctx, &held, client.MatchingFields{indexOSD: osd.Name})
+		_ = r.List(ctx, &pending, client.MatchingFields{indexPool: osd.Spec.Pool})
+		var reqs []reconcile.Request
+		for _, v := range held.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
+		}
+		for _, v := range pending.Items {
+			if len(v.Status.Replicas) == 0 {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
+			}
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("volume").
+		For(&flintv1.Volume{}).
+		Watches(&flintv1.OSD{}, osdVolumes).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// volumeOSDs lists the OSDs a Volume keeps something on.
+func volumeOSDs(v *flintv1.Volume) []string {
+	var out []string
+	for _, rep := range v.Status.Replicas {
+		out = append(out, rep.OSD)
+	}
+	if t := v.Status.Target; t != nil && !slices.Contains(out, t.OSD) {
+		out = append(out, t.OSD)
+	}
+	return out
+}
