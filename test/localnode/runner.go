@@ -270,3 +270,9 @@ func (r *Runner) Target(podName string) SPDK {
 	}
 	return nil
 }
+
+// Socket is the SPDK RPC socket of pod podName, for tests that inspect
+// what its SPDK holds.
+func (r *Runner) Socket(podName string) string {
+	return filepath.Join(r.Dir, podName, "spdk.sock")
+}

@@ -235,10 +235,7 @@ var _ = Describe("Device count", Ordered, func() {
 		Expect(eventsFor("dc-dc-0-2")()).To(ContainElement("DeletionBlocked"))
 
 		// The replica moved: the OSD goes.
-		var v flintv1.Volume
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "vol-dc"}, &v)).To(Succeed())
-		v.Status.Replicas = nil
-		Expect(k8sClient.Status().Update(ctx, &v)).To(Succeed())
+		setReplicas("vol-dc", nil)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &flintv1.OSD{}))
 		}).Should(BeTrue())
@@ -273,8 +270,21 @@ func holdReplica(name, poolName, osd string) {
 		Spec:       flintv1.VolumeSpec{Pool: poolName, Size: resource.MustParse("1Gi"), Replicas: ptr.To[int32](1)},
 	}
 	Expect(k8sClient.Create(ctx, v)).To(Succeed())
-	v.Status.Replicas = []flintv1.ReplicaStatus{{OSD: osd, Lvol: "flint-x/" + name, State: flintv1.ReplicaStateOnline}}
-	Expect(k8sClient.Status().Update(ctx, v)).To(Succeed())
+	setReplicas(name, []flintv1.ReplicaStatus{{OSD: osd, Lvol: "flint-x/" + name, State: flintv1.ReplicaStateOnline}})
+}
+
+// setReplicas writes a Volume's replicas as if they had been placed (the
+// OSDs of these specs run no agent), racing the Volume controller's own
+// status writes.
+func setReplicas(name string, replicas []flintv1.ReplicaStatus) {
+	Eventually(func() error {
+		var v flintv1.Volume
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &v); err != nil {
+			return err
+		}
+		v.Status.Replicas = replicas
+		return k8sClient.Status().Update(ctx, &v)
+	}).Should(Succeed())
 }
 
 // gatherMetric reads one series of the operator's registry.

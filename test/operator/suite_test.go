@@ -47,7 +47,7 @@ import (
 
 const namespace = "flint-system"
 
-var localPools = []string{"local"}
+var localPools = []string{"local", "vols"}
 
 var (
 	testEnv   *envtest.Environment
@@ -93,7 +93,7 @@ var _ = BeforeSuite(func() {
 
 	mgr, err := controllers.NewManager(asOperator(cfg), controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
-		AgentPort: 9440, Resync: time.Second,
+		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 3 * time.Second, TargetGrace: 2 * time.Second, VolumeWorkers: 4,
 	}, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", LeaderElection: true,
 	})
@@ -102,7 +102,7 @@ var _ = BeforeSuite(func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()), Pools: localPools}
+	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric(spdktest.WithRebuildRate(4096))), Pools: localPools}
 	go node.Run(ctx, 100*time.Millisecond)
 })
 

@@ -1,0 +1,338 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	spdkclient "github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/types"
+	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+const (
+	hostA = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-4000-8000-000000000001"
+	hostB = "nqn.2014-08.org.nvmexpress:uuid:bbbbbbbb-0000-4000-8000-000000000002"
+)
+
+// The Volume specs run a Pool of four OSDs in four zones, each a real
+// osd-agent over an SPDK double on one fabric, so targets attach replicas
+// over (simulated) NVMe/TCP and rebuild them.
+var _ = Describe("A Volume", Ordered, func() {
+	BeforeAll(func() {
+		for i, zone := range []string{"a", "b", "c", "d"} {
+			makeNode(fmt.Sprintf("vols-%d", i), "vols", zone, nil)
+		}
+		p := mallocPool("vols", "vols", 3)
+		p.Spec.FailureDomain = "topology.kubernetes.io/zone"
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			osds := osdsOf("vols")()
+			g.Expect(osds).To(HaveLen(4))
+			for _, o := range osds {
+				g.Expect(o.Status.Phase).To(Equal(flintv1.OSDPhaseReady))
+			}
+		}).Should(Succeed())
+	})
+
+	It("stays Pending, saying why, when the Pool cannot place it", func() {
+		v := newVolume("vol-wide", "vols", "64Mi")
+		v.Spec.Replicas = ptr.To[int32](5)
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-wide")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhasePending))
+			g.Expect(got.Status.Replicas).To(BeEmpty())
+			g.Expect(readyOf(got)).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Reason":  Equal("NoPlacement"),
+				"Message": HavePrefix("needs 5 OSDs of Pool vols in distinct topology.kubernetes.io/zone values, each with 64Mi uncommitted; eligible domains: 4 (a, b, c, d)"),
+			})))
+		}).Should(Succeed())
+		big := newVolume("vol-big", "vols", "1Gi")
+		Expect(k8sClient.Create(ctx, big)).To(Succeed())
+		Eventually(func() string { return readyOf(getVolume("vol-big")).Message }).Should(ContainSubstring("eligible domains: none; not eligible: vols-vols-0-0 (full: 0 of 252Mi committed)"))
+		deleteVolume("vol-wide")
+		deleteVolume("vol-big")
+	})
+
+	It("gets three replicas in distinct zones, a raid1 target and an export to its hosts", func() {
+		v := newVolume("vol-1", "vols", "64Mi")
+		v.Spec.PublishedHosts = []string{hostA}
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status)
+			g.Expect(got.Status.Replicas).To(HaveLen(3))
+			for _, r := range got.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
+			}
+			g.Expect(got.Status.Capacity.String()).To(Equal("64Mi"))
+			g.Expect(got.Status.Target.NQN).To(Equal(agentosd.VolumeNQN("vol-1")))
+			g.Expect(got.Status.Target.Endpoints).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"Address": HavePrefix("127.0.1."), "Port": Equal(int32(4420))})))
+		}).Should(Succeed())
+		got := getVolume("vol-1")
+		zones := map[string]bool{}
+		for _, r := range got.Status.Replicas {
+			zones[zoneOf(r.OSD)] = true
+		}
+		Expect(zones).To(HaveLen(3))
+		Expect(hostsOf(got.Status.Target.OSD, agentosd.VolumeNQN("vol-1"))).To(ConsistOf(hostA))
+		for _, r := range got.Status.Replicas {
+			if r.OSD != got.Status.Target.OSD {
+				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN("vol-1"))).To(ConsistOf(agentosd.HostNQN(osdUID(got.Status.Target.OSD))))
+			}
+		}
+	})
+
+	It("follows spec.publishedHosts", func() {
+		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostA, hostB} })
+		target := getVolume("vol-1").Status.Target.OSD
+		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN("vol-1")) }).Should(ConsistOf(hostA, hostB))
+		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostB} })
+		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN("vol-1")) }).Should(ConsistOf(hostB))
+	})
+
+	It("grows online, and refuses to shrink", func() {
+		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.Size = resource.MustParse("128Mi") })
+		Eventually(func() string { return getVolume("vol-1").Status.Capacity.String() }).Should(Equal("128Mi"))
+		for _, r := range getVolume("vol-1").Status.Replicas {
+			Expect(lvolSize(r.OSD, "vol-1")).To(Equal(uint64(128 << 20)))
+		}
+		v := getVolume("vol-1")
+		v.Spec.Size = resource.MustParse("64Mi")
+		Expect(k8sClient.Update(ctx, v)).To(MatchError(ContainSubstring("size cannot shrink")))
+	})
+
+	It("rebuilds a replica whose SPDK restarted with an empty device, in place", func() {
+		v := getVolume("vol-1")
+		replica := otherThanTarget(v)
+		before := replicaOSDs(v)
+		Expect(node.Target("osd-" + replica).Restart()).To(Succeed())
+		Eventually(func() flintv1.VolumePhase { return getVolume("vol-1").Status.Phase }).Should(BeElementOf(flintv1.VolumePhaseDegraded, flintv1.VolumePhaseRebuilding))
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(replicaOSDs(got)).To(Equal(before))
+		}, "60s").Should(Succeed())
+	})
+
+	It("re-assembles the target from one replica when the target's SPDK restarts", func() {
+		v := getVolume("vol-1")
+		target := v.Status.Target.OSD
+		Expect(node.Target("osd-" + target).Restart()).To(Succeed())
+		Eventually(eventsFor("vol-1"), "30s").Should(ContainElement("TargetReassembled"))
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+		}, "60s").Should(Succeed())
+	})
+
+	It("moves the target off an OSD that stops serving, fences it, and replaces its replica", func() {
+		v := getVolume("vol-1")
+		lost := v.Status.Target.OSD
+		node.Target("osd-" + lost).Kill()
+		DeferCleanup(func() { _ = node.Target("osd-" + lost).Restart() })
+		var moved string
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Target.OSD).NotTo(Equal(lost))
+			moved = got.Status.Target.OSD
+		}, "30s").Should(Succeed())
+		Expect(eventsFor("vol-1")()).To(ContainElement("TargetMoved"))
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(replicaOSDs(got)).NotTo(ContainElement(lost))
+			g.Expect(got.Status.Replicas).To(HaveLen(3))
+		}, "60s").Should(Succeed())
+		got := getVolume("vol-1")
+		for _, r := range got.Status.Replicas {
+			if r.OSD != moved {
+				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN("vol-1"))).To(ConsistOf(agentosd.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
+			}
+		}
+		Expect(eventsFor("vol-1")()).To(ContainElement("ReplicaReplaced"))
+
+		// The lost OSD returns: what it held of the volume is deleted.
+		Expect(node.Target("osd-" + lost).Restart()).To(Succeed())
+		Eventually(func() []string { return lvolsOn(lost) }, "30s").ShouldNot(ContainElement("vol-1"))
+	})
+
+	It("moves replicas off a draining OSD", func() {
+		v := getVolume("vol-1")
+		drained := otherThanTarget(v)
+		setDrain(drained, true)
+		DeferCleanup(setDrain, drained, false)
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(replicaOSDs(got)).NotTo(ContainElement(drained), "%+v", got.Status)
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+		}, "60s").Should(Succeed())
+		Eventually(func() []string { return lvolsOn(drained) }, "30s").ShouldNot(ContainElement("vol-1"))
+	})
+
+	It("is not deleted while published, then leaves no lvol behind", func() {
+		v := getVolume("vol-1")
+		osds := append(replicaOSDs(v), v.Status.Target.OSD)
+		Expect(k8sClient.Delete(ctx, v)).To(Succeed())
+		Eventually(func() *metav1.Condition { return conditionOf(getVolume("vol-1"), flintv1.DeletionBlockedCondition) }).
+			Should(PointTo(MatchFields(IgnoreExtras, Fields{"Reason": Equal("Published")})))
+		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKey{Name: "vol-1"}, &flintv1.Volume{}) }, "2s").Should(Succeed())
+		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "vol-1"}, &flintv1.Volume{}))
+		}).Should(BeTrue())
+		for _, o := range osds {
+			Expect(lvolsOn(o)).NotTo(ContainElement("vol-1"), "OSD %s", o)
+		}
+	})
+})
+
+func newVolume(name, pool, size string) *flintv1.Volume {
+	return &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flintv1.VolumeSpec{Pool: pool, Size: resource.MustParse(size)}}
+}
+
+func getVolume(name string) *flintv1.Volume {
+	var v flintv1.Volume
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &v)).To(Succeed())
+	return &v
+}
+
+func updateVolume(name string, mutate func(*flintv1.Volume)) {
+	Eventually(func() error {
+		v := getVolume(name)
+		mutate(v)
+		return k8sClient.Update(ctx, v)
+	}).Should(Succeed())
+}
+
+func deleteVolume(name string) {
+	Expect(k8sClient.Delete(ctx, &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &flintv1.Volume{}))
+	}).Should(BeTrue())
+}
+
+// readyOf is v's Ready condition, empty until it is set.
+func readyOf(v *flintv1.Volume) *metav1.Condition {
+	if c := conditionOf(v, flintv1.ReadyCondition); c != nil {
+		return c
+	}
+	return &metav1.Condition{}
+}
+
+func conditionOf(v *flintv1.Volume, typ string) *metav1.Condition {
+	for i := range v.Status.Conditions {
+		if v.Status.Conditions[i].Type == typ {
+			return &v.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func replicaOSDs(v *flintv1.Volume) []string {
+	var out []string
+	for _, r := range v.Status.Replicas {
+		out = append(out, r.OSD)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func otherThanTarget(v *flintv1.Volume) string {
+	for _, r := range v.Status.Replicas {
+		if r.OSD != v.Status.Target.OSD {
+			return r.OSD
+		}
+	}
+	Fail("the volume has no replica off its target")
+	return ""
+}
+
+func getOSD(name string) *flintv1.OSD {
+	var o flintv1.OSD
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &o)).To(Succeed())
+	return &o
+}
+
+func osdUID(name string) string { return string(getOSD(name).UID) }
+
+func zoneOf(osd string) string {
+	var n corev1.Node
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: getOSD(osd).Spec.NodeName}, &n)).To(Succeed())
+	return n.Labels["topology.kubernetes.io/zone"]
+}
+
+func setDrain(osd string, drain bool) {
+	Eventually(func() error {
+		o := getOSD(osd)
+		o.Spec.Drain = drain
+		return k8sClient.Update(ctx, o)
+	}).Should(Succeed())
+}
+
+// spdkOf is a client of the SPDK (double) of osd's pod.
+func spdkOf(osd string) (*spdkclient.Client, context.Context) {
+	c := spdkclient.New(node.Socket("osd-" + osd))
+	DeferCleanup(c.Close)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	DeferCleanup(cancel)
+	return c, cctx
+}
+
+// hostsOf lists the hosts allowed on subsystem nqn of osd's SPDK.
+func hostsOf(osd, nqn string) []string {
+	c, cctx := spdkOf(osd)
+	subs, err := c.NvmfGetSubsystems(cctx, nqn)
+	if err != nil {
+		return nil
+	}
+	return subs[0].HostNQNs()
+}
+
+// lvolsOn lists the lvol names on osd's SPDK.
+func lvolsOn(osd string) []string {
+	c, cctx := spdkOf(osd)
+	lvols, err := c.BdevLvolGetLvols(cctx, types.BdevLvolGetLvolsRequest{})
+	Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, l := range lvols {
+		names = append(names, l.Name)
+	}
+	return names
+}
+
+func lvolSize(osd, volume string) uint64 {
+	c, cctx := spdkOf(osd)
+	b, err := c.BdevGetBdevs(cctx, agentosd.LvstoreName(osdUID(osd))+"/"+volume)
+	Expect(err).NotTo(HaveOccurred())
+	return b[0].SizeBytes()
+}
