@@ -1,0 +1,158 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package volume
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+)
+
+const gi = int64(1) << 30
+
+// osdSpec is one OSD of a placement case: its zone, phase, capacity and
+// what is committed on it.
+type osdSpec struct {
+	name, zone string
+	phase      flintv1.OSDPhase
+	capacity   int64
+	committed  int64
+	drain      bool
+}
+
+func worldOf(overcommit int32, osds ...osdSpec) *world {
+	w := &world{
+		pool:      &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: flintv1.PoolSpec{FailureDomain: corev1.LabelTopologyZone, OvercommitPercent: overcommit}},
+		osds:      map[string]*flintv1.OSD{},
+		nodes:     map[string]*corev1.Node{},
+		committed: map[string]int64{},
+	}
+	for _, o := range osds {
+		node := "node-" + o.name
+		labels := map[string]string{}
+		if o.zone != "" {
+			labels[corev1.LabelTopologyZone] = o.zone
+		}
+		w.nodes[node] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: labels}}
+		w.osds[o.name] = &flintv1.OSD{
+			ObjectMeta: metav1.ObjectMeta{Name: o.name},
+			Spec:       flintv1.OSDSpec{NodeName: node, Drain: o.drain},
+			Status: flintv1.OSDStatus{Phase: o.phase, Capacity: &flintv1.OSDCapacity{
+				Total: *resource.NewQuantity(o.capacity, resource.BinarySI),
+			}},
+		}
+		w.committed[o.name] = o.committed
+	}
+	return w
+}
+
+func ready(name, zone string, capacity, committed int64) osdSpec {
+	return osdSpec{name: name, zone: zone, phase: flintv1.OSDPhaseReady, capacity: capacity, committed: committed}
+}
+
+func TestPlacement(t *testing.T) {
+	cases := []struct {
+		name       string
+		overcommit int32
+		osds       []osdSpec
+		n          int
+		size       int64
+		taken      map[string]bool
+		want       []string
+		why        string // a substring of the shortfall, when short
+	}{
+		{
+			name: "distinct zones, least committed first",
+			osds: []osdSpec{ready("a1", "a", 10*gi, 5*gi), ready("a2", "a", 10*gi, 1*gi), ready("b1", "b", 10*gi, 3*gi), ready("c1", "c", 10*gi, 2*gi)},
+			n:    3, size: gi,
+			want: []string{"a2", "c1", "b1"},
+		},
+		{
+			name: "ties broken by name",
+			osds: []osdSpec{ready("z", "a", 10*gi, 0), ready("y", "b", 10*gi, 0), ready("x", "c", 10*gi, 0)},
+			n:    2, size: gi,
+			want: []string{"x", "y"},
+		},
+		{
+			name: "two OSDs in one zone count once",
+			osds: []osdSpec{ready("a1", "a", 10*gi, 0), ready("a2", "a", 10*gi, 0), ready("b1", "b", 10*gi, 0)},
+			n:    3, size: gi,
+			want: []string{"a1", "b1"},
+			why:  "eligible domains: 2 (a, b)",
+		},
+		{
+			name: "an OSD without room is refused, saying how full it is",
+			osds: []osdSpec{ready("a1", "a", 10*gi, 9*gi+gi/2), ready("b1", "b", 10*gi, 0)},
+			n:    2, size: gi,
+			want: []string{"b1"},
+			why:  "a1 (full: 9728Mi of 10Gi committed)",
+		},
+		{
+			name:       "overcommit raises the limit",
+			overcommit: 200,
+			osds:       []osdSpec{ready("a1", "a", 10*gi, 19*gi), ready("b1", "b", 10*gi, 0)},
+			n:          2, size: gi,
+			want: []string{"b1", "a1"},
+		},
+		{
+			name: "exactly full fits",
+			osds: []osdSpec{ready("a1", "a", 10*gi, 9*gi)},
+			n:    1, size: gi,
+			want: []string{"a1"},
+		},
+		{
+			name: "not serving, draining and unlabelled OSDs are refused",
+			osds: []osdSpec{
+				{name: "s", zone: "a", phase: flintv1.OSDPhaseStarting, capacity: 10 * gi},
+				{name: "d", zone: "b", phase: flintv1.OSDPhaseReady, capacity: 10 * gi, drain: true},
+				{name: "u", phase: flintv1.OSDPhaseReady, capacity: 10 * gi},
+				ready("ok", "c", 10*gi, 0),
+			},
+			n: 2, size: gi,
+			want: []string{"ok"},
+			why:  "not eligible: d (draining), s (Starting), u (node node-u has no topology.kubernetes.io/zone label)",
+		},
+		{
+			name:  "a replacement avoids the zones of the remaining replicas",
+			osds:  []osdSpec{ready("a1", "a", 10*gi, 0), ready("b1", "b", 10*gi, 0), ready("c1", "c", 10*gi, 5*gi)},
+			n:     1, size: gi,
+			taken: map[string]bool{"a": true, "b": true},
+			want:  []string{"c1"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := worldOf(tc.overcommit, tc.osds...)
+			p := offer(w, tc.size, nil)
+			got := p.choose(tc.n, tc.taken)
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("chose %v, want %v (refused: %v)", got, tc.want, p.refused)
+			}
+			if len(got) < tc.n {
+				msg := p.shortfall("p", tc.n, tc.size, tc.taken)
+				if tc.why == "" || !strings.Contains(msg, tc.why) {
+					t.Fatalf("shortfall %q does not say %q", msg, tc.why)
+				}
+			}
+		})
+	}
+}
