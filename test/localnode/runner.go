@@ -83,9 +83,9 @@ func RealSPDK(spdkDir string) func(string) (SPDK, error) {
 }
 
 type pod struct {
-	name   string
-	ip     string
-	target SPDK
+	name, ip, dir string
+	args          []string
+	target        SPDK
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -188,23 +188,12 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
 		"probe-interval": "200ms",
 	})
-	log, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
+	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target}
+	if err := r.startAgent(running); err != nil {
 		target.Kill()
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(r.AgentBinary, args...)
-	cmd.Env = append(os.Environ(), "POD_IP="+ip)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		target.Kill()
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	r.pods[p.UID] = &pod{name: p.Name, ip: ip, target: target, cmd: cmd, exited: exited}
+	r.pods[p.UID] = running
 
 	now := metav1.Now()
 	before := p.DeepCopy()
@@ -218,6 +207,41 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		})
 	}
 	return r.Client.Status().Patch(ctx, p, client.MergeFrom(before))
+}
+
+// startAgent runs p's osd-agent, appending to its log.
+func (r *Runner) startAgent(p *pod) error {
+	log, err := os.OpenFile(filepath.Join(p.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(r.AgentBinary, p.args...)
+	cmd.Env = append(os.Environ(), "POD_IP="+p.ip)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited = cmd, exited
+	return nil
+}
+
+// RestartAgent kills the osd-agent of pod podName and starts it again, as
+// the kubelet restarts a crashed container; its SPDK keeps running.
+func (r *Runner) RestartAgent(podName string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pods {
+		if p.name == podName {
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			return r.startAgent(p)
+		}
+	}
+	return fmt.Errorf("pod %s does not run here", podName)
 }
 
 func (r *Runner) runs(p *corev1.Pod) bool {

@@ -214,7 +214,56 @@ var _ = Describe("A Volume", Ordered, func() {
 			Expect(lvolsOn(o)).NotTo(ContainElement("vol-1"), "OSD %s", o)
 		}
 	})
+
+	It("creates and deletes 200 Volumes while agents restart, leaving no lvol on any OSD", func() {
+		churn(200)
+	})
 })
+
+// churn creates and deletes many Volumes while agents restart, and checks
+// that nothing is left on any OSD.
+func churn(n int) {
+	osds := osdsOf("vols")()
+	restartSome := func(round int) {
+		o := osds[round%len(osds)]
+		Expect(node.RestartAgent("osd-" + o.Name)).To(Succeed())
+	}
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("churn-%03d", i)
+		Expect(k8sClient.Create(ctx, newVolume(names[i], "vols", "1Mi"))).To(Succeed())
+		if i%25 == 24 {
+			restartSome(i / 25)
+		}
+	}
+	Eventually(func(g Gomega) {
+		var l flintv1.VolumeList
+		g.Expect(k8sClient.List(ctx, &l)).To(Succeed())
+		ready := 0
+		for _, v := range l.Items {
+			if v.Status.Phase == flintv1.VolumePhaseReady {
+				ready++
+			}
+		}
+		g.Expect(ready).To(Equal(n))
+	}, "180s", "1s").Should(Succeed())
+	for i, name := range names {
+		Expect(k8sClient.Delete(ctx, &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		if i%25 == 24 {
+			restartSome(i/25 + 1)
+		}
+	}
+	Eventually(func(g Gomega) {
+		var l flintv1.VolumeList
+		g.Expect(k8sClient.List(ctx, &l)).To(Succeed())
+		g.Expect(l.Items).To(BeEmpty())
+	}, "180s", "1s").Should(Succeed())
+	Eventually(func(g Gomega) {
+		for _, o := range osds {
+			g.Expect(lvolsOn(o.Name)).To(BeEmpty(), "OSD %s", o.Name)
+		}
+	}, "60s", "1s").Should(Succeed())
+}
 
 func newVolume(name, pool, size string) *flintv1.Volume {
 	return &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flintv1.VolumeSpec{Pool: pool, Size: resource.MustParse(size)}}
