@@ -132,9 +132,9 @@ func TestPlacement(t *testing.T) {
 			why:  "not eligible: d (draining), s (Starting), u (node node-u has no topology.kubernetes.io/zone label)",
 		},
 		{
-			name:  "a replacement avoids the zones of the remaining replicas",
-			osds:  []osdSpec{ready("a1", "a", 10*gi, 0), ready("b1", "b", 10*gi, 0), ready("c1", "c", 10*gi, 5*gi)},
-			n:     1, size: gi,
+			name: "a replacement avoids the zones of the remaining replicas",
+			osds: []osdSpec{ready("a1", "a", 10*gi, 0), ready("b1", "b", 10*gi, 0), ready("c1", "c", 10*gi, 5*gi)},
+			n:    1, size: gi,
 			taken: map[string]bool{"a": true, "b": true},
 			want:  []string{"c1"},
 		},

@@ -86,8 +86,8 @@ type pod struct {
 	name, ip, dir string
 	args          []string
 	target        SPDK
-	cmd    *exec.Cmd
-	exited chan struct{}
+	cmd           *exec.Cmd
+	exited        chan struct{}
 }
 
 // Run syncs every interval until ctx ends, then stops every pod.
