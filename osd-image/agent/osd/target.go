@@ -178,6 +178,11 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 	name := remoteName(volume, m.OSD)
 	bdev := name + "n1"
 	if _, err := o.spdk.BdevGetBdevs(ctx, bdev); err == nil {
+		// The bdev outlives a lost connection while its controller retries,
+		// failing I/O: only a connected one is reachable.
+		if connected, err := o.connected(ctx, name); err != nil || !connected {
+			return "", err
+		}
 		return bdev, nil
 	} else if !errors.Is(err, jsonrpc.ErrNotFound) {
 		return "", fmt.Errorf("look up replica bdev %s: %w", bdev, err)
@@ -202,6 +207,25 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 		return "", fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
 	}
 	return bdev, nil
+}
+
+// connected reports whether controller name has a path that is enabled.
+func (o *OSD) connected(ctx context.Context, name string) (bool, error) {
+	ctrlrs, err := o.spdk.BdevNvmeGetControllers(ctx, name)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read controller %s: %w", name, err)
+	}
+	for _, c := range ctrlrs {
+		for _, p := range c.Ctrlrs {
+			if p.State == "enabled" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // ensureRaid returns the volume's raid1, creating it from the reachable
