@@ -58,10 +58,11 @@ test-envtest: ## Suites against a real kube-apiserver and etcd (built on first u
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 ./test/...
 
 .PHONY: test-spdk
-test-spdk: ## The SPDK contract suite and the agent's restart tests against real spdk_tgt processes from FLINT_SPDK_DIR.
+test-spdk: ## The SPDK contract suite, the agent's restart tests and the 3-replica write/kill/rebuild/checksum scenario against real spdk_tgt (and spdk_dd) from FLINT_SPDK_DIR.
 	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/spdk_tgt)" >&2; exit 2; fi
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
+	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./test/datapath/
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl into the cache; print the directory.

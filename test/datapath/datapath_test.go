@@ -1,0 +1,218 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package datapath runs a replicated volume's whole life on the agents'
+// code: three OSDs create replicas, one builds the raid1 target, a host
+// writes, a replica's SPDK is killed mid-life and comes back, the target
+// rebuilds it, and every replica is read back and compared. Against real
+// spdk_tgt processes (FLINT_SPDK_DIR, `make test-spdk`) the host is SPDK's
+// own spdk_dd over NVMe/TCP on loopback and the data is checked; the
+// double has no data path, so there the same steps run without I/O.
+package datapath
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+const (
+	volume   = "pvc-datapath"
+	volSize  = 64 << 20
+	chunk    = 8 << 20
+	hostNQN  = "nqn.2014-08.org.nvmexpress:uuid:d47a7a00-0000-4000-8000-000000000001"
+	checker  = "nqn.2014-08.org.nvmexpress:uuid:d47a7a00-0000-4000-8000-000000000002"
+	imageLen = 512 << 20
+)
+
+func TestThreeReplicasSurviveALostReplica(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 3)
+	var osds []*osd.OSD
+	for i, target := range lab.Targets {
+		port, _ := strconv.Atoi(spdklab.FreePort(t))
+		o := osd.New(osd.Config{
+			UID:      fmt.Sprintf("osd-%d", i),
+			Device:   osd.Device{Driver: osd.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
+			Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
+		}, target.Client)
+		must(t, bootstrap(ctx, o))
+		_, err := o.CreateReplica(ctx, volume, volSize)
+		must(t, err)
+		osds = append(osds, o)
+	}
+	member := func(i int, inSync bool) osd.Member {
+		m := osd.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
+		if i > 0 {
+			e, err := osds[i].ExportReplica(ctx, volume, osd.HostNQN("osd-0"))
+			must(t, err)
+			m.Export = e
+		}
+		return m
+	}
+	members := []osd.Member{member(0, true), member(1, true), member(2, true)}
+	ensure := func() osd.TargetStatus {
+		st, err := osds[0].EnsureTarget(ctx, osd.TargetSpec{Volume: volume, Members: members, Hosts: []string{hostNQN}})
+		must(t, err)
+		return st
+	}
+	waitFor := func(what string, ok func(osd.TargetStatus) bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for st := ensure(); !ok(st); st = ensure() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: %+v", what, st)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if st := ensure(); st.Degraded() || st.SizeBytes != volSize {
+		t.Fatalf("new target = %+v, want three online members and %d bytes", st, volSize)
+	}
+	dd := newHost(t, lab)
+	target := osds[0].Endpoint()
+	target.NQN = osd.VolumeNQN(volume)
+
+	// The host writes while every replica is in sync, then again while
+	// replica 2's SPDK is dead: the raid carries on without an I/O error.
+	want := make([]byte, volSize)
+	first, second := randomChunk(t), randomChunk(t)
+	copy(want, first)
+	copy(want[2*chunk:], second)
+	dd.write(target, hostNQN, first, 0)
+	lab.Targets[2].Kill()
+	dd.write(target, hostNQN, second, 2*chunk)
+	waitFor("the lost replica leaving the raid", func(st osd.TargetStatus) bool { return st.Members[2].State == osd.MemberMissing })
+
+	// It comes back with its lvstore on its disk, behind by the second
+	// write, and is rebuilt from the others.
+	lab.Targets[2].Restart(t)
+	must(t, bootstrap(ctx, osds[2]))
+	members[2] = member(2, false)
+	waitFor("the rebuild finishing", func(st osd.TargetStatus) bool { return !st.Degraded() })
+
+	// Stop the target and read every replica back on its own.
+	must(t, osds[0].DeleteTarget(ctx, volume, []string{"osd-1", "osd-2"}))
+	for i, o := range osds {
+		e, err := o.ExportReplica(ctx, volume, checker)
+		must(t, err)
+		got := dd.read(e, checker, volSize)
+		if got == nil {
+			continue // the double: no data to compare
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("replica on osd-%d: sha256 %x, want %x", i, sha256.Sum256(got), sha256.Sum256(want))
+		} else {
+			t.Logf("replica on osd-%d: sha256 %x", i, sha256.Sum256(got))
+		}
+	}
+}
+
+// bootstrap brings an OSD up, retrying while a restarted SPDK examines
+// its device.
+func bootstrap(ctx context.Context, o *osd.OSD) error {
+	var err error
+	for range 50 {
+		if _, err = o.Bootstrap(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
+}
+
+func randomChunk(t *testing.T) []byte {
+	b := make([]byte, chunk)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// host is an NVMe/TCP host: spdk_dd of the SPDK build tree, one run per
+// transfer, or nothing on the double.
+type host struct {
+	t   *testing.T
+	bin string
+	dir string
+}
+
+func newHost(t *testing.T, lab *spdklab.Lab) *host {
+	h := &host{t: t, dir: lab.Dir}
+	if lab.Real {
+		h.bin = filepath.Join(os.Getenv("FLINT_SPDK_DIR"), "build", "bin", "spdk_dd")
+	}
+	return h
+}
+
+// write copies data to the namespace of e at offset.
+func (h *host) write(e osd.Export, nqn string, data []byte, offset int) {
+	if h.bin == "" {
+		return
+	}
+	in := filepath.Join(h.dir, "in.bin")
+	must(h.t, os.WriteFile(in, data, 0o600))
+	h.run(e, nqn, "--if="+in, "--ob=hn1", "--bs=1048576", fmt.Sprintf("--count=%d", len(data)>>20), fmt.Sprintf("--seek=%d", offset>>20))
+}
+
+// read returns size bytes of the namespace of e; nil on the double.
+func (h *host) read(e osd.Export, nqn string, size int) []byte {
+	if h.bin == "" {
+		return nil
+	}
+	out := filepath.Join(h.dir, "out.bin")
+	h.run(e, nqn, "--ib=hn1", "--of="+out, "--bs=1048576", fmt.Sprintf("--count=%d", size>>20))
+	data, err := os.ReadFile(out)
+	must(h.t, err)
+	return data
+}
+
+func (h *host) run(e osd.Export, nqn string, args ...string) {
+	h.t.Helper()
+	conf := map[string]any{"subsystems": []any{map[string]any{"subsystem": "bdev", "config": []any{map[string]any{
+		"method": "bdev_nvme_attach_controller",
+		"params": map[string]any{"name": "h", "trtype": e.Transport, "adrfam": "ipv4", "traddr": e.Address, "trsvcid": strconv.Itoa(e.Port), "subnqn": e.NQN, "hostnqn": nqn},
+	}}}}}
+	data, err := json.Marshal(conf)
+	must(h.t, err)
+	path := filepath.Join(h.dir, "dd.json")
+	must(h.t, os.WriteFile(path, data, 0o600))
+	args = append([]string{"--no-huge", "-s", "1024", "-m", "0x2", "--disable-cpumask-locks", "--no-rpc-server", "--json", path}, args...)
+	out, err := exec.Command(h.bin, args...).CombinedOutput()
+	if err != nil {
+		h.t.Fatalf("spdk_dd %v: %v\n%s", args, err, out)
+	}
+}
