@@ -18,7 +18,7 @@ limitations under the License.
 // kube-apiserver and etcd (the binaries hack/envtest-assets.sh builds) with
 // Flint's CRDs, three nodes, the operator, and the OSD pods of the dev Pool
 // run on this machine (real osd-agent processes over SPDK doubles, see
-// test/localnode). It applies config/samples with kubectl and shows the dev
+// test/localcluster). It applies config/samples with kubectl and shows the dev
 // Pool and its OSDs reaching Ready, and the other samples' Pools saying why
 // they cannot start here. It keeps running until interrupted, unless --once
 // is given.
@@ -37,21 +37,12 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flint-io/flint/controllers"
-	"github.com/flint-io/flint/controllers/osd"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/test/localcluster"
 	"github.com/flint-io/flint/test/localnode"
 )
 
@@ -81,21 +72,32 @@ func run(once bool, dir string) error {
 	if assets == "" {
 		return fmt.Errorf("KUBEBUILDER_ASSETS is not set: run 'make run', which builds the control plane binaries first")
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	spdk, kind := localnode.DoubleSPDK(spdktest.NewFabric()), "the SPDK double"
+	if spdkDir := os.Getenv("FLINT_SPDK_DIR"); spdkDir != "" {
+		spdk, kind = localnode.RealSPDK(spdkDir), "spdk_tgt of "+spdkDir
 	}
-	fmt.Println("Starting kube-apiserver and etcd with the Flint CRDs")
-	if _, err := env.Start(); err != nil {
-		return fmt.Errorf("start the control plane: %w", err)
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	fmt.Println("Starting kube-apiserver and etcd with the Flint CRDs, 3 nodes and the operator")
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Root:  ".",
+		Nodes: []localcluster.Node{{Name: "local-0", Zone: "a"}, {Name: "local-1", Zone: "b"}, {Name: "local-2", Zone: "c"}},
+		Pools: []string{"dev"}, StartSPDK: spdk,
+		Operator: controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, VolumeWorkers: 4},
+	})
+	if c != nil {
+		defer func() {
+			if err := c.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "localup: stop the control plane: %v\n", err)
+			}
+		}()
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "localup: stop the control plane: %v\n", err)
-		}
-	}()
-
-	kubeconfig, err := writeKubeconfig(env, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("OSD pods of Pool dev run as local processes over %s\n", kind)
+	kubeconfig, err := c.Kubeconfig(dir)
 	if err != nil {
 		return err
 	}
@@ -108,19 +110,17 @@ func run(once bool, dir string) error {
 		}
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := startCluster(ctx, env.Config, dir); err != nil {
-		return err
-	}
 	if err := kubectl("apply", "-k", filepath.Join("config", "samples")); err != nil {
 		return err
 	}
-	fmt.Println("\nWaiting for Pool dev and its OSDs to be Ready")
+	fmt.Println("\nWaiting for Pool dev, its OSDs and its Volume to be Ready")
 	if err := kubectl("wait", "--for=condition=Ready", "pool/dev", "--timeout=120s"); err != nil {
 		return err
 	}
 	if err := kubectl("wait", "--for=jsonpath={.status.phase}=Ready", "osds", "-l", "flint.io/pool=dev", "--timeout=120s"); err != nil {
+		return err
+	}
+	if err := kubectl("wait", "--for=condition=Ready", "volume/pvc-0d3e5b7a-1c2f-4e6a-9b8d-7f1a2c3e4d5f", "--timeout=120s"); err != nil {
 		return err
 	}
 	for _, args := range [][]string{
@@ -139,90 +139,4 @@ func run(once bool, dir string) error {
 	<-ctx.Done()
 	fmt.Println("\nStopping")
 	return nil
-}
-
-// startCluster adds what a cluster has beyond its API: three nodes in
-// three zones, the operator, and a kubelet stand-in for the dev Pool's OSD
-// pods. Everything stops with ctx.
-func startCluster(ctx context.Context, cfg *rest.Config, dir string) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return err
-	}
-	for i, zone := range []string{"a", "b", "c"} {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("local-%d", i), Labels: map[string]string{
-			corev1.LabelHostname: fmt.Sprintf("local-%d", i), corev1.LabelTopologyZone: zone,
-		}}}
-		if err := c.Create(ctx, n); err != nil {
-			return fmt.Errorf("create node %s: %w", n.Name, err)
-		}
-		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}
-		n.Status.Capacity = n.Status.Allocatable
-		if err := c.Status().Update(ctx, n); err != nil {
-			return err
-		}
-	}
-	agent := filepath.Join(dir, "osd-agent")
-	fmt.Println("Building osd-agent")
-	if out, err := exec.Command("go", "build", "-o", agent, "./cmd/osd-agent").CombinedOutput(); err != nil {
-		return fmt.Errorf("build osd-agent: %v\n%s", err, out)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	mgr, err := controllers.NewManager(cfg, controllers.Options{
-		Namespace: namespace, OSDImage: "flint-osd:dev", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
-		AgentPort: osd.GRPCPort, Resync: 2 * time.Second,
-	}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "localup: operator: %v\n", err)
-		}
-	}()
-	// Unix socket paths must stay short.
-	podDir, err := os.MkdirTemp("", "flint-pods-")
-	if err != nil {
-		return err
-	}
-	spdk, kind := localnode.DoubleSPDK(spdktest.NewFabric()), "the SPDK double"
-	if spdkDir := os.Getenv("FLINT_SPDK_DIR"); spdkDir != "" {
-		spdk, kind = localnode.RealSPDK(spdkDir), "spdk_tgt of "+spdkDir
-	}
-	runner := &localnode.Runner{Client: c, Namespace: namespace, AgentBinary: agent, Dir: podDir, StartSPDK: spdk, Pools: []string{"dev"}}
-	go func() {
-		runner.Run(ctx, 200*time.Millisecond)
-		_ = os.RemoveAll(podDir)
-	}()
-	fmt.Printf("Started 3 nodes, the operator, and OSD pods of Pool dev as local processes over %s\n", kind)
-	return nil
-}
-
-const namespace = "flint-system"
-
-// writeKubeconfig writes an admin kubeconfig for the running control plane.
-func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
-	user, err := env.AddUser(envtest.User{Name: "flint-dev", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("create an admin user: %w", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", fmt.Errorf("render the kubeconfig: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return path, nil
 }

@@ -1,0 +1,180 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package localcluster is a Flint cluster on this machine: a real
+// kube-apiserver and etcd (KUBEBUILDER_ASSETS) with Flint's CRDs, nodes
+// as a kubelet would report them, the operator in this process, and the
+// OSD pods of chosen Pools run by localnode (osd-agent processes over the
+// SPDK double, or over real spdk_tgt). `make run` and the benchmarks use
+// it.
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/controllers/osd"
+	"github.com/flint-io/flint/test/localnode"
+)
+
+// Namespace is the operator's.
+const Namespace = "flint-system"
+
+// Node is a node to create, with the zone it is in.
+type Node struct{ Name, Zone string }
+
+// Options say what runs.
+type Options struct {
+	// Root is the repository (config/crd/bases, cmd/osd-agent).
+	Root  string
+	Nodes []Node
+	// Pools are those whose OSD pods run here; StartSPDK runs their SPDK.
+	Pools     []string
+	StartSPDK func(socket string) (localnode.SPDK, error)
+	// Operator is the operator's configuration; Namespace, image and ports
+	// are filled in.
+	Operator controllers.Options
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Env    *envtest.Environment
+	Client client.Client
+	// Nodes runs the OSD pods.
+	Nodes *localnode.Runner
+	dir   string
+	// stop ends the operator and the pods; stopped closes when the
+	// operator has returned.
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+// Start brings the cluster up; Stop (or ctx ending) stops it.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: the make targets build the control-plane binaries and set it")
+	}
+	c := &Cluster{Env: &envtest.Environment{
+		CRDDirectoryPaths: []string{filepath.Join(o.Root, "config", "crd", "bases")}, ErrorIfCRDPathMissing: true,
+	}, stopped: make(chan struct{})}
+	ctx, c.stop = context.WithCancel(ctx)
+	cfg, err := c.Env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start the control plane: %w", err)
+	}
+	// Unix socket paths must stay short.
+	if c.dir, err = os.MkdirTemp("", "flint-pods-"); err != nil {
+		return c, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return c, err
+	}
+	if err := flintv1.AddToScheme(scheme); err != nil {
+		return c, err
+	}
+	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return c, err
+	}
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+		return c, err
+	}
+	for _, n := range o.Nodes {
+		if err := c.addNode(ctx, n); err != nil {
+			return c, err
+		}
+	}
+	agent := filepath.Join(c.dir, "osd-agent")
+	build := exec.Command("go", "build", "-o", agent, "./cmd/osd-agent")
+	build.Dir = o.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		return c, fmt.Errorf("build osd-agent: %v\n%s", err, out)
+	}
+	op := o.Operator
+	op.Namespace, op.OSDImage, op.PriorityClass, op.ServiceAccount, op.AgentPort = Namespace, "flint-osd:local", "flint-osd", "flint-osd", osd.GRPCPort
+	mgr, err := controllers.NewManager(cfg, op, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return c, err
+	}
+	go func() {
+		defer close(c.stopped)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "localcluster: operator: %v\n", err)
+		}
+	}()
+	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools}
+	go c.Nodes.Run(ctx, 200*time.Millisecond)
+	return c, nil
+}
+
+func (c *Cluster) addNode(ctx context.Context, n Node) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
+		corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone,
+	}}}
+	if err := c.Client.Create(ctx, node); err != nil {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}
+	node.Status.Capacity = node.Status.Allocatable
+	return c.Client.Status().Update(ctx, node)
+}
+
+// Kubeconfig writes an admin kubeconfig into dir and returns its path.
+func (c *Cluster) Kubeconfig(dir string) (string, error) {
+	user, err := c.Env.AddUser(envtest.User{Name: "flint-dev", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("create an admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("render the kubeconfig: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+// Stop stops the operator, the OSD pods and the control plane, in that
+// order: open watches would hold the apiserver's shutdown.
+func (c *Cluster) Stop() error {
+	c.stop()
+	if c.Nodes != nil {
+		<-c.stopped
+		c.Nodes.StopAll()
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+	return c.Env.Stop()
+}
