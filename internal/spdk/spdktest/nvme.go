@@ -64,7 +64,12 @@ func (st *state) ctrlr(name string) *ctrlr {
 // reached: a running Target listening on the address with that subsystem
 // listening there too, and the host allowed.
 func (f *Fabric) remote(trid listenAddr, subnqn, host string) (*Target, *subsystem) {
-	for _, t := range f.running() {
+	return remoteIn(f.running(), trid, subnqn, host)
+}
+
+// remoteIn finds, among targets, the subsystem a host reaches at trid.
+func remoteIn(targets []*Target, trid listenAddr, subnqn, host string) (*Target, *subsystem) {
+	for _, t := range targets {
 		s := t.st.subsystem(subnqn)
 		if s != nil && s.listensOn(trid) && s.allows(host) {
 			return t, s
@@ -198,11 +203,11 @@ func (f *Fabric) pcieInUse(traddr string) bool {
 // defaults, or retries and is deleted with its bdevs once
 // ctrlr_loss_timeout_sec has passed. A retrying controller reconnects when
 // the subsystem is reachable again.
-func (t *Target) refreshCtrlr(c *ctrlr, now time.Time) {
+func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, byNQN map[string][]*Target) {
 	if c.pcie {
 		return
 	}
-	remote, s := t.fabric.remote(c.trid, c.subnqn, c.hostnqn)
+	remote, s := remoteIn(byNQN[c.subnqn], c.trid, c.subnqn, c.hostnqn)
 	switch c.state {
 	case ctrlrEnabled:
 		if s == nil {

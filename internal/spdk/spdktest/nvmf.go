@@ -80,14 +80,7 @@ func (s *subsystem) removeNamespaceOf(b *bdev) {
 	s.namespaces = slices.DeleteFunc(s.namespaces, func(ns *namespace) bool { return ns.b == b })
 }
 
-func (st *state) subsystem(nqn string) *subsystem {
-	for _, s := range st.subsystems {
-		if s.nqn == nqn {
-			return s
-		}
-	}
-	return nil
-}
+func (st *state) subsystem(nqn string) *subsystem { return st.subsystemByNQN[nqn] }
 
 func (st *state) transport(trtype string) *transport {
 	for _, tr := range st.transports {
@@ -208,10 +201,12 @@ func nvmfCreateSubsystem(t *Target, p json.RawMessage) (any, error) {
 	if req.MaxNamespaces == 0 {
 		req.MaxNamespaces = 32
 	}
-	t.st.subsystems = append(t.st.subsystems, &subsystem{
+	s := &subsystem{
 		nqn: req.NQN, serial: req.SerialNumber, model: req.ModelNumber,
 		allowAnyHost: req.AllowAnyHost, ana: req.AnaReporting, maxNS: req.MaxNamespaces,
-	})
+	}
+	t.st.subsystems = append(t.st.subsystems, s)
+	t.st.subsystemByNQN[s.nqn] = s
 	return true, nil
 }
 
@@ -247,6 +242,7 @@ func nvmfDeleteSubsystem(t *Target, p json.RawMessage) (any, error) {
 		ns.b.release()
 	}
 	t.st.subsystems = slices.DeleteFunc(t.st.subsystems, func(x *subsystem) bool { return x == s })
+	delete(t.st.subsystemByNQN, s.nqn)
 	return true, nil
 }
 

@@ -96,15 +96,18 @@ type state struct {
 	lvstores   []*lvstore // loaded, in load order
 	transports []*transport
 	subsystems []*subsystem
-	ctrlrs     []*ctrlr
-	raids      []*raid
-	logLevel   string
-	printLevel string
-	cntlid     map[string]int // next controller id per subsystem NQN
+	// subsystemByNQN indexes subsystems: every RPC refreshes every
+	// controller of the fabric, which looks its subsystem up.
+	subsystemByNQN map[string]*subsystem
+	ctrlrs         []*ctrlr
+	raids          []*raid
+	logLevel       string
+	printLevel     string
+	cntlid         map[string]int // next controller id per subsystem NQN
 }
 
 func newState() *state {
-	return &state{logLevel: "NOTICE", printLevel: "INFO", cntlid: map[string]int{}}
+	return &state{logLevel: "NOTICE", printLevel: "INFO", cntlid: map[string]int{}, subsystemByNQN: map[string]*subsystem{}}
 }
 
 func (st *state) bdev(name string) *bdev {
@@ -183,9 +186,17 @@ func (b *bdev) release() {
 // and regained controllers, expired loss timeouts, rebuild progress.
 func (f *Fabric) refresh() {
 	now := f.now()
-	for _, t := range f.running() {
+	running := f.running()
+	// Which targets have each subsystem: every controller looks its own up.
+	byNQN := map[string][]*Target{}
+	for _, t := range running {
+		for _, s := range t.st.subsystems {
+			byNQN[s.nqn] = append(byNQN[s.nqn], t)
+		}
+	}
+	for _, t := range running {
 		for _, c := range append([]*ctrlr(nil), t.st.ctrlrs...) {
-			t.refreshCtrlr(c, now)
+			t.refreshCtrlr(c, now, byNQN)
 		}
 		for _, r := range t.st.raids {
 			r.advanceRebuild(now, f.rebuildRate)
