@@ -32,6 +32,14 @@ import (
 // NewManager is the operator's manager on cfg with its controllers; mo
 // brings the serving and leader election choices.
 func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.APIQPS, o.APIBurst
+	if cfg.QPS == 0 {
+		cfg.QPS = 50
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 100
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err

@@ -58,6 +58,10 @@ type Options struct {
 	ReplicaGrace, TargetGrace time.Duration
 	// VolumeWorkers is how many Volumes reconcile at once.
 	VolumeWorkers int
+	// APIQPS and APIBurst limit the operator's requests to the apiserver;
+	// zero keeps 50 and 100. A Volume costs about five writes to create.
+	APIQPS   float32
+	APIBurst int
 }
 
 // osdPriority ranks OSD pods above ordinary workloads: evicting one costs

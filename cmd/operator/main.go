@@ -48,6 +48,8 @@ func main() {
 	fs.DurationVar(&o.ReplicaGrace, "replica-grace", 5*time.Minute, "how long a lost replica may come back (and rebuild in place) before a replacement is placed on another OSD")
 	fs.DurationVar(&o.TargetGrace, "target-grace", 15*time.Second, "how long a volume target's OSD may stop serving before the target moves to another replica's OSD")
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 8, "how many Volumes reconcile at once")
+	qps := fs.Float64("kube-api-qps", 50, "requests per second to the apiserver (a Volume costs about five writes to create)")
+	fs.IntVar(&o.APIBurst, "kube-api-burst", 100, "requests above kube-api-qps allowed in a burst")
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "where /metrics is served")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
 	leaderElect := fs.Bool("leader-elect", true, "elect one active operator among replicas")
@@ -58,6 +60,7 @@ func main() {
 		Flags:       fs,
 	}
 	cmd.Main(func() error {
+		o.APIQPS = float32(*qps)
 		ctrl.SetLogger(zap.New())
 		cfg, err := ctrl.GetConfig()
 		if err != nil {
