@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -312,6 +313,9 @@ func (t *Target) Handle(_ context.Context, method string, params json.RawMessage
 		params = nil
 	}
 	res, err := h(t, params)
+	if !strings.Contains(method, "get") {
+		t.st.gen++
+	}
 	// Connections follow the change at once (a host removed, a listener
 	// gone), as they do when SPDK drops them.
 	f.refresh()

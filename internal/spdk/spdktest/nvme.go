@@ -49,6 +49,20 @@ type ctrlr struct {
 	lostAt        time.Time
 	serial, model string
 	bdevs         []*bdev
+	// synced is the remote state an enabled controller last followed.
+	synced *syncMark
+}
+
+// syncMark is a Target's state at a generation: while the Target runs with
+// that state unchanged, nothing a controller of it follows has changed.
+type syncMark struct {
+	target *Target
+	st     *state
+	gen    uint64
+}
+
+func (m *syncMark) current() bool {
+	return m != nil && m.target.running && m.target.st == m.st && m.st.gen == m.gen
 }
 
 func (st *state) ctrlr(name string) *ctrlr {
@@ -203,11 +217,15 @@ func (f *Fabric) pcieInUse(traddr string) bool {
 // defaults, or retries and is deleted with its bdevs once
 // ctrlr_loss_timeout_sec has passed. A retrying controller reconnects when
 // the subsystem is reachable again.
-func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, byNQN map[string][]*Target) {
+func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, targetsWith func(nqn string) []*Target) {
 	if c.pcie {
 		return
 	}
-	remote, s := remoteIn(byNQN[c.subnqn], c.trid, c.subnqn, c.hostnqn)
+	if c.state == ctrlrEnabled && c.synced.current() {
+		return
+	}
+	remote, s := remoteIn(targetsWith(c.subnqn), c.trid, c.subnqn, c.hostnqn)
+	c.synced = nil
 	switch c.state {
 	case ctrlrEnabled:
 		if s == nil {
@@ -219,10 +237,12 @@ func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, byNQN map[string][]*Targe
 			return
 		}
 		t.syncNamespaces(c, s)
+		c.synced = &syncMark{target: remote, st: remote.st, gen: remote.st.gen}
 	case ctrlrReconnectIsDelayed:
 		if s != nil {
 			c.state, c.cntlid = ctrlrEnabled, remote.st.nextCntlid(s.nqn)
 			t.syncNamespaces(c, s)
+			c.synced = &syncMark{target: remote, st: remote.st, gen: remote.st.gen}
 			return
 		}
 		if c.lossTimeout > 0 && since(c.lostAt, now) >= time.Duration(c.lossTimeout)*time.Second {

@@ -156,6 +156,7 @@ func (t *Target) resize(b *bdev, numBlocks uint64) {
 		return
 	}
 	b.numBlocks = numBlocks
+	t.st.gen++ // a namespace over b, or over a raid of it, changed size
 	for _, r := range t.st.raids {
 		if r.bdev == nil || r.slotOf(b) < 0 {
 			continue

@@ -100,10 +100,13 @@ type state struct {
 	// controller of the fabric, which looks its subsystem up.
 	subsystemByNQN map[string]*subsystem
 	ctrlrs         []*ctrlr
-	raids          []*raid
-	logLevel       string
-	printLevel     string
-	cntlid         map[string]int // next controller id per subsystem NQN
+	// gen counts changes: controllers of other Targets re-read this
+	// Target's subsystems only when it moved.
+	gen        uint64
+	raids      []*raid
+	logLevel   string
+	printLevel string
+	cntlid     map[string]int // next controller id per subsystem NQN
 }
 
 func newState() *state {
@@ -187,16 +190,23 @@ func (b *bdev) release() {
 func (f *Fabric) refresh() {
 	now := f.now()
 	running := f.running()
-	// Which targets have each subsystem: every controller looks its own up.
-	byNQN := map[string][]*Target{}
-	for _, t := range running {
-		for _, s := range t.st.subsystems {
-			byNQN[s.nqn] = append(byNQN[s.nqn], t)
+	// Which targets have each subsystem, built when a controller first
+	// needs to look its own up.
+	var byNQN map[string][]*Target
+	lookup := func(nqn string) []*Target {
+		if byNQN == nil {
+			byNQN = map[string][]*Target{}
+			for _, t := range running {
+				for _, s := range t.st.subsystems {
+					byNQN[s.nqn] = append(byNQN[s.nqn], t)
+				}
+			}
 		}
+		return byNQN[nqn]
 	}
 	for _, t := range running {
 		for _, c := range append([]*ctrlr(nil), t.st.ctrlrs...) {
-			t.refreshCtrlr(c, now, byNQN)
+			t.refreshCtrlr(c, now, lookup)
 		}
 		for _, r := range t.st.raids {
 			r.advanceRebuild(now, f.rebuildRate)
