@@ -37,7 +37,9 @@ import (
 // live read never takes a fresh replica for an orphan.
 func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent agentv1.OSDAgentClient, inv *agentv1.OSDStatus) error {
 	for _, t := range inv.GetTargets() {
-		if r.holds(ctx, t.GetVolume(), func(v *flintv1.Volume) bool { return v.Status.Target != nil && v.Status.Target.OSD == osd.Name }) {
+		// A stray target goes even while its Volume is deleted: it would hold
+		// the replica the Volume's finalizer deletes.
+		if r.holds(ctx, t.GetVolume(), false, func(v *flintv1.Volume) bool { return v.Status.Target != nil && v.Status.Target.OSD == osd.Name }) {
 			continue
 		}
 		members, err := r.allOSDUIDs(ctx)
@@ -50,7 +52,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of volume %s: its target is on another OSD now, or it is gone", t.GetVolume())
 	}
 	for _, rep := range inv.GetReplicas() {
-		if r.holds(ctx, rep.GetVolume(), func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {
+		if r.holds(ctx, rep.GetVolume(), true, func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {
 			continue
 		}
 		if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{Volume: rep.GetVolume()}); err != nil {
@@ -61,12 +63,13 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 	return nil
 }
 
-// holds reports whether Volume name still wants what keep looks for; a
-// Volume being deleted keeps everything until its own finalizer is done,
-// and any doubt (a failed read) keeps it too.
-func (r *Reconciler) holds(ctx context.Context, name string, keep func(*flintv1.Volume) bool) bool {
+// holds reports whether Volume name still wants what keep looks for; with
+// whileDeleted, a Volume being deleted keeps it until its own finalizer is
+// done. Any doubt (a failed read) keeps it too.
+func (r *Reconciler) holds(ctx context.Context, name string, whileDeleted bool, keep func(*flintv1.Volume) bool) bool {
+	wants := func(v *flintv1.Volume) bool { return keep(v) || whileDeleted && !v.DeletionTimestamp.IsZero() }
 	var v flintv1.Volume
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, &v); err == nil && (keep(&v) || !v.DeletionTimestamp.IsZero()) {
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, &v); err == nil && wants(&v) {
 		return true
 	}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, &v)
@@ -76,7 +79,7 @@ func (r *Reconciler) holds(ctx context.Context, name string, keep func(*flintv1.
 	case err != nil:
 		return true
 	}
-	return keep(&v) || !v.DeletionTimestamp.IsZero()
+	return wants(&v)
 }
 
 func placedOn(v *flintv1.Volume, osd string) bool {

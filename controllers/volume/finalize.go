@@ -97,6 +97,11 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
+			// A target left behind when the target moved would hold the
+			// replica; deleting a missing one is a no-op.
+			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: uids}); err != nil {
+				return ctrl.Result{}, fmt.Errorf("delete a stray target on OSD %s: %w", rep.OSD, err)
+			}
 			if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{Volume: vol.Name}); err != nil {
 				return ctrl.Result{}, fmt.Errorf("delete the replica on OSD %s: %w", rep.OSD, err)
 			}
