@@ -424,6 +424,8 @@ func raid1CreatedDegraded(t *testing.T, l *spdklab.Lab) {
 	_, err := c.BdevNullCreate(ctx(t), types.BdevNullCreateRequest{Name: "placeholder", NumBlocks: blocks, BlockSize: 4096})
 	wantErr(t, err, jsonrpc.ErrExists, 0)
 
+	// raid1 needs two base bdevs at least.
+	wantErr(t, c.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a"}}), jsonrpc.ErrInvalid, -22)
 	ok(t, c.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a", "placeholder"}}))
 	ok(t, c.BdevRaidRemoveBaseBdev(ctx(t), "placeholder"))
 	ok(t, c.BdevNullDelete(ctx(t), "placeholder"))

@@ -106,6 +106,10 @@ func bdevRaidCreate(t *Target, p json.RawMessage) (any, error) {
 	if t.st.raid(req.Name) != nil || t.st.bdev(req.Name) != nil {
 		return nil, fail(-17, "File exists")
 	}
+	// SPDK's raid1 module needs at least two base bdevs.
+	if len(req.BaseBdevs) < 2 {
+		return nil, fail(-22, "Invalid argument")
+	}
 	for _, name := range req.BaseBdevs {
 		if b := t.st.bdev(name); b != nil && b.claimType != "" {
 			return nil, fail(-1, "Operation not permitted")
