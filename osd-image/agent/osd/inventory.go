@@ -94,6 +94,17 @@ func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
 		}
 		inv.Targets = append(inv.Targets, t)
 	}
+	// A one-replica volume is served from its lvol, without a raid.
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+	if err != nil {
+		return Inventory{}, fmt.Errorf("list subsystems: %w", err)
+	}
+	for _, sub := range subs {
+		volume, ok := strings.CutPrefix(sub.NQN, VolumeNQN(""))
+		if ok && len(sub.Namespaces) == 1 && sub.Namespaces[0].BdevName != raidName(volume) {
+			inv.Targets = append(inv.Targets, TargetSummary{Volume: volume, State: types.RaidStateOnline, Members: 1, Online: 1, RebuildPercent: -1})
+		}
+	}
 	slices.SortFunc(inv.Replicas, func(a, b Replica) int { return strings.Compare(a.Volume, b.Volume) })
 	slices.SortFunc(inv.Snapshots, func(a, b Snapshot) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(inv.Targets, func(a, b TargetSummary) int { return strings.Compare(a.Volume, b.Volume) })

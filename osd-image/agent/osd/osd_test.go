@@ -282,7 +282,10 @@ func TestDeleteReplicaRefusesARaidMember(t *testing.T) {
 	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: raidName("pvc-1"), RaidLevel: "raid1", BaseBdevs: []string{LvstoreName(osdUID) + "/pvc-1"}}); err != nil {
+	if _, err := r.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: "other", NumBlocks: 16384, BlockSize: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: raidName("pvc-1"), RaidLevel: "raid1", BaseBdevs: []string{LvstoreName(osdUID) + "/pvc-1", "other"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrInUse) {

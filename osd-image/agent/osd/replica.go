@@ -148,6 +148,9 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 		return err
 	}
 	if b.Claimed {
+		if subs, err := o.spdk.NvmfGetSubsystems(ctx, VolumeNQN(volume)); err == nil && len(subs[0].Namespaces) > 0 && subs[0].Namespaces[0].BdevName == b.Name {
+			return fmt.Errorf("%w: replica %s is exported as its volume's target; delete the target first", ErrInUse, volume)
+		}
 		raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
 		if err != nil {
 			return fmt.Errorf("list raids: %w", err)

@@ -111,6 +111,9 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err := o.UnexportReplica(ctx, spec.Volume); err != nil {
 		return TargetStatus{}, err
 	}
+	if len(spec.Members) == 1 {
+		return o.ensureSingleTarget(ctx, spec, local, localBdev)
+	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
 	for _, m := range spec.Members {
 		if m.OSD == o.cfg.UID {
@@ -143,6 +146,22 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 		return TargetStatus{}, err
 	}
 	return o.targetStatus(ctx, spec, bdevs)
+}
+
+// ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two
+// members, and one copy needs no mirror, so the lvol itself is exported.
+func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Replica, b types.Bdev) (TargetStatus, error) {
+	nqn := VolumeNQN(spec.Volume)
+	if err := o.ensureSubsystem(ctx, nqn, VolumeSerial(spec.Volume), "Flint volume", b.Name); err != nil {
+		return TargetStatus{}, err
+	}
+	if err := o.setHosts(ctx, nqn, spec.Hosts); err != nil {
+		return TargetStatus{}, err
+	}
+	return TargetStatus{
+		Export: o.export(nqn), SizeBytes: local.SizeBytes,
+		Members: []MemberStatus{{OSD: o.cfg.UID, State: MemberOnline}},
+	}, nil
 }
 
 func (o *OSD) checkTargetSpec(spec TargetSpec) error {

@@ -424,3 +424,28 @@ func TestResumeRefusesALostRaid(t *testing.T) {
 	m1.InSync = false
 	wantStates(t, c.ensure(m0, m1), MemberOnline, MemberRebuilding)
 }
+
+// A volume of one replica is its lvol, exported as the volume: SPDK's
+// raid1 needs two members.
+func TestOneReplicaVolumeExportsItsLvol(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 1)
+	if _, err := c.osds[0].CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	st := c.ensure(c.exportReplica(0, true))
+	wantStates(t, st, MemberOnline)
+	if st.SizeBytes != 64<<20 || st.Export.NQN != VolumeNQN("pvc-1") {
+		t.Fatalf("target = %+v", st)
+	}
+	subs, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
+	if err != nil || len(subs[0].Namespaces) != 1 || fmt.Sprint(subs[0].HostNQNs()) != fmt.Sprint([]string{publishedHost}) {
+		t.Fatalf("volume subsystem = %+v, %v", subs, err)
+	}
+	if err := c.osds[0].DeleteTarget(ctx, "pvc-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); err != nil {
+		t.Fatal(err)
+	}
+}
