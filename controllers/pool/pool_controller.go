@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,15 +30,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/metrics"
 )
+
+// volumeSettle is how long Volume changes collect before their Pool's
+// counts are recomputed.
+const volumeSettle = time.Second
 
 // Finalizer keeps a Pool while Volumes use it: their replicas live on its
 // OSDs and the Volume controller reads its settings.
@@ -260,13 +267,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	volumePool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		v, ok := o.(*flintv1.Volume)
-		if !ok {
-			return nil
+	// Volume changes collect for volumeSettle before their Pool is counted
+	// again: a burst of provisioning costs a reconcile, not one per change.
+	poolOf := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if v, ok := o.(*flintv1.Volume); ok {
+			q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: v.Spec.Pool}}, volumeSettle)
 		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v.Spec.Pool}}}
-	})
+	}
+	volumePool := handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			poolOf(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			poolOf(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			poolOf(e.Object, q)
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pool").
 		For(&flintv1.Pool{}).
