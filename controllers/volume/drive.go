@@ -49,6 +49,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	targetHost := agentosd.HostNQN(string(t.UID))
 	var members []*agentv1.Member
 	var failures []string
+	present := map[string]bool{} // replicas an agent confirmed in this pass
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		o := w.osds[rep.OSD]
@@ -60,6 +61,8 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 			exp, err := r.ensureReplica(ctx, vol, rep, o, t, targetHost)
 			if err != nil {
 				failures = append(failures, err.Error())
+			} else {
+				present[rep.OSD] = true
 			}
 			m.Export = exp
 		}
@@ -86,12 +89,12 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	if status.Code(err) == codes.Aborted {
 		// SPDK on the target restarted: its raid is gone and the replicas
 		// may differ in the writes that were in flight.
-		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name)
+		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name, present)
 		if rerr != nil {
 			return nil, &problem{"TargetError", fmt.Sprintf("record the replica the lost target is re-assembled from: %v", rerr)}
 		}
 		if !ok {
-			return nil, &problem{"NoInSyncReplica", "the target's raid was lost and no replica is known to be in sync: the Volume's data needs a person (see docs/volumes.md)"}
+			return nil, &problem{"TargetLost", "SPDK on the target's OSD lost the raid, and no in-sync replica was confirmed on its OSD yet; the target is re-assembled once one is"}
 		}
 		for _, m := range req.Members {
 			m.InSync = false
@@ -144,14 +147,16 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 	return exp, nil
 }
 
-// reassembleFromOneSource keeps one in-sync replica, the target's own when
-// it is, and marks the others Stale, and records that before the target
-// is assembled again; false when no replica is in sync.
-func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.Volume, target string) (bool, error) {
+// reassembleFromOneSource keeps one in-sync replica that its agent just
+// confirmed (present), the target's own when it is, marks the others
+// Stale, and records that before the target is assembled again; false
+// when no such replica is known. An in-sync replica whose OSD restarted
+// may be gone with its device, so the status alone does not choose.
+func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.Volume, target string, present map[string]bool) (bool, error) {
 	before := vol.DeepCopy()
 	source := ""
 	for _, rep := range vol.Status.Replicas {
-		if rep.State == flintv1.ReplicaStateOnline && (source == "" || rep.OSD == target) {
+		if rep.State == flintv1.ReplicaStateOnline && present[rep.OSD] && (source == "" || rep.OSD == target) {
 			source = rep.OSD
 		}
 	}
