@@ -239,14 +239,14 @@ func churn(n int) {
 	Eventually(func(g Gomega) {
 		var l flintv1.VolumeList
 		g.Expect(k8sClient.List(ctx, &l)).To(Succeed())
-		ready := 0
+		var waiting []string
 		for _, v := range l.Items {
-			if v.Status.Phase == flintv1.VolumePhaseReady {
-				ready++
+			if v.Status.Phase != flintv1.VolumePhaseReady {
+				waiting = append(waiting, fmt.Sprintf("%s %s: %s", v.Name, v.Status.Phase, readyOf(&v).Message))
 			}
 		}
-		g.Expect(ready).To(Equal(n))
-	}, "180s", "1s").Should(Succeed())
+		g.Expect(waiting).To(BeEmpty())
+	}, "300s", "1s").Should(Succeed())
 	for i, name := range names {
 		Expect(k8sClient.Delete(ctx, &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 		if i%25 == 24 {
@@ -257,7 +257,7 @@ func churn(n int) {
 		var l flintv1.VolumeList
 		g.Expect(k8sClient.List(ctx, &l)).To(Succeed())
 		g.Expect(l.Items).To(BeEmpty())
-	}, "180s", "1s").Should(Succeed())
+	}, "300s", "1s").Should(Succeed())
 	Eventually(func(g Gomega) {
 		for _, o := range osds {
 			g.Expect(lvolsOn(o.Name)).To(BeEmpty(), "OSD %s", o.Name)
