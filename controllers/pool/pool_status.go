@@ -148,7 +148,11 @@ func (r *Reconciler) setDegraded(pool *flintv1.Pool, draining []string) {
 		problems = append(problems, "left the Pool's devices and drain before deletion: "+strings.Join(draining, ", "))
 	}
 	if len(problems) == 0 {
-		meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: "AllOSDsReady", ObservedGeneration: pool.Generation})
+		reason := "AllOSDsReady"
+		if c.Total == 0 {
+			reason = "NoOSDs" // nothing to be degraded; Ready says why there are none
+		}
+		meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: pool.Generation})
 		return
 	}
 	reason := "OSDsNotReady"

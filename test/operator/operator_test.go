@@ -142,6 +142,9 @@ var _ = Describe("Preflight", func() {
 				ready := condition(flintv1.ReadyCondition)(got)
 				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(ready.Reason).To(Equal(reason))
+				if got.Status.OSDs.Total == 0 {
+					g.Expect(condition(flintv1.DegradedCondition)(got).Reason).To(Equal("NoOSDs"))
+				}
 			}).Should(Succeed())
 			Eventually(eventsFor(name)).Should(ContainElement(reason))
 			Expect(gatherMetric(`flint_pool_preflight_failures`, `pool="`+name+`"`, `reason="`+reason+`"`)).To(Equal("1"))
