@@ -80,14 +80,21 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 		}
 		return r.Agents.For(ctx, o)
 	}
+	// Targets first, the Volume's own before any a target move left behind
+	// (which would hold its replica), then the replicas. Deleting a target
+	// that is not there is a no-op.
+	withTarget := volumeOSDs(vol)
 	if t := vol.Status.Target; t != nil {
-		agent, err := agentOf(t.OSD)
+		withTarget = append([]string{t.OSD}, slices.DeleteFunc(withTarget, func(n string) bool { return n == t.OSD })...)
+	}
+	for _, name := range withTarget {
+		agent, err := agentOf(name)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
 			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: uids}); err != nil {
-				return ctrl.Result{}, fmt.Errorf("delete the target on OSD %s: %w", t.OSD, err)
+				return ctrl.Result{}, fmt.Errorf("delete the target on OSD %s: %w", name, err)
 			}
 		}
 	}
@@ -97,11 +104,6 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
-			// A target left behind when the target moved would hold the
-			// replica; deleting a missing one is a no-op.
-			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: uids}); err != nil {
-				return ctrl.Result{}, fmt.Errorf("delete a stray target on OSD %s: %w", rep.OSD, err)
-			}
 			if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{Volume: vol.Name}); err != nil {
 				return ctrl.Result{}, fmt.Errorf("delete the replica on OSD %s: %w", rep.OSD, err)
 			}
