@@ -48,6 +48,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	}
 	targetHost := agentosd.HostNQN(string(t.UID))
 	var members []*agentv1.Member
+	var memberReplica []int // the index in the status of each member's replica
 	var failures []string
 	present := map[string]bool{} // replicas an agent confirmed in this pass
 	for i := range vol.Status.Replicas {
@@ -76,6 +77,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		m.InSync = inSync(rep.State)
 		members = append(members, m)
+		memberReplica = append(memberReplica, i)
 	}
 	if len(failures) > 0 {
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaError", "EnsureReplica", "%s", strings.Join(failures, "; "))
@@ -96,13 +98,8 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		if !ok {
 			return nil, &problem{"TargetLost", "SPDK on the target's OSD lost the raid, and no in-sync replica was confirmed on its OSD yet; the target is re-assembled once one is"}
 		}
-		for _, m := range req.Members {
-			m.InSync = false
-			for _, rep := range vol.Status.Replicas {
-				if o := w.osds[rep.OSD]; o != nil && string(o.UID) == m.Osd {
-					m.InSync = inSync(rep.State)
-				}
-			}
+		for j, m := range req.Members {
+			m.InSync = inSync(vol.Status.Replicas[memberReplica[j]].State)
 		}
 		req.Resume = false
 		ts, err = agent.EnsureTarget(ctx, req)
