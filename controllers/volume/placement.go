@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,20 +49,21 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		r.setPending(vol, "NoPlacement", p.shortfall(w.pool.Name, n, size, nil))
 		return false, nil
 	}
-	now := metav1.NewTime(r.now())
+	now := r.now()
 	for _, name := range chosen {
-		vol.Status.Replicas = append(vol.Status.Replicas, flintv1.ReplicaStatus{
-			OSD: name, Lvol: agentosd.LvstoreName(string(w.osds[name].UID)) + "/" + vol.Name, State: flintv1.ReplicaStateCreating, LastTransitionTime: &now,
-		})
+		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], flintv1.ReplicaStateCreating, now))
 	}
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentosd.VolumeNQN(vol.Name)}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
-	if r.placed == nil {
-		r.placed = map[string][]string{}
-	}
-	r.placed[vol.Name] = chosen
+	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
 	return true, nil
+}
+
+// newReplica is vol's replica on o, in state since now.
+func newReplica(vol *flintv1.Volume, o *flintv1.OSD, state flintv1.ReplicaState, now time.Time) flintv1.ReplicaStatus {
+	t := metav1.NewTime(now)
+	return flintv1.ReplicaStatus{OSD: o.Name, Lvol: agentosd.LvstoreName(string(o.UID)) + "/" + vol.Name, State: state, LastTransitionTime: &t}
 }
 
 // fillCommitted sums, per OSD, the sizes of the Pool's Volumes with a

@@ -27,7 +27,6 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
 )
 
 // usable reports whether o can hold a target or a new replica: it serves
@@ -197,19 +196,9 @@ func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world,
 	if len(chosen) == 0 {
 		return fmt.Sprintf("the replica on OSD %s must be replaced (%s), but no OSD can take it: %s", old.OSD, why, p.shortfall(w.pool.Name, 1, size, taken)), nil
 	}
-	now := metav1.NewTime(r.now())
 	next := chosen[0]
-	vol.Status.Replicas[i] = flintv1.ReplicaStatus{
-		OSD: next, Lvol: agentosd.LvstoreName(string(w.osds[next].UID)) + "/" + vol.Name, State: flintv1.ReplicaStateStale, LastTransitionTime: &now,
-	}
-	osds := make([]string, 0, len(vol.Status.Replicas))
-	for _, rep := range vol.Status.Replicas {
-		osds = append(osds, rep.OSD)
-	}
-	if r.placed == nil {
-		r.placed = map[string][]string{}
-	}
-	r.placed[vol.Name] = osds
+	vol.Status.Replicas[i] = newReplica(vol, w.osds[next], flintv1.ReplicaStateStale, r.now())
+	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaReplaced", "ReplaceReplica", "the replica on OSD %s is replaced by one on OSD %s: %s", old.OSD, next, why)
 	return "", nil
 }

@@ -205,10 +205,15 @@ func (r *Reconciler) recordIntent(ctx context.Context, before, vol *flintv1.Volu
 func (r *Reconciler) remember(vol *flintv1.Volume) {
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
+	r.notePlaced(vol)
+}
+
+// notePlaced records vol's replica OSDs; callers hold placeMu.
+func (r *Reconciler) notePlaced(vol *flintv1.Volume) {
 	if r.placed == nil {
 		r.placed = map[string][]string{}
 	}
-	var osds []string
+	osds := make([]string, 0, len(vol.Status.Replicas))
 	for _, rep := range vol.Status.Replicas {
 		osds = append(osds, rep.OSD)
 	}
