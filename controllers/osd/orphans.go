@@ -36,15 +36,18 @@ import (
 // cache: a Volume records a placement before the replica is made, so a
 // live read never takes a fresh replica for an orphan.
 func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent agentv1.OSDAgentClient, inv *agentv1.OSDStatus) error {
+	var members []string // every OSD's uid, listed at the first orphan target
 	for _, t := range inv.GetTargets() {
 		// A stray target goes even while its Volume is deleted: it would hold
 		// the replica the Volume's finalizer deletes.
 		if r.holds(ctx, t.GetVolume(), false, func(v *flintv1.Volume) bool { return v.Status.Target != nil && v.Status.Target.OSD == osd.Name }) {
 			continue
 		}
-		members, err := r.allOSDUIDs(ctx)
-		if err != nil {
-			return err
+		if members == nil {
+			var err error
+			if members, err = r.allOSDUIDs(ctx); err != nil {
+				return err
+			}
 		}
 		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: t.GetVolume(), MemberOsds: members}); err != nil {
 			return fmt.Errorf("delete the orphan target of %s: %w", t.GetVolume(), err)
