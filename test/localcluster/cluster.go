@@ -150,19 +150,25 @@ func (c *Cluster) addNode(ctx context.Context, n Node) error {
 
 // Kubeconfig writes an admin kubeconfig into dir and returns its path.
 func (c *Cluster) Kubeconfig(dir string) (string, error) {
-	user, err := c.Env.AddUser(envtest.User{Name: "flint-dev", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("create an admin user: %w", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", fmt.Errorf("render the kubeconfig: %w", err)
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "kubeconfig")
-	return path, os.WriteFile(path, data, 0o600)
+	return path, WriteAdminKubeconfig(c.Env, "flint-dev", path)
+}
+
+// WriteAdminKubeconfig writes to path a kubeconfig of env for a new user
+// in system:masters.
+func WriteAdminKubeconfig(env *envtest.Environment, name, path string) error {
+	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("create the user %s: %w", name, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("render the kubeconfig of %s: %w", name, err)
+	}
+	return os.WriteFile(path, data, 0o600)
 }
 
 // Stop stops the operator, the OSD pods and the control plane, in that

@@ -31,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/flint-io/flint/test/localcluster"
 )
 
 // The suite installs what config/default installs, so a Role or binding
@@ -71,12 +73,8 @@ func asOperator(cfg *rest.Config) *rest.Config {
 func startGarbageCollector(ctx context.Context, env *envtest.Environment, dir string) {
 	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
 	Expect(bin).To(BeAnExistingFile(), "kube-controller-manager is built by hack/envtest-assets.sh; run 'make test-envtest'")
-	user, err := env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, nil)
-	Expect(err).NotTo(HaveOccurred())
-	kubeconfig, err := user.KubeConfig()
-	Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(dir, "kcm.kubeconfig")
-	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	Expect(localcluster.WriteAdminKubeconfig(env, "kube-controller-manager", path)).To(Succeed())
 	kcm := exec.CommandContext(ctx, bin, "--kubeconfig="+path, "--controllers=garbagecollector",
 		"--leader-elect=false", "--secure-port=0", "--v=1")
 	kcm.Stdout, kcm.Stderr = GinkgoWriter, GinkgoWriter
