@@ -18,18 +18,149 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
 
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	mount "k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/csi"
+	"github.com/flint-io/flint/csi/nvmeof"
 	"github.com/flint-io/flint/internal/cli"
 )
 
+type options struct {
+	endpoint         string
+	controller, node bool
+	nodeName         string
+	hostNQNFile      string
+	stateDir         string
+	followPaths      bool
+	fabrics          nvmeof.Options
+}
+
 func main() {
+	fs := flag.NewFlagSet("csi-driver", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.endpoint, "endpoint", "unix:///csi/csi.sock", "where the CSI services are served (unix:// or tcp://)")
+	fs.BoolVar(&o.controller, "controller", false, "serve the controller service (the Deployment beside csi-provisioner, -attacher and -resizer)")
+	fs.BoolVar(&o.node, "node", false, "serve the node service (the DaemonSet beside node-driver-registrar)")
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default: $NODE_NAME)")
+	fs.StringVar(&o.hostNQNFile, "hostnqn-file", "/etc/nvme/hostnqn", "the node's NVMe host NQN; created (UUID-based) when missing")
+	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/kubelet/plugins/csi.flint.io/volumes", "where the node service keeps what it staged")
+	fs.BoolVar(&o.followPaths, "follow-paths", true, "watch the Volumes staged here and connect a moved target's new path (needs the Kubernetes API)")
+	fs.DurationVar(&o.fabrics.CtrlLossTimeout, "ctrl-loss-tmo", 10*time.Minute, "how long the kernel reconnects a lost path before it gives the path up; I/O waits meanwhile (negative: forever)")
+	fs.DurationVar(&o.fabrics.ReconnectDelay, "reconnect-delay", 2*time.Second, "the wait between reconnect attempts")
+	fs.DurationVar(&o.fabrics.FastIOFailTimeout, "fast-io-fail-tmo", 0, "fail I/O on a lost path after this long instead of waiting for a reconnect or a moved target (0: never)")
 	cmd := &cli.Command{
 		Name:        "csi-driver",
 		Summary:     "the csi.flint.io CSI driver (controller and node services)",
-		Description: "Runs as the CSI controller Deployment (beside the provisioner, attacher, resizer and snapshotter sidecars) and as the node DaemonSet that connects volumes with the kernel NVMe-oF host.",
+		Description: "Runs as the CSI controller Deployment (--controller, beside the provisioner, attacher and resizer sidecars) and as the node DaemonSet (--node) that connects volumes with the kernel NVMe-oF host.",
+		Flags:       fs,
 	}
 	cmd.Main(func() error {
-		return errors.New("this build has no csi-driver logic yet: it arrives with issue #6")
+		if o.controller == o.node {
+			return errors.New("say which service to serve: --controller or --node")
+		}
+		ctrl.SetLogger(zap.New())
+		return run(ctrl.SetupSignalHandler(), o, ctrl.Log.WithName("csi"))
 	})
+}
+
+func run(ctx context.Context, o options, log logr.Logger) error {
+	g, ctx := errgroup.WithContext(ctx)
+	var ids = &csi.Identity{}
+	var cs *csi.Controller
+	var ns *csi.Node
+	if o.controller {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return fmt.Errorf("find the cluster (kubeconfig or in-cluster): %w", err)
+		}
+		scheme, err := flintScheme()
+		if err != nil {
+			return err
+		}
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
+		if err != nil {
+			return err
+		}
+		apiReader, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return c.Start(ctx) })
+		ids.Ready = func() bool { return c.WaitForCacheSync(ctx) }
+		cs = &csi.Controller{Client: cl, APIReader: apiReader, PollInterval: 250 * time.Millisecond, MaxWait: 2 * time.Minute}
+	}
+	if o.node {
+		if o.nodeName == "" {
+			return errors.New("--node-name (or $NODE_NAME from the downward API) is required")
+		}
+		hostNQN, err := nvmeof.HostNQN(o.hostNQNFile)
+		if err != nil {
+			return err
+		}
+		attacher := &csi.FabricAttacher{Host: &nvmeof.Host{Sysfs: "/sys", Dev: "/dev", HostNQN: hostNQN, Options: o.fabrics}, DeviceTimeout: 30 * time.Second}
+		ns = &csi.Node{
+			NodeID: hostNQN, NodeName: o.nodeName, Attacher: attacher, StateDir: o.stateDir, ResizeTimeout: 30 * time.Second,
+			Mounter: mount.NewSafeFormatAndMount(mount.New(""), utilexec.New()),
+		}
+		log.Info("node", "name", o.nodeName, "hostNQN", hostNQN)
+		if o.followPaths {
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("find the cluster to watch Volumes (or --follow-paths=false): %w", err)
+			}
+			scheme, err := flintScheme()
+			if err != nil {
+				return err
+			}
+			c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+			if err != nil {
+				return err
+			}
+			g.Go(func() error { return c.Start(ctx) })
+			f := &csi.PathFollower{Node: ns, Follower: attacher, Cache: c, Resync: 30 * time.Second, Log: log.WithName("paths")}
+			g.Go(func() error { return f.Run(ctx) })
+		}
+	}
+	lis, err := csi.Listen(o.endpoint)
+	if err != nil {
+		return err
+	}
+	srv := csi.NewServer(log, ids, cs, ns)
+	g.Go(func() error {
+		<-ctx.Done()
+		srv.GracefulStop()
+		return nil
+	})
+	g.Go(func() error { return srv.Serve(lis) })
+	log.Info("serving", "endpoint", o.endpoint, "controller", o.controller, "node", o.node)
+	return g.Wait()
+}
+
+func flintScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, flintv1.AddToScheme(scheme)
 }

@@ -1,0 +1,188 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flint-io/flint/csi/nvmeof"
+)
+
+// Target is where a volume is reached: its subsystem and the target's
+// listeners.
+type Target struct {
+	VolumeID string        `json:"volumeID"`
+	NQN      string        `json:"nqn"`
+	Paths    []nvmeof.Path `json:"paths"`
+}
+
+// Attacher connects volumes to this node: the step between a publish
+// context and a block device.
+type Attacher interface {
+	// Attach connects t and returns its block device.
+	Attach(ctx context.Context, t Target) (device string, err error)
+	// Detach disconnects t.
+	Detach(ctx context.Context, t Target) error
+	// Refresh makes the device show the volume's current size.
+	Refresh(ctx context.Context, t Target) error
+	// Health lists what is wrong with t's connection; none when nothing
+	// is.
+	Health(t Target) []*csi.VolumeHealth_VolumeHealthEntry
+}
+
+// targetFromContext reads the publish context ControllerPublishVolume
+// returned.
+func targetFromContext(volumeID string, pc map[string]string) (Target, error) {
+	t := Target{VolumeID: volumeID, NQN: pc[PublishNQN]}
+	transport := pc[PublishTransport]
+	if t.NQN == "" || transport == "" || pc[PublishPaths] == "" {
+		return t, status.Errorf(codes.InvalidArgument, "publish context lacks %s, %s or %s: it comes from ControllerPublishVolume of %s", PublishNQN, PublishTransport, PublishPaths, DriverName)
+	}
+	for _, hp := range strings.Split(pc[PublishPaths], ",") {
+		host, port, err := net.SplitHostPort(hp)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			return t, status.Errorf(codes.InvalidArgument, "publish context path %q is not host:port", hp)
+		}
+		t.Paths = append(t.Paths, nvmeof.Path{Transport: transport, Address: host, Port: int32(n)})
+	}
+	return t, nil
+}
+
+// FabricAttacher attaches with the kernel NVMe-oF host.
+type FabricAttacher struct {
+	Host *nvmeof.Host
+	// DeviceTimeout bounds the wait for the block device after connecting.
+	DeviceTimeout time.Duration
+}
+
+// Attach connects every path of t (one is enough) and waits for the
+// namespace's block device.
+func (a *FabricAttacher) Attach(ctx context.Context, t Target) (string, error) {
+	var errs []error
+	for _, p := range t.Paths {
+		if err := a.Host.Connect(ctx, t.NQN, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == len(t.Paths) {
+		return "", status.Errorf(codes.Unavailable, "volume %s: no path connected: %v", t.VolumeID, errors.Join(errs...))
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.DeviceTimeout)
+	defer cancel()
+	dev, err := a.Host.WaitDevice(ctx, t.NQN)
+	if err != nil {
+		return "", status.Errorf(codes.Unavailable, "volume %s: connected, but %v", t.VolumeID, err)
+	}
+	return dev, nil
+}
+
+// Detach deletes every path of t.
+func (a *FabricAttacher) Detach(_ context.Context, t Target) error {
+	if err := a.Host.Disconnect(t.NQN); err != nil {
+		return status.Errorf(codes.Internal, "volume %s: %v", t.VolumeID, err)
+	}
+	return nil
+}
+
+// Refresh rescans t's namespaces.
+func (a *FabricAttacher) Refresh(_ context.Context, t Target) error {
+	if err := a.Host.Rescan(t.NQN); err != nil {
+		return status.Errorf(codes.Internal, "volume %s: %v", t.VolumeID, err)
+	}
+	return nil
+}
+
+// Health is INACCESSIBLE when no path is live (I/O waits for one) and
+// DEGRADED when some path is down.
+func (a *FabricAttacher) Health(t Target) []*csi.VolumeHealth_VolumeHealthEntry {
+	ctrls, err := a.Host.Controllers(t.NQN)
+	if err != nil {
+		return []*csi.VolumeHealth_VolumeHealthEntry{inaccessible("PathsUnknown", err.Error())}
+	}
+	var live int
+	var states []string
+	for _, c := range ctrls {
+		if c.Live() {
+			live++
+		}
+		states = append(states, fmt.Sprintf("%s (%s) %s", c.Name, c.Path, c.State))
+	}
+	switch {
+	case len(ctrls) == 0:
+		return []*csi.VolumeHealth_VolumeHealthEntry{inaccessible("NotConnected", fmt.Sprintf("subsystem %s is not connected on this node", t.NQN))}
+	case live == 0:
+		return []*csi.VolumeHealth_VolumeHealthEntry{inaccessible("NoLivePath", "no live path to the volume's target, I/O waits for one: "+strings.Join(states, ", "))}
+	case live < len(ctrls):
+		return []*csi.VolumeHealth_VolumeHealthEntry{{Status: csi.VolumeHealthErrorType_DEGRADED, Reason: "PathDown", Message: fmt.Sprintf("%d of %d paths live: %s", live, len(ctrls), strings.Join(states, ", "))}}
+	}
+	return nil
+}
+
+func inaccessible(reason, msg string) *csi.VolumeHealth_VolumeHealthEntry {
+	return &csi.VolumeHealth_VolumeHealthEntry{Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: reason, Message: msg}
+}
+
+// Follow connects t's paths and, once one of them is live, deletes the
+// paths t no longer lists. Native multipath joins the new path to the
+// same namespace head, so the device in use never changes; the last live
+// path is never the one deleted.
+func (a *FabricAttacher) Follow(ctx context.Context, t Target) error {
+	var errs []error
+	for _, p := range t.Paths {
+		if err := a.Host.Connect(ctx, t.NQN, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ctrls, err := a.Host.Controllers(t.NQN)
+	if err != nil {
+		return err
+	}
+	var stale []nvmeof.Controller
+	liveNew := false
+	for _, c := range ctrls {
+		wanted := false
+		for _, p := range t.Paths {
+			wanted = wanted || c.Path == p
+		}
+		switch {
+		case wanted && c.Live():
+			liveNew = true
+		case !wanted:
+			stale = append(stale, c)
+		}
+	}
+	if !liveNew {
+		return fmt.Errorf("volume %s: no new path is live yet, old paths kept: %w", t.VolumeID, errors.Join(errs...))
+	}
+	for _, c := range stale {
+		if err := a.Host.Delete(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

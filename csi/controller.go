@@ -1,0 +1,665 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package csi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/csi/nvmeof"
+)
+
+// AnnotationCSIName holds the name CreateVolume was called with (the PV
+// name), which the Volume's name is derived from.
+const AnnotationCSIName = "flint.io/csi-name"
+
+// Publish context keys: what NodeStage connects to.
+const (
+	PublishNQN       = "nqn"
+	PublishTransport = "transport"
+	// PublishPaths are the target's listeners, host:port, comma-separated.
+	PublishPaths = "paths"
+)
+
+const (
+	mib = int64(1) << 20
+	// defaultSize is a volume's size when CreateVolume asks for none.
+	defaultSize = int64(1) << 30
+	// listToken prefixes ListVolumes' continuation tokens: the last name
+	// returned, so a token stays valid when volumes come and go.
+	listToken = "after:"
+)
+
+// Controller is the CSI controller service. It keeps no state of its own:
+// every call reads and writes Volumes and Pools through the Kubernetes
+// API, and waits for the operator to act on them.
+type Controller struct {
+	csi.UnimplementedControllerServer
+	// Client writes; its reads may come from a cache.
+	Client client.Client
+	// APIReader reads the apiserver directly (a name just created).
+	APIReader client.Reader
+	// PollInterval is how often a wait looks at a Volume again.
+	PollInterval time.Duration
+	// MaxWait bounds a call's wait when its context has no deadline.
+	MaxWait time.Duration
+	locks   volumeLocks
+}
+
+// ControllerGetCapabilities lists what the controller serves.
+func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	var caps []*csi.ControllerServiceCapability
+	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
+		csi.ControllerServiceCapability_RPC_GET_VOLUME,
+		csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH,
+		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+	} {
+		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
+	}
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// VolumeID is the Volume (and CSI volume id) for a CreateVolume name: the
+// name itself when it is a DNS label (PV names are), else a digest of it.
+func VolumeID(name string) string {
+	if len(validation.IsDNS1123Label(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "csi-" + hex.EncodeToString(sum[:20])
+}
+
+// CreateVolume writes a Volume and waits until it serves I/O.
+func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+	if err := requireField(req.GetName(), "name"); err != nil {
+		return nil, err
+	}
+	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeContentSource() != nil {
+		return nil, status.Error(codes.InvalidArgument, "volume content sources (snapshots and clones) are not supported yet: create an empty volume")
+	}
+	params, err := parseParameters(req.GetParameters())
+	if err != nil {
+		return nil, err
+	}
+	size, err := sizeFor(req.GetCapacityRange())
+	if err != nil {
+		return nil, err
+	}
+	id := VolumeID(req.GetName())
+	unlock, err := c.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if err := c.APIReader.Get(ctx, client.ObjectKey{Name: params.pool}, &flintv1.Pool{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, status.Errorf(codes.InvalidArgument, "StorageClass parameter pool=%q: no such Pool: create it or name an existing one (kubectl get pools)", params.pool)
+		}
+		return nil, apiError(err)
+	}
+	if err := c.ensureVolume(ctx, id, req, params, size); err != nil {
+		return nil, err
+	}
+	vol, err := c.waitUntil(ctx, id, "Ready", servesIO)
+	if err != nil {
+		return nil, c.notReady(ctx, vol, err)
+	}
+	return &csi.CreateVolumeResponse{Volume: csiVolume(vol, params.fsType)}, nil
+}
+
+// ensureVolume creates the Volume, or checks that the one there was made
+// by the same request.
+func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.CreateVolumeRequest, p parameters, size int64) error {
+	vol := &flintv1.Volume{
+		ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()}},
+		Spec:       flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas},
+	}
+	err := c.Client.Create(ctx, vol)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return apiError(err)
+	}
+	if err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+		return apiError(err)
+	}
+	have := vol.Spec.Size.Value()
+	r := req.GetCapacityRange()
+	switch {
+	case vol.Annotations[AnnotationCSIName] != req.GetName():
+		return status.Errorf(codes.AlreadyExists, "Volume %s exists for another name (%q)", id, vol.Annotations[AnnotationCSIName])
+	case vol.Spec.Pool != p.pool:
+		return status.Errorf(codes.AlreadyExists, "volume %s exists in Pool %s, not %s", req.GetName(), vol.Spec.Pool, p.pool)
+	case have < r.GetRequiredBytes() || (r.GetLimitBytes() > 0 && have > r.GetLimitBytes()):
+		return status.Errorf(codes.AlreadyExists, "volume %s exists with %d bytes, outside the requested range %d-%d", req.GetName(), have, r.GetRequiredBytes(), r.GetLimitBytes())
+	case p.replicas != nil && (vol.Spec.Replicas == nil || *vol.Spec.Replicas != *p.replicas):
+		return status.Errorf(codes.AlreadyExists, "volume %s exists with other replicas", req.GetName())
+	case !vol.DeletionTimestamp.IsZero():
+		return status.Errorf(codes.Aborted, "volume %s is being deleted: retry when it is gone", req.GetName())
+	}
+	return nil
+}
+
+// notReady turns a Volume that did not become Ready into the error a CO
+// retries. A Volume with no placement holds nothing and is deleted, so
+// a retry starts afresh and a PVC deleted meanwhile leaves nothing behind.
+func (c *Controller) notReady(ctx context.Context, vol *flintv1.Volume, err error) error {
+	if vol == nil || status.Code(err) != codes.DeadlineExceeded {
+		return err
+	}
+	why := "not Ready yet"
+	if cond := meta.FindStatusCondition(vol.Status.Conditions, flintv1.ReadyCondition); cond != nil {
+		why = fmt.Sprintf("%s: %s", cond.Reason, cond.Message)
+	}
+	if vol.Status.Phase == flintv1.VolumePhasePending && len(vol.Status.Replicas) == 0 {
+		if err := c.Client.Delete(ctx, vol); err != nil && !apierrors.IsNotFound(err) {
+			return apiError(err)
+		}
+		return status.Errorf(codes.ResourceExhausted, "Pool %s cannot place volume %s (%s)", vol.Spec.Pool, vol.Name, why)
+	}
+	return status.Errorf(codes.DeadlineExceeded, "volume %s is %s (%s): the call is retried", vol.Name, vol.Status.Phase, why)
+}
+
+func sizeFor(r *csi.CapacityRange) (int64, error) {
+	required, limit := r.GetRequiredBytes(), r.GetLimitBytes()
+	if required < 0 || limit < 0 {
+		return 0, status.Error(codes.InvalidArgument, "capacity range: required_bytes and limit_bytes cannot be negative")
+	}
+	if limit > 0 && required > limit {
+		return 0, status.Errorf(codes.InvalidArgument, "capacity range: required_bytes %d is above limit_bytes %d", required, limit)
+	}
+	size := required
+	if size == 0 {
+		size = defaultSize
+		if limit > 0 && limit < size {
+			size = limit
+		}
+	}
+	size = max((size+mib-1)/mib*mib, mib)
+	if limit > 0 && size > limit {
+		return 0, status.Errorf(codes.OutOfRange, "capacity range: volumes are whole MiB of at least 1MiB; %d bytes rounds to %d, above limit_bytes %d", required, size, limit)
+	}
+	return size, nil
+}
+
+// servesIO: the target exports the Volume for the spec's current
+// generation (sizes and allowed hosts applied).
+func servesIO(vol *flintv1.Volume) bool {
+	ready := meta.FindStatusCondition(vol.Status.Conditions, flintv1.ReadyCondition)
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration >= vol.Generation &&
+		vol.Status.Target != nil && len(vol.Status.Target.Endpoints) > 0
+}
+
+// waitUntil polls Volume id until done; it gives up (DeadlineExceeded,
+// with the Volume last seen) a little before ctx's deadline so the
+// caller gets a reason rather than a cancelled call.
+func (c *Controller) waitUntil(ctx context.Context, id, what string, done func(*flintv1.Volume) bool) (*flintv1.Volume, error) {
+	wait := c.MaxWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d) * 9 / 10
+	}
+	deadline := time.Now().Add(wait)
+	vol := &flintv1.Volume{}
+	for {
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, status.Errorf(codes.NotFound, "volume %s disappeared while waiting for it to be %s", id, what)
+			}
+			return nil, apiError(err)
+		}
+		if done(vol) {
+			return vol, nil
+		}
+		if time.Now().After(deadline) {
+			return vol, status.Errorf(codes.DeadlineExceeded, "volume %s is not %s yet", id, what)
+		}
+		select {
+		case <-ctx.Done():
+			return vol, status.FromContextError(ctx.Err()).Err()
+		case <-time.After(c.PollInterval):
+		}
+	}
+}
+
+func csiVolume(vol *flintv1.Volume, fsType string) *csi.Volume {
+	vc := map[string]string{ContextPool: vol.Spec.Pool}
+	if fsType != "" {
+		vc[ContextFsType] = fsType
+	}
+	return &csi.Volume{VolumeId: vol.Name, CapacityBytes: vol.Spec.Size.Value(), VolumeContext: vc}
+}
+
+// DeleteVolume deletes a Volume that is published nowhere and waits until
+// the operator has removed its target and replicas.
+func (c *Controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	unlock, err := c.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	vol := &flintv1.Volume{}
+	if err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &csi.DeleteVolumeResponse{}, nil
+		}
+		return nil, apiError(err)
+	}
+	if len(vol.Spec.PublishedHosts) > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published to %s: unpublish it (detach it from its node) first", id, strings.Join(vol.Spec.PublishedHosts, ", "))
+	}
+	if err := c.Client.Delete(ctx, vol, client.Preconditions{UID: &vol.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, apiError(err)
+	}
+	for {
+		err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol)
+		if apierrors.IsNotFound(err) {
+			return &csi.DeleteVolumeResponse{}, nil
+		}
+		if err != nil {
+			return nil, apiError(err)
+		}
+		if blocked := meta.FindStatusCondition(vol.Status.Conditions, flintv1.DeletionBlockedCondition); blocked != nil && blocked.Status == metav1.ConditionTrue {
+			return nil, status.Errorf(codes.FailedPrecondition, "deleting volume %s is blocked: %s", id, blocked.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, status.Errorf(codes.DeadlineExceeded, "volume %s is still being deleted (%s): the call is retried", id, vol.Status.Phase)
+		case <-time.After(c.PollInterval):
+		}
+	}
+}
+
+// ControllerPublishVolume allows node's host NQN on the Volume's subsystem
+// and returns where to connect.
+func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
+	id, host := req.GetVolumeId(), req.GetNodeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(host, "node id"); err != nil {
+		return nil, err
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	unlock, err := c.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if !nvmeof.ValidNQN(host) {
+		return nil, status.Errorf(codes.NotFound, "node %q is not a Flint node: node ids are the host NQNs the node plugin reports (NodeGetInfo)", host)
+	}
+	err = c.updateHosts(ctx, id, func(hosts []string) ([]string, error) {
+		if slices.Contains(hosts, host) {
+			return hosts, nil
+		}
+		if len(hosts) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is published to %s: a Flint volume attaches to one node at a time; detach it there first", id, strings.Join(hosts, ", "))
+		}
+		return append(hosts, host), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	vol, err := c.waitUntil(ctx, id, "exported to "+host, servesIO)
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(vol.Status.Target)}, nil
+}
+
+func publishContext(t *flintv1.VolumeTarget) map[string]string {
+	var paths []string
+	for _, e := range t.Endpoints {
+		paths = append(paths, net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port))))
+	}
+	return map[string]string{
+		PublishNQN:       t.NQN,
+		PublishTransport: string(t.Endpoints[0].Transport),
+		PublishPaths:     strings.Join(paths, ","),
+	}
+}
+
+// ControllerUnpublishVolume removes node's host NQN and waits until the
+// target no longer lets it in.
+func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
+	id, host := req.GetVolumeId(), req.GetNodeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	unlock, err := c.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	err = c.updateHosts(ctx, id, func(hosts []string) ([]string, error) {
+		if host == "" {
+			return nil, nil
+		}
+		return slices.DeleteFunc(hosts, func(h string) bool { return h == host }), nil
+	})
+	if status.Code(err) == codes.NotFound {
+		return &csi.ControllerUnpublishVolumeResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.waitUntil(ctx, id, "unexported from "+host, applied); err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	return &csi.ControllerUnpublishVolumeResponse{}, nil
+}
+
+// applied: the operator has acted on the Volume's current spec.
+func applied(vol *flintv1.Volume) bool { return vol.Status.ObservedGeneration >= vol.Generation }
+
+// updateHosts rewrites the Volume's publishedHosts with change, retrying
+// on conflicts.
+func (c *Controller) updateHosts(ctx context.Context, id string, change func([]string) ([]string, error)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vol := &flintv1.Volume{}
+		if err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+			if apierrors.IsNotFound(err) {
+				return status.Errorf(codes.NotFound, "volume %s does not exist", id)
+			}
+			return apiError(err)
+		}
+		hosts, err := change(slices.Clone(vol.Spec.PublishedHosts))
+		if err != nil || slices.Equal(hosts, vol.Spec.PublishedHosts) {
+			return err
+		}
+		if !vol.DeletionTimestamp.IsZero() && len(hosts) > len(vol.Spec.PublishedHosts) {
+			return status.Errorf(codes.NotFound, "volume %s is being deleted", id)
+		}
+		vol.Spec.PublishedHosts = hosts
+		if err := c.Client.Update(ctx, vol); err != nil {
+			if apierrors.IsConflict(err) {
+				return err
+			}
+			return apiError(err)
+		}
+		return nil
+	})
+}
+
+// ControllerExpandVolume grows the Volume online and waits until its
+// target exports the new size.
+func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if req.GetCapacityRange() == nil {
+		return nil, status.Error(codes.InvalidArgument, "capacity range missing: say the size to grow to")
+	}
+	if req.GetVolumeCapability() != nil {
+		if err := checkCapability(req.GetVolumeCapability()); err != nil {
+			return nil, err
+		}
+	}
+	size, err := sizeFor(req.GetCapacityRange())
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := c.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vol := &flintv1.Volume{}
+		if err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+			if apierrors.IsNotFound(err) {
+				return status.Errorf(codes.NotFound, "volume %s does not exist", id)
+			}
+			return apiError(err)
+		}
+		if vol.Spec.Size.Value() >= size {
+			return nil
+		}
+		vol.Spec.Size = *resource.NewQuantity(size, resource.BinarySI)
+		err := c.Client.Update(ctx, vol)
+		if err != nil && !apierrors.IsConflict(err) {
+			return apiError(err)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	vol, err := c.waitUntil(ctx, id, fmt.Sprintf("%d bytes", size), func(v *flintv1.Volume) bool {
+		return servesIO(v) && v.Status.Capacity != nil && v.Status.Capacity.Value() >= size
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: vol.Status.Capacity.Value(), NodeExpansionRequired: !isBlock(req.GetVolumeCapability())}, nil
+}
+
+// ValidateVolumeCapabilities confirms the capabilities Flint serves.
+func (c *Controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	if err := requireField(req.GetVolumeId(), "volume id"); err != nil {
+		return nil, err
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "volume capabilities missing")
+	}
+	if _, err := c.getVolume(ctx, req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
+	}
+	if _, err := parseParameters(req.GetParameters()); err != nil && len(req.GetParameters()) > 0 {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
+	}
+	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext: req.GetVolumeContext(), VolumeCapabilities: req.GetVolumeCapabilities(), Parameters: req.GetParameters(),
+	}}, nil
+}
+
+func (c *Controller) getVolume(ctx context.Context, id string) (*flintv1.Volume, error) {
+	vol := &flintv1.Volume{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, status.Errorf(codes.NotFound, "volume %s does not exist", id)
+		}
+		return nil, apiError(err)
+	}
+	return vol, nil
+}
+
+// ControllerGetVolume reports a Volume's nodes and health.
+func (c *Controller) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
+	if err := requireField(req.GetVolumeId(), "volume id"); err != nil {
+		return nil, err
+	}
+	vol, err := c.getVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeResponse{Volume: csiVolume(vol, ""), Status: &csi.ControllerGetVolumeResponse_VolumeStatus{
+		PublishedNodeIds: vol.Spec.PublishedHosts,
+	}}, nil
+}
+
+// ControllerGetVolumeHealth reports what is wrong with a Volume.
+func (c *Controller) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
+	if err := requireField(req.GetVolumeId(), "volume id"); err != nil {
+		return nil, err
+	}
+	vol, err := c.getVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: volumeHealth(vol)}, nil
+}
+
+// ControllerListVolumeHealth pages through every Volume's health.
+func (c *Controller) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
+	page, next, err := c.listPage(ctx, req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
+		return nil, err
+	}
+	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
+	for i := range page {
+		resp.Entries = append(resp.Entries, volumeHealth(&page[i]))
+	}
+	return resp, nil
+}
+
+// volumeHealth is INACCESSIBLE when the Volume does not serve I/O and
+// DEGRADED when it runs with fewer in-sync replicas than asked for.
+func volumeHealth(vol *flintv1.Volume) *csi.VolumeHealth {
+	h := &csi.VolumeHealth{VolumeId: vol.Name}
+	ready := meta.FindStatusCondition(vol.Status.Conditions, flintv1.ReadyCondition)
+	switch {
+	case ready == nil:
+		h.HealthStatuses = append(h.HealthStatuses, inaccessible("NoStatus", fmt.Sprintf("the operator has not reported on volume %s yet", vol.Name)))
+	case ready.Status != metav1.ConditionTrue:
+		h.HealthStatuses = append(h.HealthStatuses, inaccessible(ready.Reason, ready.Message))
+	}
+	if d := meta.FindStatusCondition(vol.Status.Conditions, flintv1.DegradedCondition); d != nil && d.Status == metav1.ConditionTrue {
+		h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{Status: csi.VolumeHealthErrorType_DEGRADED, Reason: d.Reason, Message: d.Message})
+	}
+	return h
+}
+
+// ListVolumes pages through Volumes by name.
+func (c *Controller) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
+	page, next, err := c.listPage(ctx, req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
+		return nil, err
+	}
+	resp := &csi.ListVolumesResponse{NextToken: next}
+	for i := range page {
+		vol := &page[i]
+		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{
+			Volume: csiVolume(vol, ""), Status: &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: vol.Spec.PublishedHosts},
+		})
+	}
+	return resp, nil
+}
+
+// listPage returns up to max Volumes (all when 0) named after token's,
+// in name order, and the token of the next page.
+func (c *Controller) listPage(ctx context.Context, maxEntries int32, token string) ([]flintv1.Volume, string, error) {
+	if maxEntries < 0 {
+		return nil, "", status.Error(codes.InvalidArgument, "max_entries cannot be negative")
+	}
+	after, ok := strings.CutPrefix(token, listToken)
+	if token != "" && !ok {
+		return nil, "", status.Errorf(codes.Aborted, "starting_token %q was not returned by this driver: list again without it", token)
+	}
+	var list flintv1.VolumeList
+	if err := c.Client.List(ctx, &list); err != nil {
+		return nil, "", apiError(err)
+	}
+	vols := slices.DeleteFunc(list.Items, func(v flintv1.Volume) bool { return v.Name <= after })
+	slices.SortFunc(vols, func(a, b flintv1.Volume) int { return strings.Compare(a.Name, b.Name) })
+	if maxEntries == 0 || len(vols) <= int(maxEntries) {
+		return vols, "", nil
+	}
+	vols = vols[:maxEntries]
+	return vols, listToken + vols[len(vols)-1].Name, nil
+}
+
+// GetCapacity is what a Pool (parameter pool), or all Pools, can still
+// place: usable minus allocated.
+func (c *Controller) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	if len(req.GetVolumeCapabilities()) > 0 {
+		if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	var pools []flintv1.Pool
+	if name := req.GetParameters()[ParamPool]; name != "" {
+		var p flintv1.Pool
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+			if apierrors.IsNotFound(err) {
+				return &csi.GetCapacityResponse{}, nil
+			}
+			return nil, apiError(err)
+		}
+		pools = append(pools, p)
+	} else {
+		var list flintv1.PoolList
+		if err := c.Client.List(ctx, &list); err != nil {
+			return nil, apiError(err)
+		}
+		pools = list.Items
+	}
+	var free int64
+	for _, p := range pools {
+		if p.Status.Capacity != nil {
+			free += max(p.Status.Capacity.Usable.Value()-p.Status.Capacity.Allocated.Value(), 0)
+		}
+	}
+	return &csi.GetCapacityResponse{AvailableCapacity: free}, nil
+}
+
+// apiError is an apiserver error as a CSI status: the CO retries
+// Unavailable.
+func apiError(err error) error {
+	if _, ok := status.FromError(err); ok && !errors.As(err, new(apierrors.APIStatus)) {
+		return err
+	}
+	switch {
+	case apierrors.IsInvalid(err):
+		return status.Errorf(codes.InvalidArgument, "the apiserver refused the Volume: %v", err)
+	case apierrors.IsForbidden(err):
+		return status.Errorf(codes.PermissionDenied, "the driver's ServiceAccount may not do this: %v", err)
+	}
+	return status.Errorf(codes.Unavailable, "Kubernetes API: %v", err)
+}

@@ -1,0 +1,473 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package csi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	mount "k8s.io/mount-utils"
+)
+
+// TopologyKeyNode is the topology key the node service reports.
+const TopologyKeyNode = "topology.flint.io/node"
+
+// Node is the CSI node service.
+type Node struct {
+	csi.UnimplementedNodeServer
+	// NodeID is the node's host NQN: ControllerPublishVolume puts it in
+	// the Volume's allow-list as it is.
+	NodeID   string
+	NodeName string
+	Attacher Attacher
+	Mounter  *mount.SafeFormatAndMount
+	// StateDir holds what the node knows of the volumes it staged.
+	StateDir string
+	// ResizeTimeout bounds NodeExpandVolume's wait for the device to grow.
+	ResizeTimeout time.Duration
+	locks         volumeLocks
+}
+
+func (n *Node) state() stateStore { return stateStore{dir: n.StateDir} }
+
+// NodeGetInfo returns the host NQN as node id and the node's topology.
+func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: n.NodeID, AccessibleTopology: &csi.Topology{Segments: map[string]string{TopologyKeyNode: n.NodeName}}}, nil
+}
+
+// NodeGetCapabilities lists what the node serves.
+func (n *Node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	var caps []*csi.NodeServiceCapability
+	for _, t := range []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
+		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+	} {
+		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// NodeStageVolume connects the volume and, for a filesystem, formats it
+// if blank and mounts it at the staging path.
+func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(staging, "staging target path"); err != nil {
+		return nil, err
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	target, err := targetFromContext(id, req.GetPublishContext())
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := n.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol != nil && vol.StagingPath != staging {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is staged at %s already, not %s", id, vol.StagingPath, staging)
+	}
+	if vol == nil {
+		vol = &stagedVolume{StagingPath: staging, Block: isBlock(req.GetVolumeCapability())}
+	}
+	vol.Target = target
+	if vol.Device, err = n.Attacher.Attach(ctx, target); err != nil {
+		return nil, err
+	}
+	// Saved before mounting: an unstage after a failed mount still
+	// disconnects.
+	if err := n.state().save(vol); err != nil {
+		return nil, status.Errorf(codes.Internal, "save the node state of %s: %v", id, err)
+	}
+	if vol.Block {
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
+	mnt := req.GetVolumeCapability().GetMount()
+	vol.FsType = firstNonEmpty(mnt.GetFsType(), req.GetVolumeContext()[ContextFsType], DefaultFsType)
+	if err := n.state().save(vol); err != nil {
+		return nil, status.Errorf(codes.Internal, "save the node state of %s: %v", id, err)
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return nil, status.Errorf(codes.Internal, "create the staging path: %v", err)
+	}
+	if source, mounted := n.mountSource(staging); mounted {
+		if source != vol.Device {
+			return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s, not volume %s's %s: unmount it", staging, source, id, vol.Device)
+		}
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
+	if err := n.Mounter.FormatAndMount(vol.Device, staging, vol.FsType, mnt.GetMountFlags()); err != nil {
+		return nil, status.Errorf(codes.Internal, "format (if blank) and mount %s as %s at %s: %v", vol.Device, vol.FsType, staging, err)
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// NodeUnstageVolume unmounts the staging path and disconnects the volume
+// once nothing on the node uses its device.
+func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(staging, "staging target path"); err != nil {
+		return nil, err
+	}
+	unlock, err := n.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol == nil {
+		return &csi.NodeUnstageVolumeResponse{}, nil
+	}
+	if len(vol.Published) > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published at %v: unpublish it first", id, slices.Sorted(maps.Keys(vol.Published)))
+	}
+	if _, mounted := n.mountSource(staging); mounted {
+		if err := n.Mounter.Unmount(staging); err != nil {
+			return nil, status.Errorf(codes.Internal, "unmount %s: %v", staging, err)
+		}
+	}
+	if users := n.mountsOf(vol.Device); len(users) > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s's device %s is still mounted at %v: unmount it there first", id, vol.Device, users)
+	}
+	if err := n.Attacher.Detach(ctx, vol.Target); err != nil {
+		return nil, err
+	}
+	if err := n.state().remove(id); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// NodePublishVolume bind-mounts the staged filesystem, or the raw device,
+// at the target path.
+func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	id, targetPath := req.GetVolumeId(), req.GetTargetPath()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(targetPath, "target path"); err != nil {
+		return nil, err
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	if err := requireField(req.GetStagingTargetPath(), "staging target path"); err != nil {
+		return nil, err
+	}
+	unlock, err := n.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged on this node: NodeStageVolume first", id)
+	}
+	if vol.Block != isBlock(req.GetVolumeCapability()) {
+		return nil, status.Errorf(codes.InvalidArgument, "volume %s was staged as %s and cannot be published as %s", id, accessType(vol.Block), accessType(!vol.Block))
+	}
+	pub := publication{ReadOnly: req.GetReadonly(), SingleWriter: req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER}
+	if have, ok := vol.Published[targetPath]; ok {
+		if _, mounted := n.mountSource(targetPath); mounted {
+			if have.ReadOnly != pub.ReadOnly {
+				return nil, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly=%t", id, targetPath, have.ReadOnly)
+			}
+			return &csi.NodePublishVolumeResponse{}, nil
+		}
+	}
+	for path, other := range vol.Published {
+		if path != targetPath && (pub.SingleWriter || other.SingleWriter) {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is ReadWriteOncePod and published at %s already", id, path)
+		}
+	}
+	if vol.Published == nil {
+		vol.Published = map[string]publication{}
+	}
+	vol.Published[targetPath] = pub
+	if err := n.state().save(vol); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	options := []string{"bind"}
+	if pub.ReadOnly {
+		options = append(options, "ro")
+	}
+	source := vol.StagingPath
+	if vol.Block {
+		source = vol.Device
+		err = makeFile(targetPath)
+	} else {
+		options = append(options, req.GetVolumeCapability().GetMount().GetMountFlags()...)
+		err = os.MkdirAll(targetPath, 0o750)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "create the target path: %v", err)
+	}
+	if _, mounted := n.mountSource(targetPath); !mounted {
+		if err := n.Mounter.Mount(source, targetPath, "", options); err != nil {
+			return nil, status.Errorf(codes.Internal, "bind-mount %s at %s: %v", source, targetPath, err)
+		}
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+func accessType(block bool) string {
+	if block {
+		return "a raw block device"
+	}
+	return "a filesystem"
+}
+
+func makeFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE, 0o640)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// NodeUnpublishVolume unmounts and removes the target path.
+func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	id, targetPath := req.GetVolumeId(), req.GetTargetPath()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(targetPath, "target path"); err != nil {
+		return nil, err
+	}
+	unlock, err := n.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	for {
+		if _, mounted := n.mountSource(targetPath); !mounted {
+			break
+		}
+		if err := n.Mounter.Unmount(targetPath); err != nil {
+			return nil, status.Errorf(codes.Internal, "unmount %s: %v", targetPath, err)
+		}
+	}
+	if err := os.Remove(targetPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, status.Errorf(codes.Internal, "remove %s: %v", targetPath, err)
+	}
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol != nil {
+		delete(vol.Published, targetPath)
+		if err := n.state().save(vol); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// NodeGetVolumeStats reports space and inodes (filesystem) or size
+// (block).
+func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	id, path := req.GetVolumeId(), req.GetVolumePath()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(path, "volume path"); err != nil {
+		return nil, err
+	}
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol == nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	}
+	if _, ok := vol.Published[path]; !ok && path != vol.StagingPath {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged or published at %s", id, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s's path %s: %v", id, path, err)
+	}
+	resp := &csi.NodeGetVolumeStatsResponse{}
+	if vol.Block {
+		size, err := deviceSize(vol.Device)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "size of %s: %v", vol.Device, err)
+		}
+		resp.Usage = []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: size}}
+		return resp, nil
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		return nil, status.Errorf(codes.Internal, "statfs %s: %v", path, err)
+	}
+	bsize := int64(fs.Bsize)
+	resp.Usage = []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Total: int64(fs.Blocks) * bsize, Available: int64(fs.Bavail) * bsize, Used: int64(fs.Blocks-fs.Bfree) * bsize},
+		{Unit: csi.VolumeUsage_INODES, Total: int64(fs.Files), Available: int64(fs.Ffree), Used: int64(fs.Files - fs.Ffree)},
+	}
+	return resp, nil
+}
+
+// NodeGetVolumeHealth reports the health of the volume's connection: no
+// live path to its target makes it INACCESSIBLE.
+func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	id := req.GetVolumeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol == nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	}
+	if p := req.GetVolumePublishPath(); p != "" {
+		if _, ok := vol.Published[p]; !ok {
+			return nil, status.Errorf(codes.NotFound, "volume %s is not published at %s", id, p)
+		}
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: &csi.VolumeHealth{VolumeId: id, HealthStatuses: n.Attacher.Health(vol.Target)}}, nil
+}
+
+// NodeExpandVolume makes the device show the grown volume and grows the
+// filesystem on it.
+func (n *Node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := requireField(req.GetVolumePath(), "volume path"); err != nil {
+		return nil, err
+	}
+	unlock, err := n.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol == nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	}
+	if err := n.Attacher.Refresh(ctx, vol.Target); err != nil {
+		return nil, err
+	}
+	want := req.GetCapacityRange().GetRequiredBytes()
+	size, err := deviceSize(vol.Device)
+	for deadline := time.Now().Add(n.ResizeTimeout); err == nil && size < want && time.Now().Before(deadline); size, err = deviceSize(vol.Device) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "size of %s: %v", vol.Device, err)
+	}
+	if size < want {
+		return nil, status.Errorf(codes.Unavailable, "device %s of volume %s shows %d bytes, not yet %d: the call is retried", vol.Device, id, size, want)
+	}
+	if !vol.Block {
+		if _, err := mount.NewResizeFs(n.Mounter.Exec).Resize(vol.Device, vol.StagingPath); err != nil {
+			return nil, status.Errorf(codes.Internal, "grow the %s filesystem of %s: %v", vol.FsType, id, err)
+		}
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
+}
+
+// mountSource is what is mounted at path, if anything.
+func (n *Node) mountSource(path string) (string, bool) {
+	mps, err := n.Mounter.List()
+	if err != nil {
+		return "", false
+	}
+	var source string
+	found := false
+	for _, mp := range mps {
+		if mp.Path == path {
+			// The last mount at a path is the visible one.
+			source, found = mp.Device, true
+		}
+	}
+	return source, found
+}
+
+// mountsOf lists where device is mounted.
+func (n *Node) mountsOf(device string) []string {
+	mps, err := n.Mounter.List()
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, mp := range mps {
+		if mp.Device == device {
+			paths = append(paths, mp.Path)
+		}
+	}
+	return paths
+}
+
+func deviceSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return f.Seek(0, io.SeekEnd)
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,304 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package nvmeof is the node's kernel NVMe-oF host: it connects
+// controllers by writing connect strings to /dev/nvme-fabrics, finds a
+// subsystem's block device and paths in sysfs, and deletes paths.
+//
+// It talks to the kernel directly rather than through nvme-cli: the node
+// image needs no nvme-cli/libnvme of a matching version, the kernel's errno
+// reaches the caller unchanged, and /dev/nvme-fabrics and sysfs are the
+// interfaces nvme-cli itself uses.
+package nvmeof
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Path is one way to a subsystem: a transport address.
+type Path struct {
+	// Transport is tcp or rdma.
+	Transport string
+	Address   string
+	Port      int32
+}
+
+func (p Path) String() string { return fmt.Sprintf("%s %s:%d", p.Transport, p.Address, p.Port) }
+
+// Options are the reconnect settings of every controller the host
+// connects; zero values are left to the kernel (nvme-fabrics defaults).
+type Options struct {
+	// CtrlLossTimeout is how long the kernel reconnects a lost controller
+	// before it removes it; negative means forever.
+	CtrlLossTimeout time.Duration
+	// ReconnectDelay is the wait between reconnect attempts.
+	ReconnectDelay time.Duration
+	// FastIOFailTimeout fails I/O on a reconnecting path after this long
+	// instead of queueing it until CtrlLossTimeout.
+	FastIOFailTimeout time.Duration
+}
+
+// Host is the kernel NVMe-oF host of this machine.
+type Host struct {
+	// Sysfs is where sysfs is mounted (/sys).
+	Sysfs string
+	// Dev is where device nodes live (/dev).
+	Dev string
+	// HostNQN is this node's host NQN, sent on every connect.
+	HostNQN string
+	Options Options
+}
+
+// Controller is one connected path of a subsystem.
+type Controller struct {
+	// Name is the controller's kernel name (nvme3).
+	Name string
+	Path Path
+	// State is the kernel's: live, connecting, resetting, deleting, new, dead.
+	State string
+}
+
+// Live says whether the controller carries I/O.
+func (c Controller) Live() bool { return c.State == "live" }
+
+// Connect connects one controller of subsystem nqn on path; a path already
+// connected is left alone.
+func (h *Host) Connect(ctx context.Context, nqn string, p Path) error {
+	ctrls, err := h.Controllers(nqn)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrls {
+		if c.Path == p && c.State != "deleting" {
+			return nil
+		}
+	}
+	opts := []string{
+		"nqn=" + nqn, "transport=" + p.Transport, "traddr=" + p.Address,
+		"trsvcid=" + strconv.Itoa(int(p.Port)), "hostnqn=" + h.HostNQN,
+	}
+	opts = appendSeconds(opts, "ctrl_loss_tmo", h.Options.CtrlLossTimeout)
+	opts = appendSeconds(opts, "reconnect_delay", h.Options.ReconnectDelay)
+	opts = appendSeconds(opts, "fast_io_fail_tmo", h.Options.FastIOFailTimeout)
+	f, err := os.OpenFile(filepath.Join(h.Dev, "nvme-fabrics"), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open the kernel NVMe-oF host: %w (load nvme-%s: modprobe nvme-%s)", err, p.Transport, p.Transport)
+	}
+	defer f.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.WriteString(strings.Join(opts, ","))
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("connect %s over %s: %w", nqn, p, ctx.Err())
+	}
+	switch {
+	case err == nil, errors.Is(err, syscall.EALREADY):
+		return nil
+	case errors.Is(err, syscall.EINVAL) && !h.transportLoaded(p.Transport):
+		return fmt.Errorf("connect %s over %s: the kernel has no %s transport: modprobe nvme-%s", nqn, p, p.Transport, p.Transport)
+	case errors.Is(err, syscall.EIO), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		// The target answered and refused: unknown subsystem or host not
+		// in its allow-list.
+		return fmt.Errorf("connect %s over %s: the target refused host %s: %w (is the volume published to this node?)", nqn, p, h.HostNQN, err)
+	default:
+		return fmt.Errorf("connect %s over %s: %w", nqn, p, err)
+	}
+}
+
+func appendSeconds(opts []string, key string, d time.Duration) []string {
+	switch {
+	case d == 0:
+		return opts
+	case d < 0:
+		return append(opts, key+"=-1")
+	}
+	return append(opts, fmt.Sprintf("%s=%d", key, int((d+time.Second-1)/time.Second)))
+}
+
+func (h *Host) transportLoaded(transport string) bool {
+	_, err := os.Stat(filepath.Join(h.Sysfs, "module", "nvme_"+transport))
+	return err == nil
+}
+
+// Controllers lists the controllers (paths) of subsystem nqn.
+func (h *Host) Controllers(nqn string) ([]Controller, error) {
+	entries, err := os.ReadDir(filepath.Join(h.Sysfs, "class", "nvme"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ctrls []Controller
+	for _, e := range entries {
+		dir := filepath.Join(h.Sysfs, "class", "nvme", e.Name())
+		if readAttr(dir, "subsysnqn") != nqn {
+			continue
+		}
+		c := Controller{Name: e.Name(), State: readAttr(dir, "state"), Path: Path{Transport: readAttr(dir, "transport")}}
+		for _, kv := range strings.Split(readAttr(dir, "address"), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "traddr":
+				c.Path.Address = v
+			case "trsvcid":
+				port, _ := strconv.Atoi(v)
+				c.Path.Port = int32(port)
+			}
+		}
+		ctrls = append(ctrls, c)
+	}
+	slices.SortFunc(ctrls, func(a, b Controller) int { return strings.Compare(a.Name, b.Name) })
+	return ctrls, nil
+}
+
+// Delete removes one controller (path).
+func (h *Host) Delete(c Controller) error {
+	err := os.WriteFile(filepath.Join(h.Sysfs, "class", "nvme", c.Name, "delete_controller"), []byte("1"), 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete controller %s (%s): %w", c.Name, c.Path, err)
+	}
+	return nil
+}
+
+// Disconnect removes every controller of subsystem nqn.
+func (h *Host) Disconnect(nqn string) error {
+	ctrls, err := h.Controllers(nqn)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrls {
+		if err := h.Delete(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rescan asks every live controller of nqn to re-read its namespaces (a
+// grown namespace's new size).
+func (h *Host) Rescan(nqn string) error {
+	ctrls, err := h.Controllers(nqn)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrls {
+		if !c.Live() {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(h.Sysfs, "class", "nvme", c.Name, "rescan_controller"), []byte("1"), 0); err != nil {
+			return fmt.Errorf("rescan controller %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+var namespaceName = regexp.MustCompile(`^nvme[0-9]+(c[0-9]+)?n[0-9]+$`)
+
+// ErrNoDevice means the subsystem has no block device (yet).
+var ErrNoDevice = errors.New("no block device")
+
+// Device returns the block device of subsystem nqn's first namespace: the
+// multipath head (/dev/nvmeXnY) when native multipath is on, else the
+// namespace of its first controller.
+func (h *Host) Device(nqn string) (string, error) {
+	subsystems, err := filepath.Glob(filepath.Join(h.Sysfs, "class", "nvme-subsystem", "*"))
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range subsystems {
+		if readAttr(dir, "subsysnqn") != nqn {
+			continue
+		}
+		if name := firstNamespace(dir, false); name != "" {
+			return filepath.Join(h.Dev, name), nil
+		}
+	}
+	ctrls, err := h.Controllers(nqn)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range ctrls {
+		if name := firstNamespace(filepath.Join(h.Sysfs, "class", "nvme", c.Name), true); name != "" {
+			return filepath.Join(h.Dev, name), nil
+		}
+	}
+	return "", fmt.Errorf("subsystem %s: %w", nqn, ErrNoDevice)
+}
+
+// firstNamespace is the first namespace block device under dir; hidden
+// per-path devices (nvmeXcYnZ) count only when perPath.
+func firstNamespace(dir string, perPath bool) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		m := namespaceName.FindStringSubmatch(e.Name())
+		if m == nil || (m[1] != "" && !perPath) {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// WaitDevice waits for subsystem nqn's block device to appear.
+func (h *Host) WaitDevice(ctx context.Context, nqn string) (string, error) {
+	for {
+		dev, err := h.Device(nqn)
+		if err == nil {
+			if _, err = os.Stat(dev); err == nil {
+				return dev, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("wait for the block device of %s: %w (last: %v)", nqn, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func readAttr(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,71 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nvmeof
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// validNQN is what the Volume API accepts in publishedHosts.
+var validNQN = regexp.MustCompile(`^nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9.-]+(:.+)?$`)
+
+// ValidNQN says whether s is an NQN Flint can put in an allow-list.
+func ValidNQN(s string) bool { return len(s) <= 223 && validNQN.MatchString(s) }
+
+// HostNQN reads the node's host NQN from path (/etc/nvme/hostnqn, shared
+// with nvme-cli) or, when there is none, creates a UUID-based one and
+// persists it there so the node keeps its identity across restarts.
+func HostNQN(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		nqn := strings.TrimSpace(string(b))
+		if !ValidNQN(nqn) {
+			return "", fmt.Errorf("%s holds %q, which is not an NVMe host NQN (nqn.yyyy-mm.reverse-domain:...): fix or remove the file", path, nqn)
+		}
+		return nqn, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("read the host NQN: %w", err)
+	}
+	u := make([]byte, 16)
+	if _, err := rand.Read(u); err != nil {
+		return "", err
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	nqn := fmt.Sprintf("nqn.2014-08.org.nvmexpress:uuid:%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("persist the host NQN: %w", err)
+	}
+	// Written aside and linked into place: two plugins starting at once
+	// agree on whichever NQN landed first.
+	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
+	defer os.Remove(tmp)
+	if err := os.WriteFile(tmp, []byte(nqn+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("persist the host NQN: %w", err)
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("persist the host NQN: %w", err)
+	}
+	return HostNQN(path)
+}

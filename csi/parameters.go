@@ -1,0 +1,79 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package csi
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// StorageClass parameters.
+const (
+	ParamPool     = "pool"
+	ParamReplicas = "replicas"
+	ParamFsType   = "fsType"
+)
+
+// Volume context keys the node service reads.
+const (
+	ContextFsType = "fsType"
+	ContextPool   = "pool"
+)
+
+// parameters are a validated StorageClass's parameters.
+type parameters struct {
+	pool     string
+	replicas *int32
+	fsType   string
+}
+
+// parseParameters validates CreateVolume's parameters; each mistake is an
+// InvalidArgument that says what to fix in the StorageClass.
+func parseParameters(in map[string]string) (parameters, error) {
+	var p parameters
+	for k, v := range in {
+		switch {
+		case k == ParamPool:
+			p.pool = v
+		case k == ParamReplicas:
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 1 || n > 5 {
+				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter replicas=%q: must be a whole number from 1 to 5 (or left out to use the Pool's)", v)
+			}
+			r := int32(n)
+			p.replicas = &r
+		case k == ParamFsType:
+			if !slices.Contains(FsTypes, v) {
+				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter fsType=%q: use one of %v", v, FsTypes)
+			}
+			p.fsType = v
+		case strings.HasPrefix(k, "csi.storage.k8s.io/"):
+			// Set by external-provisioner for itself.
+		default:
+			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join([]string{ParamPool, ParamReplicas, ParamFsType}, ", "))
+		}
+	}
+	if p.pool == "" {
+		return p, status.Error(codes.InvalidArgument, fmt.Sprintf("StorageClass parameter %s missing: name the Pool to provision from (kubectl get pools)", ParamPool))
+	}
+	return p, nil
+}

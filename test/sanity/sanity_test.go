@@ -1,0 +1,139 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package sanity runs the official Kubernetes CSI sanity suite
+// (csi-test/v5) against csi.flint.io: the controller service backed by a
+// real kube-apiserver, the operator and real osd-agents over the SPDK
+// double; the node service as built by cmd/csi-driver with one swap, the
+// loop-device attacher (loop_test.go), since this machine has no kernel
+// NVMe-oF host. The real attacher is proven in the VM lab (test/vmlab).
+package sanity
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mount "k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/csi"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/test/localcluster"
+	"github.com/flint-io/flint/test/localnode"
+)
+
+const (
+	pool    = "sanity"
+	hostNQN = "nqn.2014-08.org.nvmexpress:uuid:5a1e0000-0000-4000-8000-000000000001"
+)
+
+func TestSanity(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the node service mounts and attaches loop devices: run as root")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CSI sanity")
+}
+
+var (
+	config  = sanity.NewTestConfig()
+	cluster *localcluster.Cluster
+	servers []*grpc.Server
+)
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	root, err := filepath.Abs("../..")
+	Expect(err).NotTo(HaveOccurred())
+	cluster, err = localcluster.Start(ctx, localcluster.Options{
+		Root:      root,
+		Nodes:     []localcluster.Node{{Name: "sanity-0", Zone: "a"}, {Name: "sanity-1", Zone: "b"}, {Name: "sanity-2", Zone: "c"}},
+		Pools:     []string{pool},
+		StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()),
+		Operator:  controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, VolumeWorkers: 4},
+	})
+	if cluster != nil {
+		DeferCleanup(cluster.Stop)
+	}
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cluster.Client.Create(ctx, &flintv1.Pool{
+		ObjectMeta: metav1.ObjectMeta{Name: pool},
+		Spec: flintv1.PoolSpec{
+			Replicas: 2,
+			Devices:  flintv1.PoolDevices{Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("2Gi")}},
+		},
+	})).To(Succeed())
+	Eventually(func() int32 {
+		var p flintv1.Pool
+		Expect(cluster.Client.Get(ctx, ctrlKey(pool), &p)).To(Succeed())
+		return p.Status.OSDs.Ready
+	}, 2*time.Minute, 200*time.Millisecond).Should(BeEquivalentTo(3))
+
+	dir := GinkgoT().TempDir()
+	controller := &csi.Controller{Client: cluster.Client, APIReader: cluster.Client, PollInterval: 100 * time.Millisecond, MaxWait: time.Minute}
+	node := &csi.Node{
+		NodeID: hostNQN, NodeName: "sanity-0", StateDir: filepath.Join(dir, "state"), ResizeTimeout: 10 * time.Second,
+		Attacher: &loopAttacher{client: cluster.Client, nodes: cluster.Nodes, hostNQN: hostNQN, dir: dir, devices: map[string]string{}},
+		Mounter:  mount.NewSafeFormatAndMount(mount.New(""), utilexec.New()),
+	}
+	config.ControllerAddress = serve(filepath.Join(dir, "controller.sock"), &csi.Identity{}, controller, nil)
+	config.Address = serve(filepath.Join(dir, "node.sock"), &csi.Identity{}, nil, node)
+	config.TargetPath = filepath.Join(dir, "mount")
+	config.StagingPath = filepath.Join(dir, "staging")
+	config.TestVolumeParameters = map[string]string{csi.ParamPool: pool}
+	config.TestVolumeSize = 64 << 20
+	config.TestVolumeExpandSize = 128 << 20
+	config.IdempotentCount = 3
+})
+
+var _ = AfterSuite(func() {
+	for _, s := range servers {
+		s.Stop()
+	}
+})
+
+func serve(socket string, ids *csi.Identity, cs *csi.Controller, ns *csi.Node) string {
+	lis, err := csi.Listen("unix://" + socket)
+	Expect(err).NotTo(HaveOccurred())
+	srv := csi.NewServer(logr.Discard(), ids, cs, ns)
+	servers = append(servers, srv)
+	go func() { _ = srv.Serve(lis) }()
+	return "unix://" + socket
+}
+
+var _ = Describe("csi.flint.io", func() {
+	sanity.GinkgoTest(&config)
+})
+
+func ctrlKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
