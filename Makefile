@@ -57,6 +57,14 @@ test-unit: ## Tests that need no control plane.
 test-envtest: ## Suites against a real kube-apiserver and etcd (built on first use).
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 ./test/...
 
+.PHONY: test-sanity
+test-sanity: ## The official CSI sanity suite (csi-test/v5) against csi.flint.io over the operator, agents and SPDK double (part of test-envtest; needs root for loop devices and mounts).
+	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 -v ./test/sanity/ -ginkgo.no-color | grep -E '^(Ran|SUCCESS|FAIL|--- )|Passed'
+
+.PHONY: test-vm
+test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 kernel) against kernel nvmet over TCP and soft-RoCE RDMA.
+	hack/vmlab/run.sh
+
 .PHONY: test-spdk
 test-spdk: ## The SPDK contract suite, the agent's restart tests and the 3-replica write/kill/rebuild/checksum scenario against real spdk_tgt (and spdk_dd) from FLINT_SPDK_DIR.
 	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/spdk_tgt)" >&2; exit 2; fi

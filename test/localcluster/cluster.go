@@ -28,17 +28,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
@@ -169,6 +174,32 @@ func WriteAdminKubeconfig(env *envtest.Environment, name, path string) error {
 		return fmt.Errorf("render the kubeconfig of %s: %w", name, err)
 	}
 	return os.WriteFile(path, data, 0o600)
+}
+
+// Apply builds the kustomization in dir and applies every object in it
+// (server-side, namespaces first, as kubectl apply orders them) but those
+// of the kinds in skip.
+func Apply(ctx context.Context, c client.Client, dir string, skip ...string) error {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	rs := resources.Resources()
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].GetKind() == "Namespace" && rs[j].GetKind() != "Namespace" })
+	for _, r := range rs {
+		if slices.Contains(skip, r.GetKind()) {
+			continue
+		}
+		m, err := r.Map()
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("flint-test"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s of %s: %w", u.GetKind(), u.GetName(), dir, err)
+		}
+	}
+	return nil
 }
 
 // Stop stops the operator, the OSD pods and the control plane, in that

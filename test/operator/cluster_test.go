@@ -21,16 +21,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/flint-io/flint/test/localcluster"
 )
@@ -41,24 +37,10 @@ import (
 
 const operatorUser = "system:serviceaccount:" + namespace + ":flint-operator"
 
-// applyDefaultManifests builds config/default with kustomize and applies
-// every object in it but the CRDs, which envtest has installed and waited
-// for.
+// applyDefaultManifests applies config/default but the CRDs, which
+// envtest has installed and waited for.
 func applyDefaultManifests(ctx context.Context, c client.Client) {
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "config", "default"))
-	Expect(err).NotTo(HaveOccurred(), "kustomize build config/default")
-	// Namespaces first, as kubectl apply would order them.
-	rs := resources.Resources()
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].GetKind() == "Namespace" && rs[j].GetKind() != "Namespace" })
-	for _, r := range rs {
-		if r.GetKind() == "CustomResourceDefinition" {
-			continue
-		}
-		m, err := r.Map()
-		Expect(err).NotTo(HaveOccurred())
-		u := &unstructured.Unstructured{Object: m}
-		Expect(c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("flint-test"), client.ForceOwnership)).To(Succeed(), "apply %s %s", u.GetKind(), u.GetName())
-	}
+	Expect(localcluster.Apply(ctx, c, filepath.Join("..", "..", "config", "default"), "CustomResourceDefinition")).To(Succeed())
 }
 
 // asOperator is cfg acting as the operator's ServiceAccount.

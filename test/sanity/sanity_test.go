@@ -35,6 +35,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mount "k8s.io/mount-utils"
@@ -65,9 +66,11 @@ func TestSanity(t *testing.T) {
 }
 
 var (
-	config  = sanity.NewTestConfig()
-	cluster *localcluster.Cluster
-	servers []*grpc.Server
+	config     = sanity.NewTestConfig()
+	cluster    *localcluster.Cluster
+	servers    []*grpc.Server
+	controller *csi.Controller
+	node       *csi.Node
 )
 
 var _ = BeforeSuite(func() {
@@ -101,8 +104,8 @@ var _ = BeforeSuite(func() {
 	}, 2*time.Minute, 200*time.Millisecond).Should(BeEquivalentTo(3))
 
 	dir := GinkgoT().TempDir()
-	controller := &csi.Controller{Client: cluster.Client, APIReader: cluster.Client, PollInterval: 100 * time.Millisecond, MaxWait: time.Minute}
-	node := &csi.Node{
+	controller = &csi.Controller{Client: cluster.Client, APIReader: cluster.Client, PollInterval: 100 * time.Millisecond, MaxWait: time.Minute}
+	node = &csi.Node{
 		NodeID: hostNQN, NodeName: "sanity-0", StateDir: filepath.Join(dir, "state"), ResizeTimeout: 10 * time.Second,
 		Attacher: &loopAttacher{client: cluster.Client, nodes: cluster.Nodes, hostNQN: hostNQN, dir: dir, devices: map[string]string{}},
 		Mounter:  mount.NewSafeFormatAndMount(mount.New(""), utilexec.New()),
@@ -137,3 +140,21 @@ var _ = Describe("csi.flint.io", func() {
 })
 
 func ctrlKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+// The deployment manifests are valid objects for the apiserver (RBAC,
+// CSIDriver, Deployment, DaemonSet) and the StorageClass sample names the
+// driver.
+var _ = Describe("config/csi", func() {
+	It("applies to the apiserver", func(ctx SpecContext) {
+		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "default"), "CustomResourceDefinition")).To(Succeed())
+		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "csi"))).To(Succeed())
+		var driver storagev1.CSIDriver
+		Expect(cluster.Client.Get(ctx, ctrlKey(csi.DriverName), &driver)).To(Succeed())
+		Expect(*driver.Spec.AttachRequired).To(BeTrue())
+		var sc storagev1.StorageClass
+		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "samples"))).To(Succeed())
+		Expect(cluster.Client.Get(ctx, ctrlKey("flint-fast"), &sc)).To(Succeed())
+		Expect(sc.Provisioner).To(Equal(csi.DriverName))
+		Expect(*sc.AllowVolumeExpansion).To(BeTrue())
+	})
+})

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The VM node lab (make test-vm): boots Debian's 6.1 kernel in QEMU (TCG)
+# with a busybox initramfs holding the kernel's NVMe-oF host and target
+# modules, soft-RoCE, mkfs/resize tools and the static guest test binary
+# (test/vmlab/guest), which drives the CSI node service against a kernel
+# nvmet target inside the guest. Guest networking is user-mode with
+# restrict=on: nothing leaves the guest.
+#
+# Needs the Debian packages listed in PACKAGES; the kernel package is
+# downloaded (apt-get download) into $FLINT_CACHE/vmlab once.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PACKAGES=(qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs iproute2 util-linux)
+cache="${FLINT_CACHE:-$HOME/.cache/flint}/vmlab"
+work="$(mktemp -d /tmp/flint-vmlab.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+start=$SECONDS
+log() { printf '[vmlab %3ds] %s\n' "$((SECONDS - start))" "$*"; }
+
+for bin in qemu-system-x86_64 busybox depmod cpio mke2fs mkfs.xfs rdma; do
+  command -v "$bin" >/dev/null || { echo "vmlab: $bin missing: apt-get install --no-install-recommends ${PACKAGES[*]}" >&2; exit 2; }
+done
+
+# The kernel: the one Debian's linux-image-amd64 currently depends on.
+kernel_package() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1/ {print $2; exit}'; }
+kpkg=$(kernel_package)
+if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then apt-get update -qq; kpkg=$(kernel_package); fi
+[ -n "$kpkg" ] || { echo "vmlab: apt-cache knows no linux-image-6.1 package: apt-get update" >&2; exit 2; }
+kver=${kpkg#linux-image-}
+kroot="$cache/$kver"
+if [ ! -f "$kroot/done" ]; then
+  log "downloading and unpacking $kpkg"
+  mkdir -p "$cache" && rm -rf "$kroot"
+  (cd "$cache" && apt-get download -q "$kpkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  dpkg-deb -x "$cache/${kpkg}"_*.deb "$kroot"
+  depmod -b "$kroot" "$kver"
+  touch "$kroot/done"
+fi
+log "kernel $kver"
+
+log "building the guest test binary"
+CGO_ENABLED=0 go test -c -o "$work/guest.test" ./test/vmlab/guest
+
+root="$work/root"
+mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib64,usr/lib/x86_64-linux-gnu,etc/nvme}
+cp "$(command -v busybox)" "$root/bin/busybox"
+for applet in $("$root/bin/busybox" --list); do
+  [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+done
+
+# Dynamic tools the node service runs (mount-utils calls blkid, fsck,
+# mkfs.*, resize2fs, xfs_growfs, mount and umount) with their libraries.
+copy_bin() {
+  local src; src=$(command -v "$1")
+  cp -L "$src" "$root/sbin/$(basename "$src")"
+  for lib in $(ldd "$src" | awk '/=>/ {print $3} /^\s*\/lib64/ {print $1}'); do
+    [ -f "$lib" ] || continue
+    mkdir -p "$root$(dirname "$lib")"
+    cp -Ln "$lib" "$root$lib"
+  done
+}
+for b in blkid mount umount losetup fsck e2fsck fsck.ext4 mke2fs mkfs.ext4 resize2fs mkfs.xfs xfs_growfs xfs_repair fsck.xfs rdma modprobe; do
+  rm -f "$root/bin/$b"
+  copy_bin "$b"
+done
+mkdir -p "$root/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+
+# Modules: the closure of what the lab loads.
+mods=(nvme-core nvme-fabrics nvme-tcp nvme-rdma nvmet nvmet-tcp nvmet-rdma rdma_rxe rdma_cm rdma_ucm ib_uverbs
+  configfs virtio_pci virtio_net ext4 xfs loop crc32c_generic crc32c-intel crc32_generic crc32-pclmul)
+for m in "${mods[@]}"; do
+  modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
+done | sort -u | while read -r ko; do
+  rel=${ko#"$kroot"}
+  mkdir -p "$root$(dirname "$rel")"
+  cp "$ko" "$root$rel"
+done
+cp "$kroot/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$kver/" 2>/dev/null || true
+depmod -b "$root" "$kver"
+
+cp "$work/guest.test" "$root/guest.test"
+cat > "$root/init" <<INIT
+#!/bin/sh
+export PATH=/sbin:/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp; mount -t tmpfs run /run
+for m in configfs virtio_pci virtio_net loop ext4 xfs nvme-tcp nvme-rdma nvmet-tcp nvmet-rdma rdma_rxe; do modprobe \$m || echo "modprobe \$m failed"; done
+mount -t configfs none /sys/kernel/config
+ip link set lo up; ip link set eth0 up; ip addr add 10.0.2.15/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0 || echo "soft-RoCE failed"
+ip -4 addr show eth0 | grep inet
+echo "VMLAB-BOOTED \$(cut -d' ' -f1 /proc/uptime)s"
+FLINT_VM_GUEST=1 FLINT_VM_ADDRESS=10.0.2.15 /guest.test -test.v -test.timeout 200s
+echo "VMLAB-EXIT=\$?"
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$work/initramfs.gz")
+log "initramfs $(du -h "$work/initramfs.gz" | cut -f1)"
+
+log "booting (TCG)"
+console="$work/console.log"
+timeout 280 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 -nographic -no-reboot \
+  -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
+  -append "console=ttyS0 quiet panic=-1 nvme_core.multipath=Y" \
+  -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 </dev/null | tee "$console" | sed -n '/VMLAB-BOOTED/,$p' || true
+log "guest done"
+if ! grep -q '^VMLAB-EXIT=0' "$console"; then
+  grep -q VMLAB-BOOTED "$console" || tail -40 "$console"
+  echo "vmlab: FAILED (console above)" >&2
+  exit 1
+fi
+log "PASS"

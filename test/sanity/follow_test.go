@@ -1,0 +1,100 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sanity
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	csispec "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/csi"
+	"github.com/flint-io/flint/csi/nvmeof"
+)
+
+// recordingFollower records where the PathFollower sends a volume; the
+// kernel side of following is proven in the VM lab.
+type recordingFollower struct{ followed chan csi.Target }
+
+func (r *recordingFollower) Follow(_ context.Context, t csi.Target) error {
+	r.followed <- t
+	return nil
+}
+
+var _ = Describe("The node plugin's PathFollower", func() {
+	It("follows a staged Volume to the OSD its target moved to when the target OSD is lost", func(ctx SpecContext) {
+		block := &csispec.VolumeCapability{
+			AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+			AccessType: &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}},
+		}
+		created, err := controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{Name: "follow-me", VolumeCapabilities: []*csispec.VolumeCapability{block},
+			Parameters: map[string]string{csi.ParamPool: pool}, CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}})
+		Expect(err).NotTo(HaveOccurred())
+		id := created.Volume.VolumeId
+		published, err := controller.ControllerPublishVolume(ctx, &csispec.ControllerPublishVolumeRequest{VolumeId: id, NodeId: hostNQN, VolumeCapability: block})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = node.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: GinkgoT().TempDir(), VolumeCapability: block, PublishContext: published.PublishContext})
+		Expect(err).NotTo(HaveOccurred())
+
+		c, err := cache.New(cluster.Env.Config, cache.Options{Scheme: cluster.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		rec := &recordingFollower{followed: make(chan csi.Target, 8)}
+		follower := &csi.PathFollower{Node: node, Follower: rec, Cache: c, Resync: time.Second, Log: logr.Discard()}
+		fctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() { _ = c.Start(fctx) }()
+		go func() { _ = follower.Run(fctx) }()
+
+		var vol flintv1.Volume
+		Expect(cluster.Client.Get(ctx, ctrlKey(id), &vol)).To(Succeed())
+		lost := vol.Status.Target.OSD
+		oldPaths := paths(vol.Status.Target)
+		By("killing the SPDK of target OSD " + lost)
+		cluster.Nodes.Target("osd-" + lost).Kill()
+
+		var followed csi.Target
+		Eventually(rec.followed, time.Minute).Should(Receive(&followed))
+		Expect(cluster.Client.Get(ctx, ctrlKey(id), &vol)).To(Succeed())
+		Expect(vol.Status.Target.OSD).NotTo(Equal(lost))
+		Expect(followed.NQN).To(Equal(vol.Status.Target.NQN), "same subsystem: multipath joins the new path to the same namespace")
+		Expect(followed.Paths).To(Equal(paths(vol.Status.Target)))
+		Expect(followed.Paths).NotTo(Equal(oldPaths))
+		Consistently(rec.followed, 3*time.Second).ShouldNot(Receive(), "followed once: the node's state now has the new paths")
+
+		Expect(cluster.Nodes.Target("osd-" + lost).Restart()).To(Succeed())
+		_, err = node.NodeUnstageVolume(ctx, &csispec.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: "unused"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = controller.ControllerUnpublishVolume(ctx, &csispec.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: hostNQN})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = controller.DeleteVolume(ctx, &csispec.DeleteVolumeRequest{VolumeId: id})
+		Expect(err).NotTo(HaveOccurred())
+	}, NodeTimeout(3*time.Minute))
+})
+
+func paths(t *flintv1.VolumeTarget) []nvmeof.Path {
+	var ps []nvmeof.Path
+	for _, e := range t.Endpoints {
+		ps = append(ps, nvmeof.Path{Transport: string(e.Transport), Address: e.Address, Port: e.Port})
+	}
+	return slices.Clip(ps)
+}
