@@ -152,7 +152,7 @@ var _ = Describe("config/csi", func() {
 		Expect(cluster.Client.Get(ctx, ctrlKey(csi.DriverName), &driver)).To(Succeed())
 		Expect(*driver.Spec.AttachRequired).To(BeTrue())
 		var sc storagev1.StorageClass
-		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "samples"))).To(Succeed())
+		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "csi", "samples"))).To(Succeed())
 		Expect(cluster.Client.Get(ctx, ctrlKey("flint-fast"), &sc)).To(Succeed())
 		Expect(sc.Provisioner).To(Equal(csi.DriverName))
 		Expect(*sc.AllowVolumeExpansion).To(BeTrue())
