@@ -62,6 +62,9 @@ type Options struct {
 	// Root is the repository (config/crd/bases, cmd/osd-agent).
 	Root  string
 	Nodes []Node
+	// Subnet is the /24 of loopback addresses the OSD pods get (default
+	// 127.0.1); suites running at once need distinct ones.
+	Subnet string
 	// Pools are those whose OSD pods run here; StartSPDK runs their SPDK.
 	Pools     []string
 	StartSPDK func(socket string) (localnode.SPDK, error)
@@ -136,7 +139,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			fmt.Fprintf(os.Stderr, "localcluster: operator: %v\n", err)
 		}
 	}()
-	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools}
+	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools, Subnet: o.Subnet}
 	go c.Nodes.Run(ctx, 200*time.Millisecond)
 	return c, nil
 }

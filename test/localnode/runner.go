@@ -23,6 +23,7 @@ limitations under the License.
 package localnode
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -55,6 +56,9 @@ type Runner struct {
 	Dir string
 	// StartSPDK runs one pod's SPDK on socket.
 	StartSPDK func(socket string) (SPDK, error)
+	// Subnet is the /24 of loopback addresses pods get (default
+	// 127.0.1): suites that run at once need their own.
+	Subnet string
 	// Pools limits the runner to the OSD pods of these Pools; empty runs
 	// every OSD pod.
 	Pools []string
@@ -177,7 +181,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		}
 	}
 	r.next++
-	ip := fmt.Sprintf("127.0.1.%d", r.next)
+	ip := fmt.Sprintf("%s.%d", cmp.Or(r.Subnet, "127.0.1"), r.next)
 	socket := filepath.Join(dir, "spdk.sock")
 	target, err := r.StartSPDK(socket)
 	if err != nil {

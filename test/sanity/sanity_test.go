@@ -83,6 +83,7 @@ var _ = BeforeSuite(func() {
 		Root:      root,
 		Nodes:     []localcluster.Node{{Name: "sanity-0", Zone: "a"}, {Name: "sanity-1", Zone: "b"}, {Name: "sanity-2", Zone: "c"}},
 		Pools:     []string{pool},
+		Subnet:    "127.0.2", // test/operator runs at the same time on 127.0.1
 		StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()),
 		Operator:  controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, VolumeWorkers: 4},
 	})
