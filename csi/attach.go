@@ -83,12 +83,7 @@ type FabricAttacher struct {
 // Attach connects every path of t (one is enough) and waits for the
 // namespace's block device.
 func (a *FabricAttacher) Attach(ctx context.Context, t Target) (string, error) {
-	var errs []error
-	for _, p := range t.Paths {
-		if err := a.Host.Connect(ctx, t.NQN, p); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := a.connectAll(ctx, t)
 	if len(errs) == len(t.Paths) {
 		return "", status.Errorf(codes.Unavailable, "volume %s: no path connected: %v", t.VolumeID, errors.Join(errs...))
 	}
@@ -99,6 +94,17 @@ func (a *FabricAttacher) Attach(ctx context.Context, t Target) (string, error) {
 		return "", status.Errorf(codes.Unavailable, "volume %s: connected, but %v", t.VolumeID, err)
 	}
 	return dev, nil
+}
+
+// connectAll connects every path of t and returns the failures.
+func (a *FabricAttacher) connectAll(ctx context.Context, t Target) []error {
+	var errs []error
+	for _, p := range t.Paths {
+		if err := a.Host.Connect(ctx, t.NQN, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // Detach deletes every path of t.
@@ -152,12 +158,7 @@ func inaccessible(reason, msg string) *csi.VolumeHealth_VolumeHealthEntry {
 // same namespace head, so the device in use never changes; the last live
 // path is never the one deleted.
 func (a *FabricAttacher) Follow(ctx context.Context, t Target) error {
-	var errs []error
-	for _, p := range t.Paths {
-		if err := a.Host.Connect(ctx, t.NQN, p); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := a.connectAll(ctx, t)
 	ctrls, err := a.Host.Controllers(t.NQN)
 	if err != nil {
 		return err

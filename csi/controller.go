@@ -408,12 +408,9 @@ func applied(vol *flintv1.Volume) bool { return vol.Status.ObservedGeneration >=
 // on conflicts.
 func (c *Controller) updateHosts(ctx context.Context, id string, change func([]string) ([]string, error)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vol := &flintv1.Volume{}
-		if err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
-			if apierrors.IsNotFound(err) {
-				return status.Errorf(codes.NotFound, "volume %s does not exist", id)
-			}
-			return apiError(err)
+		vol, err := getVolume(ctx, c.APIReader, id)
+		if err != nil {
+			return err
 		}
 		hosts, err := change(slices.Clone(vol.Spec.PublishedHosts))
 		if err != nil || slices.Equal(hosts, vol.Spec.PublishedHosts) {
@@ -458,18 +455,15 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	}
 	defer unlock()
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vol := &flintv1.Volume{}
-		if err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
-			if apierrors.IsNotFound(err) {
-				return status.Errorf(codes.NotFound, "volume %s does not exist", id)
-			}
-			return apiError(err)
+		vol, err := getVolume(ctx, c.APIReader, id)
+		if err != nil {
+			return err
 		}
 		if vol.Spec.Size.Value() >= size {
 			return nil
 		}
 		vol.Spec.Size = *resource.NewQuantity(size, resource.BinarySI)
-		err := c.Client.Update(ctx, vol)
+		err = c.Client.Update(ctx, vol)
 		if err != nil && !apierrors.IsConflict(err) {
 			return apiError(err)
 		}
@@ -495,7 +489,7 @@ func (c *Controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.Va
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "volume capabilities missing")
 	}
-	if _, err := c.getVolume(ctx, req.GetVolumeId()); err != nil {
+	if _, err := getVolume(ctx, c.Client, req.GetVolumeId()); err != nil {
 		return nil, err
 	}
 	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
@@ -509,9 +503,10 @@ func (c *Controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.Va
 	}}, nil
 }
 
-func (c *Controller) getVolume(ctx context.Context, id string) (*flintv1.Volume, error) {
+// getVolume reads Volume id through r; a missing one is NotFound.
+func getVolume(ctx context.Context, r client.Reader, id string) (*flintv1.Volume, error) {
 	vol := &flintv1.Volume{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, status.Errorf(codes.NotFound, "volume %s does not exist", id)
 		}
@@ -525,7 +520,7 @@ func (c *Controller) ControllerGetVolume(ctx context.Context, req *csi.Controlle
 	if err := requireField(req.GetVolumeId(), "volume id"); err != nil {
 		return nil, err
 	}
-	vol, err := c.getVolume(ctx, req.GetVolumeId())
+	vol, err := getVolume(ctx, c.Client, req.GetVolumeId())
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +534,7 @@ func (c *Controller) ControllerGetVolumeHealth(ctx context.Context, req *csi.Con
 	if err := requireField(req.GetVolumeId(), "volume id"); err != nil {
 		return nil, err
 	}
-	vol, err := c.getVolume(ctx, req.GetVolumeId())
+	vol, err := getVolume(ctx, c.Client, req.GetVolumeId())
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,19 @@ type Node struct {
 
 func (n *Node) state() stateStore { return stateStore{dir: n.StateDir} }
 
+// staged is what the node staged of volume id; a volume not staged here
+// is NotFound.
+func (n *Node) staged(id string) (*stagedVolume, error) {
+	vol, err := n.state().load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if vol == nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	}
+	return vol, nil
+}
+
 // NodeGetInfo returns the host NQN as node id and the node's topology.
 func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	return &csi.NodeGetInfoResponse{NodeId: n.NodeID, AccessibleTopology: &csi.Topology{Segments: map[string]string{TopologyKeyNode: n.NodeName}}}, nil
@@ -104,8 +117,12 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if vol != nil && vol.StagingPath != staging {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is staged at %s already, not %s", id, vol.StagingPath, staging)
 	}
+	mnt := req.GetVolumeCapability().GetMount()
 	if vol == nil {
 		vol = &stagedVolume{StagingPath: staging, Block: isBlock(req.GetVolumeCapability())}
+		if !vol.Block {
+			vol.FsType = firstNonEmpty(mnt.GetFsType(), req.GetVolumeContext()[ContextFsType], DefaultFsType)
+		}
 	}
 	vol.Target = target
 	if vol.Device, err = n.Attacher.Attach(ctx, target); err != nil {
@@ -118,11 +135,6 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	if vol.Block {
 		return &csi.NodeStageVolumeResponse{}, nil
-	}
-	mnt := req.GetVolumeCapability().GetMount()
-	vol.FsType = firstNonEmpty(mnt.GetFsType(), req.GetVolumeContext()[ContextFsType], DefaultFsType)
-	if err := n.state().save(vol); err != nil {
-		return nil, status.Errorf(codes.Internal, "save the node state of %s: %v", id, err)
 	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "create the staging path: %v", err)
@@ -322,12 +334,9 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 	if err := requireField(path, "volume path"); err != nil {
 		return nil, err
 	}
-	vol, err := n.state().load(id)
+	vol, err := n.staged(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	if vol == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+		return nil, err
 	}
 	if _, ok := vol.Published[path]; !ok && path != vol.StagingPath {
 		return nil, status.Errorf(codes.NotFound, "volume %s is not staged or published at %s", id, path)
@@ -363,12 +372,9 @@ func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHe
 	if err := requireField(id, "volume id"); err != nil {
 		return nil, err
 	}
-	vol, err := n.state().load(id)
+	vol, err := n.staged(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	if vol == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+		return nil, err
 	}
 	if p := req.GetVolumePublishPath(); p != "" {
 		if _, ok := vol.Published[p]; !ok {
@@ -393,12 +399,9 @@ func (n *Node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		return nil, err
 	}
 	defer unlock()
-	vol, err := n.state().load(id)
+	vol, err := n.staged(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	if vol == nil {
-		return nil, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+		return nil, err
 	}
 	if err := n.Attacher.Refresh(ctx, vol.Target); err != nil {
 		return nil, err
