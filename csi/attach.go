@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -78,7 +80,21 @@ type FabricAttacher struct {
 	Host *nvmeof.Host
 	// DeviceTimeout bounds the wait for the block device after connecting.
 	DeviceTimeout time.Duration
+	// ConnectTimeout bounds each path's connect: a black-holed target
+	// address must not hold the volume (or the caller) for the kernel's
+	// own TCP timeouts. Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// JoinTimeout bounds Follow's wait for a new path to carry the
+	// volume's namespace. Zero means DefaultJoinTimeout.
+	JoinTimeout time.Duration
 }
+
+const (
+	// DefaultConnectTimeout is a FabricAttacher's ConnectTimeout when unset.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultJoinTimeout is a FabricAttacher's JoinTimeout when unset.
+	DefaultJoinTimeout = 15 * time.Second
+)
 
 // Attach connects every path of t (one is enough) and waits for the
 // namespace's block device.
@@ -96,15 +112,33 @@ func (a *FabricAttacher) Attach(ctx context.Context, t Target) (string, error) {
 	return dev, nil
 }
 
-// connectAll connects every path of t and returns the failures.
+// connectAll connects every path of t at once, each within
+// ConnectTimeout, and returns the failures.
 func (a *FabricAttacher) connectAll(ctx context.Context, t Target) []error {
+	results := make([]error, len(t.Paths))
+	var wg sync.WaitGroup
+	for i, p := range t.Paths {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, orDefault(a.ConnectTimeout, DefaultConnectTimeout))
+			defer cancel()
+			results[i] = a.Host.Connect(ctx, t.NQN, p)
+		})
+	}
+	wg.Wait()
 	var errs []error
-	for _, p := range t.Paths {
-		if err := a.Host.Connect(ctx, t.NQN, p); err != nil {
+	for _, err := range results {
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // Detach deletes every path of t.
@@ -153,32 +187,38 @@ func inaccessible(reason, msg string) *csi.VolumeHealth_VolumeHealthEntry {
 	return &csi.VolumeHealth_VolumeHealthEntry{Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: reason, Message: msg}
 }
 
-// Follow connects t's paths and, once one of them is live, deletes the
-// paths t no longer lists. Native multipath joins the new path to the
-// same namespace head, so the device in use never changes; the last live
-// path is never the one deleted.
-func (a *FabricAttacher) Follow(ctx context.Context, t Target) error {
+// Follow connects t's paths and, once one of them is live and carries the
+// namespace of device (the head in use), deletes the paths t no longer
+// lists. Native multipath joins the new path to the same namespace head,
+// so the device in use never changes. Deleting the old paths earlier would
+// fail the I/O queued on the head: the kernel scans the new controller's
+// namespaces only after the connect returned, and a head with no path
+// left fails what it holds ("no available path - failing I/O"). A new
+// path whose namespace does not join the head (the target presents other
+// identifiers) is deleted again and the old paths are kept.
+func (a *FabricAttacher) Follow(ctx context.Context, t Target, device string) error {
 	errs := a.connectAll(ctx, t)
-	ctrls, err := a.Host.Controllers(t.NQN)
+	ctrls, joined, err := a.waitJoined(ctx, t, device)
 	if err != nil {
 		return err
 	}
-	var stale []nvmeof.Controller
-	liveNew := false
+	var stale, strangers []nvmeof.Controller
 	for _, c := range ctrls {
-		wanted := false
-		for _, p := range t.Paths {
-			wanted = wanted || c.Path == p
-		}
 		switch {
-		case wanted && c.Live():
-			liveNew = true
-		case !wanted:
+		case !t.lists(c.Path):
 			stale = append(stale, c)
+		case c.Live() && !a.Host.Carries(c, device):
+			strangers = append(strangers, c)
 		}
 	}
-	if !liveNew {
-		return fmt.Errorf("volume %s: no new path is live yet, old paths kept: %w", t.VolumeID, errors.Join(errs...))
+	if !joined {
+		for _, c := range strangers {
+			errs = append(errs, fmt.Errorf("path %s (%s) is live but its namespace did not join %s within %s: does the target present the volume's namespace identifiers?", c.Name, c.Path, device, orDefault(a.JoinTimeout, DefaultJoinTimeout)))
+			if err := a.Host.Delete(c); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return fmt.Errorf("volume %s: no new path carries %s yet, old paths kept: %w", t.VolumeID, device, errors.Join(errs...))
 	}
 	for _, c := range stale {
 		if err := a.Host.Delete(c); err != nil {
@@ -187,3 +227,30 @@ func (a *FabricAttacher) Follow(ctx context.Context, t Target) error {
 	}
 	return errors.Join(errs...)
 }
+
+// waitJoined waits, within JoinTimeout, until a path t lists is live and
+// carries device's namespace; it returns the subsystem's controllers as
+// last seen and whether one did.
+func (a *FabricAttacher) waitJoined(ctx context.Context, t Target, device string) ([]nvmeof.Controller, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, orDefault(a.JoinTimeout, DefaultJoinTimeout))
+	defer cancel()
+	for {
+		ctrls, err := a.Host.Controllers(t.NQN)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, c := range ctrls {
+			if t.lists(c.Path) && c.Live() && a.Host.Carries(c, device) {
+				return ctrls, true, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctrls, false, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// lists says whether p is one of t's paths.
+func (t Target) lists(p nvmeof.Path) bool { return slices.Contains(t.Paths, p) }

@@ -25,6 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +35,9 @@ import (
 
 // Follower moves a connected volume to new target paths.
 type Follower interface {
-	Follow(ctx context.Context, t Target) error
+	// Follow connects t's paths and drops the others, keeping device (the
+	// namespace head in use) as it is; on error the old paths are kept.
+	Follow(ctx context.Context, t Target, device string) error
 }
 
 // FollowTarget connects the volume staged here to t's paths and drops its
@@ -50,7 +53,7 @@ func (n *Node) FollowTarget(ctx context.Context, f Follower, t Target) error {
 	if err != nil || vol == nil {
 		return err
 	}
-	if err := f.Follow(ctx, t); err != nil {
+	if err := f.Follow(ctx, t, vol.Device); err != nil {
 		return err
 	}
 	vol.Target = t
@@ -58,16 +61,20 @@ func (n *Node) FollowTarget(ctx context.Context, f Follower, t Target) error {
 }
 
 // PathFollower watches the Volumes staged on this node and, when a
-// Volume's target moves (same NQN, new endpoints), follows it.
+// Volume's target moves (same NQN, new endpoints), follows it. Volumes are
+// followed independently: each is a key of a work queue served by
+// several workers, so one volume whose new target does not answer does
+// not hold up the others, and a failed follow is retried with back-off.
 type PathFollower struct {
 	Node     *Node
 	Follower Follower
 	// Cache holds Volumes; the node plugin needs only get/list/watch.
 	Cache cache.Cache
-	// Resync is how often every staged volume is checked without an event
-	// (a path that failed to connect is retried).
+	// Resync is how often every staged volume is checked without an event.
 	Resync time.Duration
-	Log    logr.Logger
+	// Workers is how many volumes are followed at once; zero means 4.
+	Workers int
+	Log     logr.Logger
 }
 
 // Run follows until ctx ends.
@@ -76,13 +83,11 @@ func (p *PathFollower) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch Volumes: %w", err)
 	}
-	changed := make(chan string, 64)
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 30*time.Second))
+	defer queue.ShutDown()
 	notify := func(obj any) {
 		if v, ok := obj.(*flintv1.Volume); ok {
-			select {
-			case changed <- v.Name:
-			default: // the resync catches up
-			}
+			queue.Add(v.Name)
 		}
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -91,47 +96,67 @@ func (p *PathFollower) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	workers := p.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	for range workers {
+		go p.work(ctx, queue)
+	}
 	tick := time.NewTicker(p.Resync)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case id := <-changed:
-			p.sync(ctx, id)
 		case <-tick.C:
 			ids, err := p.Node.state().ids()
 			if err != nil {
-				p.Log.Error(err, "list staged volumes")
+				p.Log.Error(err, "List staged volumes")
 			}
 			for _, id := range ids {
-				p.sync(ctx, id)
+				queue.Add(id)
 			}
 		}
 	}
 }
 
+// work follows the volumes queue hands out until it shuts down.
+func (p *PathFollower) work(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) {
+	for {
+		id, shutdown := queue.Get()
+		if shutdown {
+			return
+		}
+		if err := p.sync(ctx, id); err != nil {
+			p.Log.Error(err, "Follow the moved target (retried)", "volume", id)
+			queue.AddRateLimited(id)
+		} else {
+			queue.Forget(id)
+		}
+		queue.Done(id)
+	}
+}
+
 // sync follows volume id's target if it is staged here and has moved.
-func (p *PathFollower) sync(ctx context.Context, id string) {
+func (p *PathFollower) sync(ctx context.Context, id string) error {
 	staged, err := p.Node.state().load(id)
 	if err != nil || staged == nil {
-		return
+		return err
 	}
 	vol := &flintv1.Volume{}
 	if err := p.Cache.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
-		if !apierrors.IsNotFound(err) {
-			p.Log.Error(err, "read Volume", "volume", id)
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-		return
+		return fmt.Errorf("read Volume: %w", err)
 	}
 	want, ok := targetOf(vol)
 	if !ok || want.NQN != staged.Target.NQN || slices.Equal(want.Paths, staged.Target.Paths) {
-		return
+		return nil
 	}
-	p.Log.Info("target moved: following", "volume", id, "from", staged.Target.Paths, "to", want.Paths)
-	if err := p.Node.FollowTarget(ctx, p.Follower, want); err != nil {
-		p.Log.Error(err, "follow the moved target (retried)", "volume", id)
-	}
+	p.Log.Info("Target moved: following", "volume", id, "from", staged.Target.Paths, "to", want.Paths)
+	return p.Node.FollowTarget(ctx, p.Follower, want)
 }
 
 // targetOf is where the Volume's status says it is served.

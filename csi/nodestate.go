@@ -67,6 +67,9 @@ func (s stateStore) load(id string) (*stagedVolume, error) {
 	return v, nil
 }
 
+// save replaces the volume's state atomically and durably: the new file
+// is synced before it is renamed into place and the directory after, so a
+// node crash leaves the old state or the new one, never an empty file.
 func (s stateStore) save(v *stagedVolume) error {
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		return err
@@ -76,17 +79,48 @@ func (s stateStore) save(v *stagedVolume) error {
 		return err
 	}
 	tmp := s.path(v.Target.VolumeID) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := writeSynced(tmp, b); err != nil {
 		return err
 	}
-	return os.Rename(tmp, s.path(v.Target.VolumeID))
+	if err := os.Rename(tmp, s.path(v.Target.VolumeID)); err != nil {
+		return err
+	}
+	return syncDir(s.dir)
+}
+
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func (s stateStore) remove(id string) error {
-	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(s.path(id)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
 		return err
 	}
-	return nil
+	return syncDir(s.dir)
 }
 
 // ids lists the volumes staged here.

@@ -223,7 +223,32 @@ func (h *Host) Rescan(nqn string) error {
 	return nil
 }
 
-var namespaceName = regexp.MustCompile(`^nvme[0-9]+(c[0-9]+)?n[0-9]+$`)
+var (
+	namespaceName = regexp.MustCompile(`^nvme[0-9]+(c[0-9]+)?n[0-9]+$`)
+	// pathNamespaceName is a namespace as one controller sees it under
+	// native multipath: nvme<subsystem>c<controller>n<head>.
+	pathNamespaceName = regexp.MustCompile(`^nvme([0-9]+)c[0-9]+n([0-9]+)$`)
+)
+
+// Carries says whether controller c is a path of the namespace head
+// device (/dev/nvmeSnH): the kernel has scanned the namespace on c and
+// joined it to that head. It does so only when the namespace's
+// identifiers (UUID, NGUID, EUI-64) match the head's, and only after the
+// controller went live: the scan runs asynchronously after the connect
+// returns. Until then I/O cannot fail over to c.
+func (h *Host) Carries(c Controller, device string) bool {
+	entries, err := os.ReadDir(filepath.Join(h.Sysfs, "class", "nvme", c.Name))
+	if err != nil {
+		return false
+	}
+	head := filepath.Base(device)
+	for _, e := range entries {
+		if m := pathNamespaceName.FindStringSubmatch(e.Name()); m != nil && "nvme"+m[1]+"n"+m[2] == head {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrNoDevice means the subsystem has no block device (yet).
 var ErrNoDevice = errors.New("no block device")

@@ -8,9 +8,15 @@
 #
 # Needs the Debian packages listed in PACKAGES; the kernel package is
 # downloaded (apt-get download) into $FLINT_CACHE/vmlab once.
+#
+# VMLAB_REPEAT=N runs the failover tests (path follow, re-created target)
+# N times in a row after the whole suite ran once: a timing fault there
+# is a defect, and one pass proves little.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+repeat="${VMLAB_REPEAT:-1}"
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "vmlab: VMLAB_REPEAT must be a positive count, not '$repeat'" >&2; exit 2; }
 PACKAGES=(qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs iproute2 util-linux)
 cache="${FLINT_CACHE:-$HOME/.cache/flint}/vmlab"
 work="$(mktemp -d /tmp/flint-vmlab.XXXXXX)"
@@ -91,8 +97,13 @@ ip link set lo up; ip link set eth0 up; ip addr add 10.0.2.15/24 dev eth0
 rdma link add rxe0 type rxe netdev eth0 || echo "soft-RoCE failed"
 ip -4 addr show eth0 | grep inet
 echo "VMLAB-BOOTED \$(cut -d' ' -f1 /proc/uptime)s"
-FLINT_VM_GUEST=1 FLINT_VM_ADDRESS=10.0.2.15 /guest.test -test.v -test.timeout 200s
-echo "VMLAB-EXIT=\$?"
+export FLINT_VM_GUEST=1 FLINT_VM_ADDRESS=10.0.2.15
+/guest.test -test.v -test.timeout 200s; rc=\$?
+if [ \$rc = 0 ] && [ $repeat -gt 1 ]; then
+  echo "VMLAB-REPEAT the failover tests $((repeat - 1)) more times"
+  /guest.test -test.v -test.run 'TestPathFollow|TestTargetRecreated' -test.count $((repeat - 1)) -test.failfast -test.timeout $((60 * repeat))s; rc=\$?
+fi
+echo "VMLAB-EXIT=\$rc"
 poweroff -f
 INIT
 chmod +x "$root/init"
@@ -101,11 +112,14 @@ log "initramfs $(du -h "$work/initramfs.gz" | cut -f1)"
 
 log "booting (TCG)"
 console="$work/console.log"
-timeout 280 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 -nographic -no-reboot \
+timeout $((280 + 60 * (repeat - 1))) qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 -nographic -no-reboot \
   -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
-  -append "console=ttyS0 quiet panic=-1 nvme_core.multipath=Y" \
+  -append "console=ttyS0 loglevel=5 panic=-1 nvme_core.multipath=Y" \
   -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 </dev/null | tee "$console" | sed -n '/VMLAB-BOOTED/,$p' || true
 log "guest done"
+for test in TestPathFollow TestTargetRecreated; do
+  log "$test: $(grep -c -- "--- PASS: $test " "$console") passed, $(grep -c -- "--- FAIL: $test " "$console") failed"
+done
 if ! grep -q '^VMLAB-EXIT=0' "$console"; then
   grep -q VMLAB-BOOTED "$console" || tail -40 "$console"
   echo "vmlab: FAILED (console above)" >&2

@@ -36,7 +36,7 @@ import (
 // kernel side of following is proven in the VM lab.
 type recordingFollower struct{ followed chan csi.Target }
 
-func (r *recordingFollower) Follow(_ context.Context, t csi.Target) error {
+func (r *recordingFollower) Follow(_ context.Context, t csi.Target, _ string) error {
 	r.followed <- t
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,6 +80,7 @@ func start() error {
 	attacher = &csi.FabricAttacher{
 		Host:          &nvmeof.Host{Sysfs: "/sys", Dev: "/dev", HostNQN: hostNQN, Options: nvmeof.Options{CtrlLossTimeout: 2 * time.Minute, ReconnectDelay: time.Second}},
 		DeviceTimeout: 20 * time.Second,
+		JoinTimeout:   5 * time.Second, // the refused target of TestTargetRecreated waits this long
 	}
 	node = &csi.Node{
 		NodeID: hostNQN, NodeName: "vm", Attacher: attacher, StateDir: "/run/flint-csi", ResizeTimeout: 20 * time.Second,
@@ -358,6 +360,86 @@ func TestTargetLoss(t *testing.T) {
 	v.checkOnTarget(t, after, "after")
 }
 
+// writer writes data to path in chunks, syncing after each, and reports
+// the chunks done on progress and its end on done.
+type writer struct {
+	data     []byte
+	chunk    int
+	progress chan int
+	done     chan error
+}
+
+func startWriter(t *testing.T, path string, chunk, chunks int) *writer {
+	w := &writer{data: randomBytes(t, chunk*chunks), chunk: chunk, progress: make(chan int, chunks), done: make(chan error, 1)}
+	go func() {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			w.done <- err
+			return
+		}
+		defer f.Close()
+		for i := range chunks {
+			if _, err := f.WriteAt(w.data[i*chunk:(i+1)*chunk], int64(i*chunk)); err != nil {
+				w.done <- fmt.Errorf("chunk %d: %w", i, err)
+				return
+			}
+			if err := f.Sync(); err != nil {
+				w.done <- fmt.Errorf("sync after chunk %d: %w", i, err)
+				return
+			}
+			w.progress <- i
+		}
+		w.done <- nil
+	}()
+	return w
+}
+
+// waitFor returns once chunk n is written.
+func (w *writer) waitFor(t *testing.T, n int) {
+	for {
+		select {
+		case i := <-w.progress:
+			if i >= n {
+				return
+			}
+		case err := <-w.done:
+			t.Fatalf("the writer ended before chunk %d: %v", n, err)
+		}
+	}
+}
+
+// follow follows v's target to port svcid until it succeeds or ctx ends.
+func follow(ctx context.Context, t *testing.T, v *volume, svcid int32) time.Duration {
+	moved := time.Now()
+	to := csi.Target{VolumeID: v.id, NQN: v.sub.nqn, Paths: []nvmeof.Path{{Transport: "tcp", Address: address, Port: svcid}}}
+	for {
+		err := node.FollowTarget(ctx, attacher, to)
+		if err == nil {
+			return time.Since(moved)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("follow the moved target: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkFollowed checks that the writer saw no error, the device did not
+// change and one live path is left, on svcid.
+func checkFollowed(t *testing.T, v *volume, w *writer, deviceBefore string, svcid int32) {
+	t.Helper()
+	if err := <-w.done; err != nil {
+		t.Fatalf("the writer saw an error while the target moved: %v", err)
+	}
+	deviceAfter, err := attacher.Host.Device(v.sub.nqn)
+	must(t, err, "device")
+	ctrls, err := attacher.Host.Controllers(v.sub.nqn)
+	must(t, err, "controllers")
+	if deviceAfter != deviceBefore || len(ctrls) != 1 || ctrls[0].Path.Port != svcid || !ctrls[0].Live() {
+		t.Fatalf("after following: device %s (was %s), paths %+v; want the same device and one live path on %d", deviceAfter, deviceBefore, ctrls, svcid)
+	}
+}
+
 // TestPathFollow: the target moves to another port (as after an OSD
 // loss) while a writer writes; following it connects the new path and
 // drops the old one; the writer sees no error, the mounted device never
@@ -372,63 +454,82 @@ func TestPathFollow(t *testing.T) {
 	deviceBefore, err := attacher.Host.Device(v.sub.nqn)
 	must(t, err, "device")
 
-	const chunk, chunks = 256 << 10, 64
-	data := randomBytes(t, chunk*chunks)
-	progress := make(chan int, chunks)
-	done := make(chan error, 1)
-	go func() {
-		f, err := os.OpenFile(v.dataPath(), os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer f.Close()
-		for i := range chunks {
-			if _, err := f.WriteAt(data[i*chunk:(i+1)*chunk], int64(i*chunk)); err != nil {
-				done <- fmt.Errorf("chunk %d: %w", i, err)
-				return
-			}
-			if err := f.Sync(); err != nil {
-				done <- fmt.Errorf("sync after chunk %d: %w", i, err)
-				return
-			}
-			progress <- i
-		}
-		done <- nil
-	}()
-	for i := range progress {
-		if i == 15 {
-			break
-		}
-	}
-	moved := time.Now()
+	w := startWriter(t, v.dataPath(), 256<<10, 64)
+	w.waitFor(t, 15)
 	v.sub.renumber(1000) // the new target's controller ids (see docs/csi.md)
 	v.sub.expose(3)
 	v.sub.hide(1)
-	to := csi.Target{VolumeID: v.id, NQN: v.sub.nqn, Paths: []nvmeof.Path{{Transport: "tcp", Address: address, Port: 4421}}}
-	for {
-		err := node.FollowTarget(ctx, attacher, to)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("follow the moved target: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Logf("followed the target to port 4421 in %s", time.Since(moved).Round(time.Millisecond))
-	if err := <-done; err != nil {
-		t.Fatalf("the writer saw an error while the target moved: %v", err)
-	}
-	deviceAfter, err := attacher.Host.Device(v.sub.nqn)
-	must(t, err, "device")
-	ctrls, err := attacher.Host.Controllers(v.sub.nqn)
-	must(t, err, "controllers")
-	if deviceAfter != deviceBefore || len(ctrls) != 1 || ctrls[0].Path.Port != 4421 || !ctrls[0].Live() {
-		t.Fatalf("after following: device %s (was %s), paths %+v; want the same device and one live path on 4421", deviceAfter, deviceBefore, ctrls)
-	}
+	t.Logf("followed the target to port 4421 in %s", follow(ctx, t, v, 4421).Round(time.Millisecond))
+	checkFollowed(t, v, w, deviceBefore, 4421)
 	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
 	must(t, v.unstage(ctx), "NodeUnstageVolume")
-	v.checkOnTarget(t, data, "data")
-	t.Logf("%d MiB written across the move, device %s unchanged, target checksum matches", len(data)>>20, deviceAfter)
+	v.checkOnTarget(t, w.data, "data")
+	t.Logf("%d MiB written across the move, device %s unchanged, target checksum matches", len(w.data)>>20, deviceBefore)
+}
+
+// TestTargetRecreated: the target is lost and a new one is built for the
+// volume, as the operator does on another OSD: the subsystem is deleted
+// and created again over the same data. Built with other namespace
+// identifiers, the kernel refuses to join its namespace to the volume's
+// device, and following it fails and keeps the old path (this is what
+// catches a target that does not carry the volume's identity); built
+// with the same identifiers and a new controller-id range, following it
+// keeps the mounted device and the writer sees no error.
+func TestTargetRecreated(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	v := newVolume(t, "recreated", "tcp", 1, 4420, false, "ext4", 64)
+	port(t, 3, "tcp", address, 4421)
+	must(t, v.stage(ctx), "NodeStageVolume")
+	must(t, v.publishAt(ctx), "NodePublishVolume")
+	deviceBefore, err := attacher.Host.Device(v.sub.nqn)
+	must(t, err, "device")
+	identity := v.sub.id
+
+	w := startWriter(t, v.dataPath(), 256<<10, 64)
+	w.waitFor(t, 15)
+	impostor := newIdentity(t)
+	impostor.serial = identity.serial
+	v.sub.recreate(impostor, 1000)
+	v.sub.expose(3)
+	to := csi.Target{VolumeID: v.id, NQN: v.sub.nqn, Paths: []nvmeof.Path{{Transport: "tcp", Address: address, Port: 4421}}}
+	refused := node.FollowTarget(ctx, attacher, to)
+	if refused == nil || !strings.Contains(refused.Error(), "did not join") {
+		t.Fatalf("following a target with other namespace identifiers: want an error saying its namespace did not join %s, got %v", deviceBefore, refused)
+	}
+	if !kernelLogged(t, "IDs don't match for shared namespace") {
+		t.Fatal("the kernel did not log that it refused the namespace of other identity")
+	}
+	ctrls, err := attacher.Host.Controllers(v.sub.nqn)
+	must(t, err, "controllers")
+	if len(ctrls) != 1 || ctrls[0].Path.Port != 4420 {
+		t.Fatalf("after a refused follow: paths %+v, want only the old path on 4420", ctrls)
+	}
+	t.Logf("refused: %v", refused)
+
+	v.sub.recreate(identity, 2000)
+	v.sub.expose(3)
+	t.Logf("followed the re-created target to port 4421 in %s", follow(ctx, t, v, 4421).Round(time.Millisecond))
+	checkFollowed(t, v, w, deviceBefore, 4421)
+	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
+	must(t, v.unstage(ctx), "NodeUnstageVolume")
+	v.checkOnTarget(t, w.data, "data")
+	t.Logf("%d MiB written across the re-creation, device %s unchanged, target checksum matches", len(w.data)>>20, deviceBefore)
+}
+
+// kernelLogged says whether the kernel's log holds msg.
+func kernelLogged(t *testing.T, msg string) bool {
+	f, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	must(t, err, "open the kernel log")
+	defer f.Close()
+	buf := make([]byte, 8192)
+	for {
+		n, err := f.Read(buf)
+		if err != nil {
+			return false // EAGAIN: the end of the log
+		}
+		if strings.Contains(string(buf[:n]), msg) {
+			return true
+		}
+	}
 }

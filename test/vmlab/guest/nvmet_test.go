@@ -37,6 +37,13 @@ type subsystem struct {
 	loop    string
 	ports   []int
 	allowed string
+	id      identity
+}
+
+// identity is what the host compares to tell one namespace from another:
+// a target re-created with another one is another namespace to it.
+type identity struct {
+	uuid, nguid, serial string
 }
 
 func write(t *testing.T, path, value string) {
@@ -55,10 +62,21 @@ func run(t *testing.T, name string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// newSubsystem creates subsystem nqn of sizeMiB allowing host; removed at
-// the test's end.
+// newIdentity is a random namespace identity.
+func newIdentity(t *testing.T) identity {
+	b := randomBytes(t, 16)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return identity{
+		uuid:   fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]),
+		nguid:  fmt.Sprintf("%x-%x-%x-%x-%x", b[8:12], b[12:14], b[14:16], b[0:2], b[2:8]),
+		serial: fmt.Sprintf("%x", b[10:16]),
+	}
+}
+
+// newSubsystem creates subsystem nqn of sizeMiB allowing host, with a
+// random identity; removed at the test's end.
 func newSubsystem(t *testing.T, nqn, host string, sizeMiB int64) *subsystem {
-	s := &subsystem{t: t, nqn: nqn, allowed: host, image: filepath.Join("/tmp", strings.ReplaceAll(nqn, ":", "_")+".img")}
+	s := &subsystem{t: t, nqn: nqn, allowed: host, image: filepath.Join("/tmp", strings.ReplaceAll(nqn, ":", "_")+".img"), id: newIdentity(t)}
 	f, err := os.Create(s.image)
 	if err != nil {
 		t.Fatal(err)
@@ -68,16 +86,27 @@ func newSubsystem(t *testing.T, nqn, host string, sizeMiB int64) *subsystem {
 	}
 	f.Close()
 	s.loop = run(t, "losetup", "--find", "--show", s.image)
-	dir := filepath.Join(nvmetRoot, "subsystems", nqn)
+	s.configure(1)
+	t.Cleanup(s.remove)
+	return s
+}
+
+// configure creates the subsystem in configfs with s.id, numbering its
+// controllers from cntlidMin.
+func (s *subsystem) configure(cntlidMin int) {
+	t := s.t
+	dir := filepath.Join(nvmetRoot, "subsystems", s.nqn)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "attr_allow_any_host"), "0")
-	hostDir := filepath.Join(nvmetRoot, "hosts", host)
+	write(t, filepath.Join(dir, "attr_serial"), s.id.serial)
+	write(t, filepath.Join(dir, "attr_cntlid_min"), fmt.Sprint(cntlidMin))
+	hostDir := filepath.Join(nvmetRoot, "hosts", s.allowed)
 	if err := os.Mkdir(hostDir, 0o755); err != nil && !os.IsExist(err) {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(hostDir, filepath.Join(dir, "allowed_hosts", host)); err != nil {
+	if err := os.Symlink(hostDir, filepath.Join(dir, "allowed_hosts", s.allowed)); err != nil {
 		t.Fatal(err)
 	}
 	ns := filepath.Join(dir, "namespaces", "1")
@@ -85,9 +114,9 @@ func newSubsystem(t *testing.T, nqn, host string, sizeMiB int64) *subsystem {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(ns, "device_path"), s.loop)
+	write(t, filepath.Join(ns, "device_uuid"), s.id.uuid)
+	write(t, filepath.Join(ns, "device_nguid"), s.id.nguid)
 	write(t, filepath.Join(ns, "enable"), "1")
-	t.Cleanup(s.remove)
-	return s
 }
 
 // port creates (once) kernel target port id listening on transport
@@ -136,6 +165,16 @@ func (s *subsystem) renumber(min int) {
 	write(s.t, filepath.Join(nvmetRoot, "subsystems", s.nqn, "attr_cntlid_min"), fmt.Sprint(min))
 }
 
+// recreate deletes the subsystem, as a lost target's is gone, and creates
+// it again over the same data with identity id and controller ids from
+// cntlidMin, as a new target built for the volume is; it listens nowhere
+// until exposed.
+func (s *subsystem) recreate(id identity, cntlidMin int) {
+	s.unconfigure()
+	s.id = id
+	s.configure(cntlidMin)
+}
+
 // grow makes the namespace sizeMiB and tells the host.
 func (s *subsystem) grow(sizeMiB int64) {
 	if err := os.Truncate(s.image, sizeMiB<<20); err != nil {
@@ -145,7 +184,9 @@ func (s *subsystem) grow(sizeMiB int64) {
 	write(s.t, filepath.Join(nvmetRoot, "subsystems", s.nqn, "namespaces", "1", "revalidate_size"), "1")
 }
 
-func (s *subsystem) remove() {
+// unconfigure takes the subsystem off its ports and out of configfs,
+// keeping its data.
+func (s *subsystem) unconfigure() {
 	for _, id := range append([]int(nil), s.ports...) {
 		s.hide(id)
 	}
@@ -154,6 +195,10 @@ func (s *subsystem) remove() {
 	_ = os.Remove(filepath.Join(dir, "namespaces", "1"))
 	_ = os.Remove(filepath.Join(dir, "allowed_hosts", s.allowed))
 	_ = os.Remove(dir)
+}
+
+func (s *subsystem) remove() {
+	s.unconfigure()
 	_ = exec.Command("losetup", "-d", s.loop).Run()
 	_ = os.Remove(s.image)
 }
