@@ -23,6 +23,7 @@ package contract
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ var scenarios = []struct {
 	{"snapshot and clone rules", 1, snapshotsAndClones},
 	{"lvstore survives a restart, exports do not", 1, lvstoreSurvivesRestart},
 	{"export an lvol to one host", 1, exportToOneHost},
+	{"a namespace identity and controller-id range given by the caller", 2, identityAndCntlidRange},
 	{"raid1 over a local and two remote replicas", 3, raid1AcrossTargets},
 	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
@@ -303,6 +305,74 @@ func exportToOneHost(t *testing.T, l *spdklab.Lab) {
 	if b := must(c.BdevGetBdevs(ctx(t), "lvs0/vol"))[0]; b.Claimed {
 		t.Errorf("the lvol stays claimed after its subsystem was deleted")
 	}
+}
+
+// identityAndCntlidRange is how a volume keeps one identity on every
+// target it ever has: the namespace's UUID, NGUID and EUI-64 are the
+// caller's, the raid's uuid too, and each incarnation of the subsystem
+// numbers its controllers from its own range, so a host never meets a
+// controller id that its dead path to the previous target still holds.
+func identityAndCntlidRange(t *testing.T, l *spdklab.Lab) {
+	const (
+		nsUUID   = "6f1c2a4e-9b3d-4e8f-a1c2-3d4e5f60718a"
+		nsNGUID  = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+		nsEUI64  = "02a1b2c3d4e5f607"
+		raidUUID = "3e7d9c1b-5a2f-4b6e-8d0c-1f2e3a4b5c6d"
+	)
+	tgt, c := l.Targets[0].Client, l.Targets[1].Client
+	aioLvstore(t, l, c, "lvs1")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs1"}))
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	nqn := "nqn.2026-01.io.flint:volume:identity"
+
+	for _, r := range [][2]uint16{{10, 9}, {65000, 65520}} {
+		err := c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, MinCntlid: r[0], MaxCntlid: r[1]})
+		wantErr(t, err, jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+		if _, err := c.NvmfGetSubsystems(ctx(t), nqn); !errors.Is(err, jsonrpc.ErrNotFound) {
+			t.Errorf("a subsystem refused for its cntlid range %v was left behind: %v", r, err)
+		}
+	}
+
+	port := spdklab.FreePort(t)
+	incarnation := func(minCntlid, maxCntlid uint16) {
+		ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: "FL0123456789abcdef01", MinCntlid: minCntlid, MaxCntlid: maxCntlid}))
+		must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs1/vol", NSID: 1, UUID: nsUUID, NGUID: nsNGUID, EUI64: nsEUI64}))
+		ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
+		ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
+		sub := must(c.NvmfGetSubsystems(ctx(t), nqn))[0]
+		if sub.MinCntlid != minCntlid || sub.MaxCntlid != maxCntlid || len(sub.Namespaces) != 1 {
+			t.Fatalf("subsystem = %+v, want cntlids %d-%d and one namespace", sub, minCntlid, maxCntlid)
+		}
+		ns := sub.Namespaces[0]
+		if ns.UUID != nsUUID || ns.NGUID != strings.ToUpper(nsNGUID) || ns.EUI64 != strings.ToUpper(nsEUI64) {
+			t.Errorf("namespace = %+v, want uuid %s, nguid %s and eui64 %s as given (hex upper-case)", ns, nsUUID, nsNGUID, nsEUI64)
+		}
+		bdevs := must(tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+			Name: "vol", Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port, Subnqn: nqn, Hostnqn: hostNQN,
+		}))
+		ctrlrs := must(tgt.BdevNvmeGetControllers(ctx(t), "vol"))
+		if len(ctrlrs) != 1 || len(ctrlrs[0].Ctrlrs) != 1 || ctrlrs[0].Ctrlrs[0].Cntlid != int(minCntlid) {
+			t.Errorf("controllers = %+v, want one with cntlid %d", ctrlrs, minCntlid)
+		}
+		if b := must(tgt.BdevGetBdevs(ctx(t), bdevs[0]))[0]; !strings.EqualFold(strings.ReplaceAll(b.UUID, "-", ""), nsNGUID) {
+			t.Errorf("the host's bdev has uuid %s, want the NGUID %s", b.UUID, nsNGUID)
+		}
+		ok(t, tgt.BdevNvmeDetachController(ctx(t), "vol"))
+		ok(t, c.NvmfDeleteSubsystem(ctx(t), nqn))
+	}
+	incarnation(1025, 2048)
+	incarnation(2049, 3072)
+
+	// The raid takes the uuid it is given.
+	aioLvstore(t, l, tgt, "lvs0")
+	for _, n := range []string{"a", "b"} {
+		must(tgt.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: n, SizeInMiB: 16, ThinProvision: true, LvsName: "lvs0"}))
+	}
+	ok(t, tgt.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "mirror", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a", "lvs0/b"}, UUID: raidUUID}))
+	if b := must(tgt.BdevGetBdevs(ctx(t), "mirror"))[0]; b.UUID != raidUUID {
+		t.Errorf("raid uuid = %s, want %s", b.UUID, raidUUID)
+	}
+	ok(t, tgt.BdevRaidDelete(ctx(t), "mirror"))
 }
 
 // raid1AcrossTargets is Flint's volume: target 0 holds one replica and the

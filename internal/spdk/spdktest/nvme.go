@@ -92,11 +92,6 @@ func remoteIn(targets []*Target, trid listenAddr, subnqn, host string) (*Target,
 	return nil, nil
 }
 
-func (st *state) nextCntlid(nqn string) int {
-	st.cntlid[nqn]++
-	return st.cntlid[nqn]
-}
-
 // validReconnectOptions follows bdev_nvme's documented rules for the three
 // reconnect options.
 func validReconnectOptions(loss int32, delay, fastFail uint32) bool {
@@ -151,13 +146,13 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 	if req.Hostnqn == "" {
 		req.Hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + newUUID()
 	}
-	remote, s := t.fabric.remote(trid, req.Subnqn, req.Hostnqn)
+	_, s := t.fabric.remote(trid, req.Subnqn, req.Hostnqn)
 	if s == nil {
 		return nil, errf(-5, "Input/output error")
 	}
 	c.trid, c.subnqn, c.hostnqn = trid, req.Subnqn, req.Hostnqn
 	c.serial, c.model = s.serial, s.model
-	c.cntlid = remote.st.nextCntlid(s.nqn)
+	c.cntlid = s.nextCntlid()
 	t.st.ctrlrs = append(t.st.ctrlrs, c)
 	names := []string{}
 	for _, ns := range s.namespaces {
@@ -240,7 +235,7 @@ func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, targetsWith func(nqn stri
 		c.synced = &syncMark{target: remote, st: remote.st, gen: remote.st.gen}
 	case ctrlrReconnectIsDelayed:
 		if s != nil {
-			c.state, c.cntlid = ctrlrEnabled, remote.st.nextCntlid(s.nqn)
+			c.state, c.cntlid = ctrlrEnabled, s.nextCntlid()
 			t.syncNamespaces(c, s)
 			c.synced = &syncMark{target: remote, st: remote.st, gen: remote.st.gen}
 			return

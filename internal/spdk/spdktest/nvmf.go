@@ -49,13 +49,31 @@ type namespace struct {
 	nguid, uuid, eui64 string
 }
 
+// The controller ids SPDK hands out (NVMF_MIN_CNTLID, NVMF_MAX_CNTLID).
+const (
+	minCntlid = 1
+	maxCntlid = 0xffef
+)
+
 type subsystem struct {
 	nqn, serial, model string
 	allowAnyHost, ana  bool
 	maxNS              uint32
-	hosts              []string
-	listeners          []listenAddr
-	namespaces         []*namespace // by nsid
+	// Controller ids are handed out in turn from minCntlid to maxCntlid,
+	// and again from minCntlid.
+	minCntlid, maxCntlid, lastCntlid int
+	hosts                            []string
+	listeners                        []listenAddr
+	namespaces                       []*namespace // by nsid
+}
+
+// nextCntlid is the id of the next controller a host connects.
+func (s *subsystem) nextCntlid() int {
+	s.lastCntlid++
+	if s.lastCntlid < s.minCntlid || s.lastCntlid > s.maxCntlid {
+		s.lastCntlid = s.minCntlid
+	}
+	return s.lastCntlid
 }
 
 func (s *subsystem) allows(host string) bool {
@@ -179,7 +197,10 @@ func nvmfCreateSubsystem(t *Target, p json.RawMessage) (any, error) {
 		AllowAnyHost  bool   `json:"allow_any_host"`
 		AnaReporting  bool   `json:"ana_reporting"`
 		MaxNamespaces uint32 `json:"max_namespaces"`
+		MinCntlid     uint16 `json:"min_cntlid"`
+		MaxCntlid     uint16 `json:"max_cntlid"`
 	}
+	req.MinCntlid, req.MaxCntlid = minCntlid, maxCntlid
 	if err := decode(p, &req, errInvalidParams(), "nqn"); err != nil {
 		return nil, err
 	}
@@ -198,12 +219,16 @@ func nvmfCreateSubsystem(t *Target, p json.RawMessage) (any, error) {
 	if len(req.ModelNumber) > 40 || !printable(req.ModelNumber) {
 		return nil, errf(-32602, "Invalid MN %s", req.ModelNumber)
 	}
+	if req.MinCntlid < minCntlid || req.MaxCntlid > maxCntlid || req.MinCntlid > req.MaxCntlid {
+		return nil, errf(-32602, "Invalid cntlid range [%d-%d]", req.MinCntlid, req.MaxCntlid)
+	}
 	if req.MaxNamespaces == 0 {
 		req.MaxNamespaces = 32
 	}
 	s := &subsystem{
 		nqn: req.NQN, serial: req.SerialNumber, model: req.ModelNumber,
 		allowAnyHost: req.AllowAnyHost, ana: req.AnaReporting, maxNS: req.MaxNamespaces,
+		minCntlid: int(req.MinCntlid), maxCntlid: int(req.MaxCntlid),
 	}
 	t.st.subsystems = append(t.st.subsystems, s)
 	t.st.subsystemByNQN[s.nqn] = s
@@ -293,7 +318,7 @@ func renderSubsystem(s *subsystem) map[string]any {
 	return map[string]any{
 		"nqn": s.nqn, "subtype": "NVMe", "listen_addresses": listeners, "allow_any_host": s.allowAnyHost,
 		"hosts": hosts, "serial_number": s.serial, "model_number": s.model, "max_namespaces": s.maxNS,
-		"min_cntlid": 1, "max_cntlid": 65519, "namespaces": nss,
+		"min_cntlid": s.minCntlid, "max_cntlid": s.maxCntlid, "namespaces": nss,
 	}
 }
 
@@ -335,7 +360,7 @@ func nvmfSubsystemAddNs(t *Target, p json.RawMessage) (any, error) {
 		ns.NGUID = strings.ToUpper(strings.ReplaceAll(b.uuid, "-", ""))
 	}
 	b.claim(claimExclusiveWrite, "nvmf:"+s.nqn)
-	s.namespaces = append(s.namespaces, &namespace{nsid: ns.NSID, b: b, nguid: strings.ToUpper(ns.NGUID), uuid: ns.UUID, eui64: ns.EUI64})
+	s.namespaces = append(s.namespaces, &namespace{nsid: ns.NSID, b: b, nguid: strings.ToUpper(ns.NGUID), uuid: ns.UUID, eui64: strings.ToUpper(ns.EUI64)})
 	slices.SortFunc(s.namespaces, func(a, b *namespace) int { return int(a.nsid) - int(b.nsid) })
 	return ns.NSID, nil
 }

@@ -106,11 +106,10 @@ type state struct {
 	raids      []*raid
 	logLevel   string
 	printLevel string
-	cntlid     map[string]int // next controller id per subsystem NQN
 }
 
 func newState() *state {
-	return &state{logLevel: "NOTICE", printLevel: "INFO", cntlid: map[string]int{}, subsystemByNQN: map[string]*subsystem{}}
+	return &state{logLevel: "NOTICE", printLevel: "INFO", subsystemByNQN: map[string]*subsystem{}}
 }
 
 func (st *state) bdev(name string) *bdev {

@@ -46,7 +46,10 @@ type NvmfTransport struct {
 }
 
 // NvmfCreateSubsystemRequest creates an NVMe subsystem. SerialNumber is at
-// most 20 characters, ModelNumber at most 40.
+// most 20 characters, ModelNumber at most 40. MinCntlid and MaxCntlid
+// bound the controller ids the subsystem hands out (SPDK's default is
+// 1-65519, its whole range); a range outside it, or reversed, is refused
+// with -32602 and no subsystem is created.
 type NvmfCreateSubsystemRequest struct {
 	NQN           string `json:"nqn"`
 	SerialNumber  string `json:"serial_number,omitempty"`
@@ -54,7 +57,15 @@ type NvmfCreateSubsystemRequest struct {
 	AllowAnyHost  bool   `json:"allow_any_host"`
 	AnaReporting  bool   `json:"ana_reporting,omitempty"`
 	MaxNamespaces uint32 `json:"max_namespaces,omitempty"`
+	MinCntlid     uint16 `json:"min_cntlid,omitempty"`
+	MaxCntlid     uint16 `json:"max_cntlid,omitempty"`
 }
+
+// The controller ids SPDK can hand out.
+const (
+	MinCntlid = 1
+	MaxCntlid = 0xffef
+)
 
 // NQNRequest names one subsystem.
 type NQNRequest struct {
@@ -86,6 +97,8 @@ type NvmfSubsystem struct {
 	SerialNumber  string          `json:"serial_number,omitempty"`
 	ModelNumber   string          `json:"model_number,omitempty"`
 	MaxNamespaces uint32          `json:"max_namespaces,omitempty"`
+	MinCntlid     uint16          `json:"min_cntlid,omitempty"`
+	MaxCntlid     uint16          `json:"max_cntlid,omitempty"`
 	Namespaces    []NvmfNamespace `json:"namespaces,omitempty"`
 }
 
@@ -99,11 +112,13 @@ func (s NvmfSubsystem) HostNQNs() []string {
 }
 
 // NvmfNamespace is one namespace of a subsystem. An initiator's bdev takes
-// its uuid from the NGUID.
+// its uuid from the NGUID. SPDK reports NGUID and EUI64 as upper-case hex
+// without separators.
 type NvmfNamespace struct {
 	NSID     uint32 `json:"nsid"`
 	BdevName string `json:"bdev_name"`
 	NGUID    string `json:"nguid,omitempty"`
+	EUI64    string `json:"eui64,omitempty"`
 	UUID     string `json:"uuid,omitempty"`
 	AnaGrpID uint32 `json:"anagrpid,omitempty"`
 }
@@ -115,11 +130,13 @@ type NvmfSubsystemAddNsRequest struct {
 }
 
 // NvmfNamespaceRequest describes a namespace to add; zero fields are
-// assigned by SPDK (NGUID and UUID from the bdev's uuid).
+// assigned by SPDK (NGUID and UUID from the bdev's uuid, no EUI64). NGUID
+// is 32 hex digits, EUI64 16, UUID the usual 8-4-4-4-12 form.
 type NvmfNamespaceRequest struct {
 	BdevName string `json:"bdev_name"`
 	NSID     uint32 `json:"nsid,omitempty"`
 	NGUID    string `json:"nguid,omitempty"`
+	EUI64    string `json:"eui64,omitempty"`
 	UUID     string `json:"uuid,omitempty"`
 }
 
