@@ -152,6 +152,15 @@ type VolumeTarget struct {
 	// endpoints are the target's NVMe-oF listeners.
 	// +optional
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// epoch counts the target's incarnations: placing the Volume starts it
+	// at 1, and every target built anew (a move, a re-assembly after the
+	// target's SPDK lost the raid) takes the next, recorded before the
+	// target is built. It picks the range of controller ids the target
+	// hands hosts, so a host still holding a dead path to the previous
+	// target is never given an id that path holds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Epoch int32 `json:"epoch,omitempty"`
 }
 
 // VolumeStatus is the observed state of a Volume.

@@ -86,7 +86,10 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	if err != nil {
 		return nil, &problem{"TargetUnavailable", err.Error()}
 	}
-	req := &agentv1.EnsureTargetRequest{Volume: vol.Name, Members: members, Hosts: vol.Spec.PublishedHosts, Resume: len(vol.Status.Target.Endpoints) > 0}
+	req := &agentv1.EnsureTargetRequest{
+		Volume: vol.Name, VolumeUid: string(vol.UID), Epoch: uint32(max(vol.Status.Target.Epoch, 1)),
+		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: len(vol.Status.Target.Endpoints) > 0,
+	}
 	ts, err := agent.EnsureTarget(ctx, req)
 	if status.Code(err) == codes.Aborted {
 		// SPDK on the target restarted: its raid is gone and the replicas
@@ -101,7 +104,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		for j, m := range req.Members {
 			m.InSync = inSync(vol.Status.Replicas[memberReplica[j]].State)
 		}
-		req.Resume = false
+		req.Resume, req.Epoch = false, uint32(vol.Status.Target.Epoch)
 		ts, err = agent.EnsureTarget(ctx, req)
 	}
 	if err != nil {
@@ -166,6 +169,9 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 			setState(rep, flintv1.ReplicaStateStale, now)
 		}
 	}
+	// The raid assembled anew is a new incarnation of the target: hosts
+	// reconnecting to it get controller ids of their own.
+	vol.Status.Target.Epoch = max(vol.Status.Target.Epoch, 1) + 1
 	if err := r.recordIntent(ctx, before, vol); err != nil {
 		return false, err
 	}

@@ -53,7 +53,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	for _, name := range chosen {
 		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], flintv1.ReplicaStateCreating, now))
 	}
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentosd.VolumeNQN(vol.Name)}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentosd.VolumeNQN(vol.Name), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])

@@ -119,7 +119,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 			"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
 			t.OSD, r.TargetGrace, next, t.OSD, next)
 	}
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: t.Epoch + 1}
 	return nil
 }
 

@@ -78,7 +78,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	}
 	members := []osd.Member{member(0, true), member(1, true), member(2, true)}
 	ensure := func() osd.TargetStatus {
-		st, err := osds[0].EnsureTarget(ctx, osd.TargetSpec{Volume: volume, Members: members, Hosts: []string{hostNQN}})
+		st, err := osds[0].EnsureTarget(ctx, osd.TargetSpec{Volume: volume, VolumeUID: "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60", Epoch: 1, Members: members, Hosts: []string{hostNQN}})
 		must(t, err)
 		return st
 	}

@@ -147,17 +147,22 @@ var _ = Describe("A Volume", Ordered, func() {
 	It("re-assembles the target from one replica when the target's SPDK restarts", func() {
 		v := getVolume("vol-1")
 		target := v.Status.Target.OSD
+		expectVolumeIdentity(v)
 		Expect(node.Target("osd-" + target).Restart()).To(Succeed())
 		Eventually(eventsFor("vol-1"), "30s").Should(ContainElement("TargetReassembled"))
 		Eventually(func(g Gomega) {
 			got := getVolume("vol-1")
 			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
 		}, "60s").Should(Succeed())
+		got := getVolume("vol-1")
+		Expect(got.Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a re-assembled target is a new incarnation")
+		expectVolumeIdentity(got)
 	})
 
 	It("moves the target off an OSD that stops serving, fences it, and replaces its replica", func() {
 		v := getVolume("vol-1")
 		lost := v.Status.Target.OSD
+		expectVolumeIdentity(v)
 		node.Target("osd-" + lost).Kill()
 		DeferCleanup(func() { _ = node.Target("osd-" + lost).Restart() })
 		var moved string
@@ -174,6 +179,8 @@ var _ = Describe("A Volume", Ordered, func() {
 			g.Expect(got.Status.Replicas).To(HaveLen(3))
 		}, "60s").Should(Succeed())
 		got := getVolume("vol-1")
+		Expect(got.Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a moved target is a new incarnation")
+		expectVolumeIdentity(got)
 		for _, r := range got.Status.Replicas {
 			if r.OSD != moved {
 				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN("vol-1"))).To(ConsistOf(agentosd.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
@@ -365,6 +372,23 @@ func hostsOf(osd, nqn string) []string {
 		return nil
 	}
 	return subs[0].HostNQNs()
+}
+
+// expectVolumeIdentity checks that v's target presents the namespace
+// identity derived from v's uid, the same on every target, and numbers
+// host controllers from the range of the epoch in v's status.
+func expectVolumeIdentity(v *flintv1.Volume) {
+	GinkgoHelper()
+	c, cctx := spdkOf(v.Status.Target.OSD)
+	subs, err := c.NvmfGetSubsystems(cctx, v.Status.Target.NQN)
+	Expect(err).NotTo(HaveOccurred())
+	id := agentosd.VolumeIdentity(string(v.UID))
+	low, high := agentosd.CntlidRange(uint32(v.Status.Target.Epoch))
+	Expect(subs[0].SerialNumber).To(Equal(id.Serial))
+	Expect([]uint16{subs[0].MinCntlid, subs[0].MaxCntlid}).To(Equal([]uint16{low, high}), "controller ids of epoch %d", v.Status.Target.Epoch)
+	Expect(subs[0].Namespaces).To(HaveLen(1))
+	ns := subs[0].Namespaces[0]
+	Expect([]string{ns.UUID, ns.NGUID, ns.EUI64}).To(Equal([]string{id.UUID, id.NGUID, id.EUI64}))
 }
 
 // lvolsOn lists the lvol names on osd's SPDK.

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -181,7 +182,7 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 		return Export{}, err
 	}
 	nqn := ReplicaNQN(volume)
-	if err := o.ensureSubsystem(ctx, nqn, VolumeSerial(volume), "Flint replica", b.Name); err != nil {
+	if err := o.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
 		return Export{}, err
 	}
 	if err := o.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
@@ -205,13 +206,35 @@ func (o *OSD) listenAddress() types.ListenAddress {
 	return types.ListenAddress{Trtype: l.Transport, Adrfam: "ipv4", Traddr: l.Address, Trsvcid: strconv.Itoa(l.Port)}
 }
 
-// ensureSubsystem makes nqn exist with bdev as namespace 1 and the OSD's
-// listener, creating what is missing.
-func (o *OSD) ensureSubsystem(ctx context.Context, nqn, serial, model, bdev string) error {
+// subsystemSpec is a subsystem exporting one bdev as namespace 1.
+type subsystemSpec struct {
+	NQN, Serial, Model, Bdev string
+	// Identity, when set, is the namespace's: a volume's, the same on
+	// every target. Unset, SPDK derives one from the bdev.
+	Identity *Identity
+	// MinCntlid and MaxCntlid, when set, bound the controller ids the
+	// subsystem hands out.
+	MinCntlid, MaxCntlid uint16
+}
+
+// ensureSubsystem makes spec.NQN exist with spec.Bdev as namespace 1 and
+// the OSD's listener, creating what is missing. A subsystem that exports
+// another bdev or another identity is a conflict, never changed under a
+// host; one numbering its controllers from another range belongs to an
+// earlier incarnation of the target and is created again.
+func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
+	nqn := spec.NQN
 	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	if err == nil && spec.MinCntlid != 0 && (subs[0].MinCntlid != spec.MinCntlid || subs[0].MaxCntlid != spec.MaxCntlid) {
+		if err := o.deleteSubsystem(ctx, nqn); err != nil {
+			return fmt.Errorf("replace subsystem %s of an earlier incarnation (controller ids %d-%d, now %d-%d): %w", nqn, subs[0].MinCntlid, subs[0].MaxCntlid, spec.MinCntlid, spec.MaxCntlid, err)
+		}
+		err = fmt.Errorf("%w: replaced", jsonrpc.ErrNotFound)
+	}
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		if err := o.spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{
-			NQN: nqn, SerialNumber: serial, ModelNumber: model, AllowAnyHost: false,
+			NQN: nqn, SerialNumber: spec.Serial, ModelNumber: spec.Model, AllowAnyHost: false,
+			MinCntlid: spec.MinCntlid, MaxCntlid: spec.MaxCntlid,
 		}); err != nil {
 			return fmt.Errorf("create subsystem %s: %w", nqn, err)
 		}
@@ -223,11 +246,19 @@ func (o *OSD) ensureSubsystem(ctx context.Context, nqn, serial, model, bdev stri
 	sub := subs[0]
 	switch {
 	case len(sub.Namespaces) == 0:
-		if _, err := o.spdk.NvmfSubsystemAddNs(ctx, nqn, types.NvmfNamespaceRequest{BdevName: bdev, NSID: 1}); err != nil {
-			return fmt.Errorf("add %s to subsystem %s: %w", bdev, nqn, err)
+		ns := types.NvmfNamespaceRequest{BdevName: spec.Bdev, NSID: 1}
+		if id := spec.Identity; id != nil {
+			ns.UUID, ns.NGUID, ns.EUI64 = id.UUID, id.NGUID, id.EUI64
 		}
-	case sub.Namespaces[0].BdevName != bdev:
-		return fmt.Errorf("%w: subsystem %s exports bdev %s, not %s", ErrConflict, nqn, sub.Namespaces[0].BdevName, bdev)
+		if _, err := o.spdk.NvmfSubsystemAddNs(ctx, nqn, ns); err != nil {
+			return fmt.Errorf("add %s to subsystem %s: %w", spec.Bdev, nqn, err)
+		}
+	case sub.Namespaces[0].BdevName != spec.Bdev:
+		return fmt.Errorf("%w: subsystem %s exports bdev %s, not %s", ErrConflict, nqn, sub.Namespaces[0].BdevName, spec.Bdev)
+	case spec.Identity != nil && !sameIdentity(sub.Namespaces[0], *spec.Identity):
+		ns := sub.Namespaces[0]
+		return fmt.Errorf("%w: subsystem %s exports its namespace as uuid %s, NGUID %s, EUI-64 %s, not as the volume's %s, %s, %s: hosts would take it for another volume; delete the target to build it again",
+			ErrConflict, nqn, ns.UUID, ns.NGUID, ns.EUI64, spec.Identity.UUID, spec.Identity.NGUID, spec.Identity.EUI64)
 	}
 	want := o.listenAddress()
 	for _, l := range sub.ListenAddresses {
@@ -239,6 +270,12 @@ func (o *OSD) ensureSubsystem(ctx context.Context, nqn, serial, model, bdev stri
 		return fmt.Errorf("listen for %s on %s:%s: %w", nqn, want.Traddr, want.Trsvcid, err)
 	}
 	return nil
+}
+
+// sameIdentity says whether ns presents identity id (SPDK reports hex in
+// upper case).
+func sameIdentity(ns types.NvmfNamespace, id Identity) bool {
+	return strings.EqualFold(ns.UUID, id.UUID) && strings.EqualFold(ns.NGUID, id.NGUID) && strings.EqualFold(ns.EUI64, id.EUI64)
 }
 
 // setHosts makes hosts the exact allow-list of nqn: it adds the missing

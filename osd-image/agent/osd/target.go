@@ -51,7 +51,13 @@ type Member struct {
 
 // TargetSpec is the volume a target serves.
 type TargetSpec struct {
-	Volume  string
+	Volume string
+	// VolumeUID is the volume's uid: its namespace identity derives from
+	// it (VolumeIdentity).
+	VolumeUID string
+	// Epoch counts the target's incarnations (1, 2, ...): it picks the
+	// controller-id range of the volume's subsystem (CntlidRange).
+	Epoch   uint32
 	Members []Member
 	// Hosts are the NQNs allowed to connect: the nodes the volume is
 	// published to.
@@ -139,7 +145,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 		return TargetStatus{}, err
 	}
 	nqn := VolumeNQN(spec.Volume)
-	if err := o.ensureSubsystem(ctx, nqn, VolumeSerial(spec.Volume), "Flint volume", raidName(spec.Volume)); err != nil {
+	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
 		return TargetStatus{}, err
 	}
 	if err := o.setHosts(ctx, nqn, spec.Hosts); err != nil {
@@ -148,11 +154,19 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	return o.targetStatus(ctx, spec, bdevs)
 }
 
+// volumeSubsystem is the subsystem hosts reach spec's volume by, exporting
+// bdev with the volume's identity and the epoch's controller ids.
+func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
+	id := VolumeIdentity(spec.VolumeUID)
+	low, high := CntlidRange(spec.Epoch)
+	return subsystemSpec{NQN: VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high}
+}
+
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two
 // members, and one copy needs no mirror, so the lvol itself is exported.
 func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Replica, b types.Bdev) (TargetStatus, error) {
 	nqn := VolumeNQN(spec.Volume)
-	if err := o.ensureSubsystem(ctx, nqn, VolumeSerial(spec.Volume), "Flint volume", b.Name); err != nil {
+	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return TargetStatus{}, err
 	}
 	if err := o.setHosts(ctx, nqn, spec.Hosts); err != nil {
@@ -167,6 +181,9 @@ func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Rep
 func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 	if err := checkVolumeName(spec.Volume); err != nil {
 		return err
+	}
+	if spec.VolumeUID == "" || spec.Epoch == 0 {
+		return fmt.Errorf("%w: volume %s needs its uid and the target's epoch (from 1): they give its namespace identity and controller ids", ErrInvalid, spec.Volume)
 	}
 	local, inSync := 0, 0
 	seen := map[string]bool{}
@@ -275,7 +292,8 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 	if len(placeholders) == len(bases) {
 		return types.RaidBdev{}, fmt.Errorf("%w: no in-sync replica of %s is reachable", ErrNotFound, spec.Volume)
 	}
-	if err := o.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false}); err != nil {
+	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: VolumeIdentity(spec.VolumeUID).RaidUUID}
+	if err := o.spdk.BdevRaidCreate(ctx, raid); err != nil {
 		return types.RaidBdev{}, fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
 	}
 	for _, ph := range placeholders {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,10 @@ import (
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
-const publishedHost = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
+const (
+	publishedHost = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
+	volumeUID     = "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
+)
 
 // cluster is OSDs, each with its own SPDK double, on one fabric.
 type cluster struct {
@@ -100,7 +104,7 @@ func (c *cluster) exportReplica(i int, inSync bool) Member {
 
 func (c *cluster) ensure(members ...Member) TargetStatus {
 	c.t.Helper()
-	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: "pvc-1", Members: members, Hosts: []string{publishedHost}})
+	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: members, Hosts: []string{publishedHost}})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -139,9 +143,10 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	}
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 	sub, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
-	if err != nil || len(sub[0].HostNQNs()) != 1 || sub[0].HostNQNs()[0] != publishedHost || sub[0].SerialNumber != VolumeSerial("pvc-1") {
+	if err != nil || len(sub[0].HostNQNs()) != 1 || sub[0].HostNQNs()[0] != publishedHost {
 		t.Fatalf("volume subsystem = %+v, %v", sub, err)
 	}
+	wantIdentity(t, c.spdks[0], 1)
 
 	// OSD 2's SPDK dies. Its controller retries, then is deleted with its
 	// bdev after the loss timeout, and the raid goes on with two members.
@@ -287,11 +292,13 @@ func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 		spec    TargetSpec
 		wantErr error
 	}{
-		{"no local replica", TargetSpec{Volume: "pvc-1", Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
-		{"no in-sync replica", TargetSpec{Volume: "pvc-1", Members: []Member{{OSD: "osd-0"}}}, ErrInvalid},
-		{"a member twice", TargetSpec{Volume: "pvc-1", Members: []Member{local, local}}, ErrInvalid},
-		{"bad volume name", TargetSpec{Volume: "Bad_Name", Members: []Member{local}}, ErrInvalid},
-		{"no local lvol", TargetSpec{Volume: "pvc-2", Members: []Member{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
+		{"no local replica", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
+		{"no in-sync replica", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-0"}}}, ErrInvalid},
+		{"a member twice", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{local, local}}, ErrInvalid},
+		{"bad volume name", TargetSpec{Volume: "Bad_Name", VolumeUID: volumeUID, Epoch: 1, Members: []Member{local}}, ErrInvalid},
+		{"no uid", TargetSpec{Volume: "pvc-1", Epoch: 1, Members: []Member{local}}, ErrInvalid},
+		{"no epoch", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Members: []Member{local}}, ErrInvalid},
+		{"no local lvol", TargetSpec{Volume: "pvc-2", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,7 +357,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: "pvc-1", Hosts: []string{publishedHost}, Members: []Member{
+	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Hosts: []string{publishedHost}, Members: []Member{
 		{OSD: c.osds[1].cfg.UID, InSync: true},
 		{OSD: c.osds[2].cfg.UID, Export: e2},
 		{OSD: c.osds[0].cfg.UID, Export: c.osds[0].Endpoint()},
@@ -369,6 +376,73 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	c.bootstrap(0)
 	old := c.ensure(m0, m1, m2)
 	wantStates(t, old, MemberOnline, MemberMissing, MemberMissing)
+}
+
+// wantIdentity checks that spdk's target of pvc-1 presents the volume's
+// identity and numbers its controllers from epoch's range.
+func wantIdentity(t *testing.T, spdk *client.Client, epoch uint32) {
+	t.Helper()
+	ctx := context.Background()
+	id := VolumeIdentity(volumeUID)
+	low, high := CntlidRange(epoch)
+	sub, err := spdk.NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sub[0]
+	if s.SerialNumber != id.Serial || s.MinCntlid != low || s.MaxCntlid != high || len(s.Namespaces) != 1 || !sameIdentity(s.Namespaces[0], id) {
+		t.Fatalf("volume subsystem = %+v, want serial %s, controller ids %d-%d, namespace %+v", s, id.Serial, low, high, id)
+	}
+	if r, err := spdk.BdevGetBdevs(ctx, raidName("pvc-1")); err != nil || r[0].UUID != id.RaidUUID {
+		t.Fatalf("raid = %+v, %v; want uuid %s", r, err, id.RaidUUID)
+	}
+}
+
+// A volume is the same namespace on every target it ever has, and each
+// target incarnation numbers its controllers from its own range: a
+// subsystem left from epoch 1 is created again for epoch 2, and a planned
+// move to another OSD (epoch 3) presents the same namespace.
+func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 2)
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	on := func(target, other int, epoch uint32) TargetSpec {
+		t.Helper()
+		exp, err := c.osds[other].ExportReplica(ctx, "pvc-1", HostNQN(c.osds[target].cfg.UID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: epoch, Hosts: []string{publishedHost}, Members: []Member{
+			{OSD: c.osds[target].cfg.UID, InSync: true}, {OSD: c.osds[other].cfg.UID, Export: exp, InSync: true},
+		}}
+		for range 2 { // a re-drive keeps the subsystem
+			if _, err := c.osds[target].EnsureTarget(ctx, spec); err != nil {
+				t.Fatal(err)
+			}
+			wantIdentity(t, c.spdks[target], epoch)
+		}
+		return spec
+	}
+	on(0, 1, 1)
+	a, b := CntlidRange(1)
+	if c, d := CntlidRange(2); c <= b && a <= d {
+		t.Fatalf("epochs 1 and 2 share controller ids: %d-%d and %d-%d", a, b, c, d)
+	}
+	on(0, 1, 2)
+	if err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1"}); err != nil {
+		t.Fatal(err)
+	}
+	other := on(1, 0, 3)
+
+	// A subsystem presenting another namespace is never taken over.
+	other.VolumeUID = "0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e"
+	if _, err := c.osds[1].EnsureTarget(ctx, other); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "NGUID") {
+		t.Fatalf("a target of another volume uid over the subsystem: err = %v, want a conflict", err)
+	}
 }
 
 // Growing every replica grows what the target exports.
@@ -409,7 +483,7 @@ func TestResumeRefusesALostRaid(t *testing.T) {
 		}
 	}
 	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
-	spec := TargetSpec{Volume: "pvc-1", Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
+	spec := TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
 	c.ensure(m0, m1)
 	if _, err := c.osds[0].EnsureTarget(ctx, spec); err != nil {
 		t.Fatalf("resume of a running target: %v", err)

@@ -186,7 +186,7 @@ func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRe
 
 // EnsureTarget makes this OSD serve a volume.
 func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
-	spec := osd.TargetSpec{Volume: req.GetVolume(), Hosts: req.GetHosts(), Resume: req.GetResume()}
+	spec := osd.TargetSpec{Volume: req.GetVolume(), VolumeUID: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume()}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
 		spec.Members = append(spec.Members, osd.Member{

@@ -208,7 +208,7 @@ func TestCodes(t *testing.T) {
 		}, codes.NotFound},
 		{"target over the local replica", func() error {
 			_, err := c.EnsureTarget(callCtx(t), &agentv1.EnsureTargetRequest{
-				Volume: "pvc-1", Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"},
+				Volume: "pvc-1", VolumeUid: "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f", Epoch: 1, Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"},
 			})
 			return err
 		}, codes.OK},

@@ -972,7 +972,16 @@ type EnsureTargetRequest struct {
 	// restarted) the call fails with ABORTED instead of assembling the raid
 	// from every in-sync member, which may differ in the writes that were in
 	// flight. The caller then picks one source and marks the others stale.
-	Resume        bool `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
+	Resume bool `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
+	// volume_uid is the Volume's uid: the namespace's UUID, NGUID, EUI-64,
+	// the serial and the raid's uuid derive from it, so every target the
+	// volume ever has is the same namespace to its hosts.
+	VolumeUid string `protobuf:"bytes,5,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	// epoch counts the target's incarnations from 1; each picks its own
+	// controller-id range, so a host holding a dead path to the previous
+	// target is never handed a controller id that path holds. A subsystem
+	// left from another epoch is created again.
+	Epoch         uint32 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1033,6 +1042,20 @@ func (x *EnsureTargetRequest) GetResume() bool {
 		return x.Resume
 	}
 	return false
+}
+
+func (x *EnsureTargetRequest) GetVolumeUid() string {
+	if x != nil {
+		return x.VolumeUid
+	}
+	return ""
+}
+
+func (x *EnsureTargetRequest) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 type MemberStatus struct {
@@ -1323,12 +1346,15 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06Member\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12.\n" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
-	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\x8d\x01\n" +
+	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\xc2\x01\n" +
 	"\x13EnsureTargetRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x120\n" +
 	"\amembers\x18\x02 \x03(\v2\x16.flint.agent.v1.MemberR\amembers\x12\x14\n" +
 	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x12\x16\n" +
-	"\x06resume\x18\x04 \x01(\bR\x06resume\"_\n" +
+	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x05 \x01(\tR\tvolumeUid\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\rR\x05epoch\"_\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12'\n" +
