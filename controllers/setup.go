@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/flint-io/flint/controllers/agentclient"
@@ -56,12 +57,33 @@ type Options struct {
 	// replaced; TargetGrace how long a target's OSD may stop serving
 	// before the target moves.
 	ReplicaGrace, TargetGrace time.Duration
+	// AgentLease is how long an OSD serves its volume targets without a
+	// renewal before it fences them. TargetGrace must exceed it by a
+	// quarter (the renewal's own deadline) plus FenceMargin.
+	AgentLease time.Duration
 	// VolumeWorkers is how many Volumes reconcile at once.
 	VolumeWorkers int
 	// APIQPS and APIBurst limit the operator's requests to the apiserver;
 	// zero keeps 50 and 100. A Volume costs about five writes to create.
 	APIQPS   float32
 	APIBurst int
+}
+
+// FenceMargin is what a lapsed OSD takes to fence: the agent checks its
+// lease every second, and failing that the SPDK container's liveness probe
+// (every second) has the kubelet kill SPDK (grace period 1 s).
+const FenceMargin = 3 * time.Second
+
+// checkTimings refuses a target grace that could move a target before the
+// old one fenced itself.
+func (o Options) checkTimings() error {
+	if o.AgentLease <= 0 {
+		return fmt.Errorf("the agent lease must be positive, not %s", o.AgentLease)
+	}
+	if least := o.AgentLease + o.AgentLease/4 + FenceMargin; o.TargetGrace < least {
+		return fmt.Errorf("a target grace of %s could move a target before its old OSD fenced itself: with an agent lease of %s it must be at least %s (lease + a quarter + %s)", o.TargetGrace, o.AgentLease, least, FenceMargin)
+	}
+	return nil
 }
 
 // osdPriority ranks OSD pods above ordinary workloads: evicting one costs
@@ -74,6 +96,9 @@ const osdPriority = 1_000_000
 
 // Setup registers the reconcilers with mgr.
 func Setup(mgr manager.Manager, o Options) error {
+	if err := o.checkTimings(); err != nil {
+		return err
+	}
 	authority := &certs.Authority{Client: mgr.GetClient(), Namespace: o.Namespace}
 	if err := (&pool.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-pool"), Namespace: o.Namespace,
@@ -81,15 +106,22 @@ func Setup(mgr manager.Manager, o Options) error {
 		return fmt.Errorf("set up the Pool controller: %w", err)
 	}
 	agents := &osd.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
+	leases := &agentclient.Leases{}
+	observe := make(chan event.GenericEvent)
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods:      osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount},
-		Authority: authority, Agents: agents, Resync: o.Resync,
+		Authority: authority, Agents: agents, Leases: leases, Observe: observe, Resync: o.Resync,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)
 	}
+	if err := mgr.Add(&osd.LeaseRenewer{
+		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, Log: ctrl.Log.WithName("leases"),
+	}); err != nil {
+		return fmt.Errorf("set up the lease renewer: %w", err)
+	}
 	if err := (&volume.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
 		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)

@@ -19,6 +19,9 @@ limitations under the License.
 // cores and hugepages. "osd-agent" alone is the agent container: it claims
 // the device, owns the lvstore, re-bootstraps SPDK after every restart, and
 // serves the OSD's gRPC API over mutual TLS and its metrics and probes.
+// "osd-agent check-lease" is the SPDK container's liveness probe: it fails
+// when the OSD's lease lapsed and SPDK still lets a host reach a volume
+// target, or does not answer, so that the kubelet stops SPDK.
 package main
 
 import (
@@ -44,6 +47,7 @@ import (
 	"github.com/flint-io/flint/internal/cli"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/osd-image/agent/launch"
+	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/lifecycle"
 	"github.com/flint-io/flint/osd-image/agent/metrics"
 	"github.com/flint-io/flint/osd-image/agent/netinfo"
@@ -51,14 +55,52 @@ import (
 	"github.com/flint-io/flint/osd-image/agent/server"
 )
 
-const defaultSocket = "/var/run/flint/spdk.sock"
+const (
+	defaultSocket = "/var/run/flint/spdk.sock"
+	// defaultLeaseFile is on the emptyDir both containers mount.
+	defaultLeaseFile = "/var/run/flint/lease"
+)
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "exec-spdk" {
-		execSPDK(os.Args[2:])
-		return
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "exec-spdk":
+			execSPDK(os.Args[2:])
+			return
+		case "check-lease":
+			checkLease(os.Args[2:])
+			return
+		}
 	}
 	runAgent(os.Args[1:])
+}
+
+func checkLease(args []string) {
+	fs := flag.NewFlagSet("check-lease", flag.ContinueOnError)
+	var socket, file string
+	var timeout time.Duration
+	fs.StringVar(&socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket")
+	fs.StringVar(&file, "lease-file", defaultLeaseFile, "the lease the agent keeps")
+	fs.DurationVar(&timeout, "timeout", time.Second, "how long SPDK may take to say which targets it serves")
+	cmd := &cli.Command{
+		Name:        "osd-agent check-lease",
+		Summary:     "the SPDK container's liveness probe: fails when SPDK must be stopped to fence the OSD",
+		Description: "Passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target. Fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen).",
+		Flags:       fs,
+	}
+	cmd.MainArgs(args, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		spdk := client.New(socket)
+		defer spdk.Close()
+		return lease.Probe(ctx, lease.File{Path: file}, time.Now(), func(ctx context.Context) ([]string, error) {
+			v, err := osd.VolumesServed(ctx, spdk)
+			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, nil // no SPDK listens: none serves a host
+			}
+			return v, err
+		})
+	})
 }
 
 func execSPDK(args []string) {
@@ -101,7 +143,7 @@ type agentFlags struct {
 	port                                            int
 	tuning                                          osd.Tuning
 	logLevel, socket, grpcAddress, httpAddress      string
-	tlsDir                                          string
+	tlsDir, leaseFile                               string
 	probeInterval                                   time.Duration
 }
 
@@ -132,7 +174,8 @@ func runAgent(args []string) {
 	fs.StringVar(&f.grpcAddress, "grpc-address", ":9440", "where the gRPC API listens")
 	fs.StringVar(&f.httpAddress, "http-address", ":9441", "where /metrics, /healthz and /readyz listen")
 	fs.StringVar(&f.tlsDir, "tls-dir", "/etc/flint/tls", "tls.crt, tls.key and the operator's ca.crt; re-read at every handshake")
-	fs.DurationVar(&f.probeInterval, "probe-interval", 2*time.Second, "how often SPDK is probed and re-bootstrapped")
+	fs.DurationVar(&f.probeInterval, "probe-interval", 2*time.Second, "how often SPDK is probed and re-bootstrapped, and the lease checked")
+	fs.StringVar(&f.leaseFile, "lease-file", defaultLeaseFile, "where the OSD's lease is kept, for the SPDK container's liveness probe")
 	cmd := &cli.Command{
 		Name:        "osd-agent",
 		Summary:     "claims the OSD's device, owns its lvstore, and serves its gRPC API",
@@ -188,7 +231,14 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w", f.grpcAddress, err)
 	}
-	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready), f.tlsDir)
+	leases, err := lease.New(lease.File{Path: f.leaseFile}, o, time.Now)
+	if err != nil {
+		return err
+	}
+	go leases.Run(ctx, f.probeInterval/2, func(err error) {
+		log.Warn("Fencing failed; the SPDK container's liveness probe stops SPDK", "err", err)
+	})
+	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready, leases), f.tlsDir)
 	if err != nil {
 		return err
 	}

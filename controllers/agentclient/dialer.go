@@ -23,6 +23,7 @@ import (
 	"context"
 	"crypto/tls"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -57,7 +58,7 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 	}
 	cfg = cfg.Clone()
 	cfg.ServerName = serverName
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(perCallDeadline))
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +67,17 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 	}
 	d.conns[k] = c
 	return agentv1.NewOSDAgentClient(c), nil
+}
+
+// CallTimeout bounds every call to an agent (a caller may set a shorter
+// deadline): one agent that accepts connections and never answers must
+// not use up a whole reconcile.
+const CallTimeout = 5 * time.Second
+
+func perCallDeadline(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 // Forget closes the connections to serverName's agent, such as when its

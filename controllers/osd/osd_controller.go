@@ -30,8 +30,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
 	"github.com/flint-io/flint/internal/pki"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -49,6 +51,11 @@ type Reconciler struct {
 	Pods      PodConfig
 	Authority *certs.Authority
 	Agents    *Agents
+	// Leases records which OSDs' leases are renewed: those whose agent
+	// answered ready at the last observation.
+	Leases *agentclient.Leases
+	// Observe carries OSDs to observe at once (a lease renewal failed).
+	Observe <-chan event.GenericEvent
 	// Resync is how often a healthy OSD's status is read from its agent.
 	Resync time.Duration
 }
@@ -82,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	obs := r.observe(ctx, &osd, pod)
+	r.Leases.SetServing(osd.Name, obs.agent != nil)
 	if err := r.writeStatus(ctx, &osd, obs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -90,8 +98,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	if obs.agent == nil {
+		// Its lease is not renewed meanwhile: look again soon, so that an
+		// agent that restarted is renewed before its lease lapses.
+		return ctrl.Result{RequeueAfter: min(r.Resync, notServingResync)}, nil
+	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
+
+// notServingResync is how often an OSD that does not serve is observed.
+const notServingResync = 2 * time.Second
 
 func (r *Reconciler) ensureCertificate(ctx context.Context, osd *flintv1.OSD) error {
 	ca, err := r.Authority.CA(ctx)

@@ -27,6 +27,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -126,5 +128,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&flintv1.OSD{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Secret{}).
+		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }

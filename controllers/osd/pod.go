@@ -40,6 +40,7 @@ const (
 	HTTPPort = 9441
 
 	runDir         = "/var/run/flint"
+	leaseFile      = runDir + "/lease"
 	spdkSocket     = runDir + "/spdk.sock"
 	tlsDir         = "/etc/flint/tls"
 	podInfoDir     = "/etc/flint/podinfo"
@@ -203,7 +204,22 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	}
 	c.Args = args
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
+	c.LivenessProbe = fenceProbe()
 	return c, nil
+}
+
+// fenceProbe is fencing's dead man's switch (docs/volumes.md): once the
+// OSD's lease lapsed, the kubelet stops SPDK if a volume target still lets
+// a host in (the agent died or hangs) or SPDK does not say (it is frozen).
+// It answers within a second or two; TargetGrace leaves room for it.
+func fenceProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
+			agentBinary, "check-lease", "--spdk-socket=" + spdkSocket, "--lease-file=" + leaseFile, "--timeout=1s",
+		}}},
+		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 1,
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+	}
 }
 
 // needsPrivilege: a container opens a host block device only when
@@ -230,6 +246,7 @@ func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
 		"--port=" + strconv.Itoa(int(port(osd))),
 		"--log-level=" + string(logLevel(osd)),
 		"--spdk-socket=" + spdkSocket,
+		"--lease-file=" + leaseFile,
 		fmt.Sprintf("--grpc-address=:%d", GRPCPort),
 		fmt.Sprintf("--http-address=:%d", HTTPPort),
 		"--tls-dir=" + tlsDir,

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -51,6 +52,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	var memberReplica []int // the index in the status of each member's replica
 	var failures []string
 	present := map[string]bool{} // replicas an agent confirmed in this pass
+	neverServed := len(vol.Status.Target.Endpoints) == 0
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		o := w.osds[rep.OSD]
@@ -75,7 +77,9 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 			failures = append(failures, fmt.Sprintf("OSD %s has never reported its endpoint", o.Name))
 			continue
 		}
-		m.InSync = inSync(rep.State)
+		// A Volume whose target never served holds no acknowledged write:
+		// every replica is in sync, whatever a restart made of its state.
+		m.InSync = inSync(rep.State) || neverServed
 		members = append(members, m)
 		memberReplica = append(memberReplica, i)
 	}
@@ -107,10 +111,37 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		req.Resume, req.Epoch = false, uint32(vol.Status.Target.Epoch)
 		ts, err = agent.EnsureTarget(ctx, req)
 	}
-	if err != nil {
+	if agentv1.ReasonOf(err) == agentv1.ReasonTargetFenced {
+		ts, err = r.confirmFenced(ctx, vol, agent, req)
+	}
+	switch {
+	case agentv1.ReasonOf(err) == agentv1.ReasonLeaseLapsed:
+		return nil, &problem{"TargetFenced", fmt.Sprintf("OSD %s fenced the target when its lease lapsed; it serves hosts again once the operator renewed the lease: %s", t.Name, status.Convert(err).Message())}
+	case err != nil:
 		return nil, &problem{"TargetError", fmt.Sprintf("the target on OSD %s: %v", t.Name, status.Convert(err).Message())}
 	}
 	return ts, nil
+}
+
+// confirmFenced re-drives a target its OSD fenced when its lease lapsed,
+// once a read from the apiserver (not the cache, which may be stale
+// while another reconcile already moved the target) shows that the OSD
+// is still the Volume's target at the same epoch.
+func (r *Reconciler) confirmFenced(ctx context.Context, vol *flintv1.Volume, agent agentv1.OSDAgentClient, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
+	var live flintv1.Volume
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vol), &live); err != nil {
+		return nil, fmt.Errorf("read the Volume to confirm its fenced target: %w", err)
+	}
+	lt, t := live.Status.Target, vol.Status.Target
+	if live.UID != vol.UID || lt == nil || lt.OSD != t.OSD || lt.Epoch != t.Epoch {
+		return nil, fmt.Errorf("the fenced target on OSD %s (epoch %d) is no longer the Volume's: it stays fenced", t.OSD, t.Epoch)
+	}
+	req.Confirmed = true
+	ts, err := agent.EnsureTarget(ctx, req)
+	if err == nil {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetUnfenced", "EnsureTarget", "OSD %s fenced the target when its lease lapsed; confirmed still the Volume's target (epoch %d), it serves the published hosts again", t.OSD, t.Epoch)
+	}
+	return ts, err
 }
 
 // ensureReplica makes rep exist at the Volume's size on o and, unless o

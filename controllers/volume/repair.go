@@ -19,6 +19,8 @@ package volume
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,7 +90,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		return nil
 	}
 	planned := old != nil && old.Status.Phase.Serving()
-	if !planned && old != nil && notServingFor(old, r.now()) < r.TargetGrace {
+	if !planned && (old != nil && notServingFor(old, r.now()) < r.TargetGrace || r.Leases.SinceLastTry(t.OSD, r.now()) < r.TargetGrace) {
+		// The old target fences itself once its lease lapsed; its lease
+		// may last have been renewed by the last try (docs/volumes.md).
 		return nil
 	}
 	next := newTarget(vol, w)
@@ -101,8 +105,13 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		if err != nil {
 			return err
 		}
-		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: memberUIDs(vol, w)}); err != nil {
+		stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: memberUIDs(vol, w)})
+		if err != nil {
 			return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
+		}
+		next = r.keepInSync(vol, w, stopped, next)
+		if next == "" {
+			return nil
 		}
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetMoved", "MoveTarget", "OSD %s is leaving: the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, next)
 	} else {
@@ -121,6 +130,36 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	}
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: t.Epoch + 1}
 	return nil
+}
+
+// keepInSync trusts, after a planned stop, only what the stopped target
+// said was in sync when its hosts were cut off: an Online replica that is
+// not among them (it dropped out of the raid since the status was last
+// written) is Stale and rebuilt. Without a raid to read (an earlier pass
+// stopped the target and the operator went down before recording), only
+// the chosen new target's replica is trusted. It returns the new target:
+// next if it is still in sync, else another in-sync replica's OSD.
+func (r *Reconciler) keepInSync(vol *flintv1.Volume, w *world, stopped *agentv1.DeleteTargetResponse, next string) string {
+	now := r.now()
+	trusted := func(rep *flintv1.ReplicaStatus) bool {
+		if !stopped.GetRaidFound() {
+			return rep.OSD == next
+		}
+		o := w.osds[rep.OSD]
+		return o != nil && slices.Contains(stopped.GetInSyncOsds(), string(o.UID))
+	}
+	var dropped []string
+	for i := range vol.Status.Replicas {
+		if rep := &vol.Status.Replicas[i]; rep.State == flintv1.ReplicaStateOnline && !trusted(rep) {
+			setState(rep, flintv1.ReplicaStateStale, now)
+			dropped = append(dropped, rep.OSD)
+		}
+	}
+	if len(dropped) > 0 {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaStale", "MoveTarget",
+			"the stopped target did not hold replicas on %s in sync: they are rebuilt from the new target, not assembled as in sync", strings.Join(dropped, ", "))
+	}
+	return newTarget(vol, w)
 }
 
 // replaceReplicas places a replacement for one replica that cannot stay:

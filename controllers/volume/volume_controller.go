@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
 	osdctl "github.com/flint-io/flint/controllers/osd"
 	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
 )
@@ -60,8 +61,14 @@ const (
 // Reconciler reconciles Volumes.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Agents   *osdctl.Agents
+	// APIReader reads past the cache: a fenced target is re-driven only
+	// once a live read confirms it is still the Volume's.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Agents    *osdctl.Agents
+	// Leases says when the operator last tried to renew each OSD's lease:
+	// a target moves only once its OSD's lease lapsed and it fenced.
+	Leases *agentclient.Leases
 	// ReplicaGrace is how long a Faulted replica may come back (and be
 	// rebuilt in place) before a replacement is placed elsewhere.
 	ReplicaGrace time.Duration

@@ -82,7 +82,7 @@ func run(n, nodes, perNode, workers, creators int, size resource.Quantity) error
 	}
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		Root: ".", Nodes: ns, Pools: []string{"bench"}, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()),
-		Operator: controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 15 * time.Second, VolumeWorkers: workers},
+		Operator: controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: workers},
 	})
 	if c != nil {
 		defer func() { _ = c.Stop() }()

@@ -84,7 +84,7 @@ func run(once bool, dir string) error {
 		Root:  ".",
 		Nodes: []localcluster.Node{{Name: "local-0", Zone: "a"}, {Name: "local-1", Zone: "b"}, {Name: "local-2", Zone: "c"}},
 		Pools: []string{"dev"}, StartSPDK: spdk,
-		Operator: controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, VolumeWorkers: 4},
+		Operator: controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, AgentLease: 4 * time.Second, VolumeWorkers: 4},
 	})
 	if c != nil {
 		defer func() {

@@ -54,19 +54,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	lab := spdklab.New(t, 3)
-	var osds []*osd.OSD
-	for i, target := range lab.Targets {
-		port, _ := strconv.Atoi(spdklab.FreePort(t))
-		o := osd.New(osd.Config{
-			UID:      fmt.Sprintf("osd-%d", i),
-			Device:   osd.Device{Driver: osd.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
-			Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
-		}, target.Client)
-		must(t, bootstrap(ctx, o))
-		_, err := o.CreateReplica(ctx, volume, volSize)
-		must(t, err)
-		osds = append(osds, o)
-	}
+	osds := startOSDs(ctx, t, lab)
 	member := func(i int, inSync bool) osd.Member {
 		m := osd.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
 		if i > 0 {
@@ -118,7 +106,11 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	waitFor("the rebuild finishing", func(st osd.TargetStatus) bool { return !st.Degraded() })
 
 	// Stop the target and read every replica back on its own.
-	must(t, osds[0].DeleteTarget(ctx, volume, []string{"osd-1", "osd-2"}))
+	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
+	must(t, err)
+	if !stopped.RaidFound || len(stopped.InSync) != 3 {
+		t.Errorf("the stopped target = %+v, want all three replicas in sync", stopped)
+	}
 	for i, o := range osds {
 		e, err := o.ExportReplica(ctx, volume, checker)
 		must(t, err)
@@ -170,6 +162,25 @@ type host struct {
 	dir string
 }
 
+// startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's
+// targets, each with a replica of the volume.
+func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*osd.OSD {
+	var osds []*osd.OSD
+	for i, target := range lab.Targets {
+		port, _ := strconv.Atoi(spdklab.FreePort(t))
+		o := osd.New(osd.Config{
+			UID:      fmt.Sprintf("osd-%d", i),
+			Device:   osd.Device{Driver: osd.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
+			Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
+		}, target.Client)
+		must(t, bootstrap(ctx, o))
+		_, err := o.CreateReplica(ctx, volume, volSize)
+		must(t, err)
+		osds = append(osds, o)
+	}
+	return osds
+}
+
 func newHost(t *testing.T, lab *spdklab.Lab) *host {
 	h := &host{t: t, dir: lab.Dir}
 	if lab.Real {
@@ -202,6 +213,23 @@ func (h *host) read(e osd.Export, nqn string, size int) []byte {
 
 func (h *host) run(e osd.Export, nqn string, args ...string) {
 	h.t.Helper()
+	if out, err := h.try(e, nqn, args...); err != nil {
+		h.t.Fatalf("spdk_dd %v: %v\n%s", args, err, out)
+	}
+}
+
+// tryWrite writes data at offset 0 and returns spdk_dd's error.
+func (h *host) tryWrite(e osd.Export, nqn string, data []byte) error {
+	in := filepath.Join(h.dir, "in.bin")
+	must(h.t, os.WriteFile(in, data, 0o600))
+	out, err := h.try(e, nqn, "--if="+in, "--ob=hn1", "--bs=1048576", fmt.Sprintf("--count=%d", len(data)>>20))
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+func (h *host) try(e osd.Export, nqn string, args ...string) ([]byte, error) {
 	conf := map[string]any{"subsystems": []any{map[string]any{"subsystem": "bdev", "config": []any{map[string]any{
 		"method": "bdev_nvme_attach_controller",
 		"params": map[string]any{"name": "h", "trtype": e.Transport, "adrfam": "ipv4", "traddr": e.Address, "trsvcid": strconv.Itoa(e.Port), "subnqn": e.NQN, "hostnqn": nqn},
@@ -211,8 +239,5 @@ func (h *host) run(e osd.Export, nqn string, args ...string) {
 	path := filepath.Join(h.dir, "dd.json")
 	must(h.t, os.WriteFile(path, data, 0o600))
 	args = append([]string{"--no-huge", "-s", "1024", "-m", "0x2", "--disable-cpumask-locks", "--no-rpc-server", "--json", path}, args...)
-	out, err := exec.Command(h.bin, args...).CombinedOutput()
-	if err != nil {
-		h.t.Fatalf("spdk_dd %v: %v\n%s", args, err, out)
-	}
+	return exec.Command(h.bin, args...).CombinedOutput()
 }

@@ -92,6 +92,23 @@ type pod struct {
 	target        SPDK
 	cmd           *exec.Cmd
 	exited        chan struct{}
+	// liveness is the SPDK container's liveness probe, run as the kubelet
+	// runs it: stopped with the pod.
+	liveness *liveness
+}
+
+// liveness runs an exec probe and restarts SPDK when it fails, as the
+// kubelet does for the SPDK container.
+type liveness struct {
+	args      []string
+	period    time.Duration
+	threshold int
+	stop      chan struct{}
+	done      chan struct{}
+
+	mu sync.Mutex
+	// restarts are when the probe made SPDK restart.
+	restarts []time.Time
 }
 
 // Run syncs every interval until ctx ends, then stops every pod.
@@ -187,15 +204,27 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
+	leaseFile := filepath.Join(dir, "lease")
 	args := localArgs(agent.Args, map[string]string{
 		"spdk-socket": socket, "tls-dir": tlsDir, "network-status-file": filepath.Join(dir, "network-status"),
 		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
-		"probe-interval": "200ms",
+		"probe-interval": "200ms", "lease-file": leaseFile,
 	})
 	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target}
 	if err := r.startAgent(running); err != nil {
 		target.Kill()
 		return err
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == "spdk" && c.LivenessProbe != nil && c.LivenessProbe.Exec != nil && len(c.LivenessProbe.Exec.Command) > 0 {
+			running.liveness = &liveness{
+				args:      localArgs(c.LivenessProbe.Exec.Command[1:], map[string]string{"spdk-socket": socket, "lease-file": leaseFile}),
+				period:    time.Duration(max(c.LivenessProbe.PeriodSeconds, 1)) * time.Second,
+				threshold: int(max(c.LivenessProbe.FailureThreshold, 1)),
+				stop:      make(chan struct{}), done: make(chan struct{}),
+			}
+			go r.probe(running)
+		}
 	}
 	r.pods[p.UID] = running
 
@@ -231,6 +260,73 @@ func (r *Runner) startAgent(p *pod) error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	p.cmd, p.exited = cmd, exited
 	return nil
+}
+
+// probe runs p's SPDK liveness probe until the pod stops: after threshold
+// failures in a row SPDK is killed and started again empty, as the
+// kubelet restarts a container whose liveness probe fails.
+func (r *Runner) probe(p *pod) {
+	l := p.liveness
+	defer close(l.done)
+	failures := 0
+	t := time.NewTicker(l.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*l.period)
+		out, err := exec.CommandContext(ctx, r.AgentBinary, l.args...).CombinedOutput()
+		cancel()
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if failures++; failures < l.threshold {
+			continue
+		}
+		failures = 0
+		l.mu.Lock()
+		l.restarts = append(l.restarts, time.Now())
+		l.mu.Unlock()
+		p.target.Kill()
+		_ = os.WriteFile(filepath.Join(p.dir, "spdk-liveness.log"), fmt.Appendf(nil, "%s: liveness probe failed, SPDK restarted: %s\n", time.Now().Format(time.RFC3339Nano), out), 0o600)
+		_ = p.target.Restart()
+	}
+}
+
+// SPDKRestarts are when pod podName's SPDK liveness probe failed and its
+// SPDK was restarted.
+func (r *Runner) SPDKRestarts(podName string) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pods {
+		if p.name == podName && p.liveness != nil {
+			p.liveness.mu.Lock()
+			defer p.liveness.mu.Unlock()
+			return slices.Clone(p.liveness.restarts)
+		}
+	}
+	return nil
+}
+
+// FreezeAgent stops (SIGSTOP) or resumes (SIGCONT) pod podName's agent: a
+// hung agent, which neither answers the operator nor fences.
+func (r *Runner) FreezeAgent(podName string, frozen bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sig := syscall.SIGCONT
+	if frozen {
+		sig = syscall.SIGSTOP
+	}
+	for _, p := range r.pods {
+		if p.name == podName {
+			return p.cmd.Process.Signal(sig)
+		}
+	}
+	return fmt.Errorf("pod %s does not run here", podName)
 }
 
 // RestartAgent kills the osd-agent of pod podName and starts it again, as
@@ -271,6 +367,10 @@ func (r *Runner) stop(uid types.UID) {
 	p, ok := r.pods[uid]
 	if !ok {
 		return
+	}
+	if p.liveness != nil {
+		close(p.liveness.stop)
+		<-p.liveness.done
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.exited

@@ -18,7 +18,10 @@ package operator
 
 import (
 	"crypto/x509"
+	"strings"
+	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -86,6 +89,36 @@ func eventsFor(name string) func() []string {
 		}
 		return reasons
 	}
+}
+
+// eventNotes lists the notes of name's Events of reason.
+func eventNotes(name, reason string) []string {
+	GinkgoHelper()
+	var l eventsv1.EventList
+	Expect(k8sClient.List(ctx, &l)).To(Succeed())
+	var notes []string
+	for _, e := range l.Items {
+		if e.Regarding.Name == name && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// eventTime is when the latest Event of reason about name whose note
+// contains note was first emitted.
+func eventTime(name, reason, note string) time.Time {
+	GinkgoHelper()
+	var l eventsv1.EventList
+	Expect(k8sClient.List(ctx, &l)).To(Succeed())
+	var at time.Time
+	for _, e := range l.Items {
+		if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, note) && e.EventTime.After(at) {
+			at = e.EventTime.Time
+		}
+	}
+	Expect(at.IsZero()).To(BeFalse(), "no %s Event of %s saying %q", reason, name, note)
+	return at
 }
 
 func mallocPool(name, group string, replicas int32) *flintv1.Pool {

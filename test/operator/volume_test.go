@@ -193,6 +193,75 @@ var _ = Describe("A Volume", Ordered, func() {
 		Eventually(func() []string { return lvolsOn(lost) }, "30s").ShouldNot(ContainElement("vol-1"))
 	})
 
+	It("fences a target whose agent hangs before the target moves, and the returning agent serves nothing of it", func() {
+		v := getVolume("vol-1")
+		old := v.Status.Target.OSD
+		pod := "osd-" + old
+		Expect(hostsOf(old, agentosd.VolumeNQN("vol-1"))).NotTo(BeEmpty(), "the spec needs a published volume")
+		Expect(node.FreezeAgent(pod, true)).To(Succeed())
+		DeferCleanup(node.FreezeAgent, pod, false)
+
+		// The operator cannot renew the lease; the hung agent cannot fence,
+		// so the SPDK container's liveness probe has SPDK restarted.
+		Eventually(func() []time.Time { return node.SPDKRestarts(pod) }, "30s").ShouldNot(BeEmpty())
+		fencedAt := node.SPDKRestarts(pod)[0]
+		var moved string
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Target.OSD).NotTo(Equal(old))
+			moved = got.Status.Target.OSD
+		}, "30s").Should(Succeed())
+		movedAt := eventTime("vol-1", "TargetMoved", "the target's OSD "+old+" has not served")
+		Expect(fencedAt).To(BeTemporally("<", movedAt), "the old target must be fenced before the move is decided")
+		GinkgoWriter.Printf("agent of %s hung; SPDK restarted by its liveness probe at %s; target moved to %s at %s\n", old, fencedAt.Format(time.StampMilli), moved, movedAt.Format(time.StampMilli))
+
+		Expect(node.FreezeAgent(pod, false)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(got.Status.Target.OSD).To(Equal(moved))
+			g.Expect(got.Status.Replicas).To(HaveLen(3))
+			for _, r := range got.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
+			}
+		}, "60s").Should(Succeed())
+		Expect(hostsOf(old, agentosd.VolumeNQN("vol-1"))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
+		expectVolumeIdentity(getVolume("vol-1"))
+	})
+
+	It("rebuilds, rather than trusts, a replica that dropped out of the raid just before a planned target move", func() {
+		v := getVolume("vol-1")
+		target, dropped := v.Status.Target.OSD, otherThanTarget(v)
+		Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		// The replica's member leaves the target's raid without the
+		// operator hearing of it (as after a fast I/O failure), and the
+		// target's OSD starts draining at once.
+		c, cctx := spdkOf(target)
+		ctrlrs, err := c.BdevNvmeGetControllers(cctx, "")
+		Expect(err).NotTo(HaveOccurred())
+		e := getOSD(dropped).Status.Endpoint
+		member := ""
+		for _, ctrlr := range ctrlrs {
+			for _, p := range ctrlr.Ctrlrs {
+				if p.Trid.Subnqn == agentosd.ReplicaNQN("vol-1") && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
+					member = ctrlr.Name + "n1"
+				}
+			}
+		}
+		Expect(member).NotTo(BeEmpty(), "the target's controller of the replica on %s", dropped)
+		Expect(c.BdevRaidRemoveBaseBdev(cctx, member)).To(Succeed())
+		setDrain(target, true)
+		DeferCleanup(setDrain, target, false)
+
+		Eventually(eventsFor("vol-1"), "30s").Should(ContainElement("ReplicaStale"))
+		Expect(eventNotes("vol-1", "ReplicaStale")).To(ContainElement(ContainSubstring(dropped)))
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Target.OSD).NotTo(Equal(target))
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+		}, "60s").Should(Succeed())
+	})
+
 	It("moves replicas off a draining OSD", func() {
 		v := getVolume("vol-1")
 		drained := otherThanTarget(v)

@@ -85,7 +85,7 @@ var _ = BeforeSuite(func() {
 		Pools:     []string{pool},
 		Subnet:    "127.0.2", // test/operator runs at the same time on 127.0.1
 		StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()),
-		Operator:  controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, VolumeWorkers: 4},
+		Operator:  controllers.Options{Resync: 2 * time.Second, ReplicaGrace: time.Minute, TargetGrace: 10 * time.Second, AgentLease: 4 * time.Second, VolumeWorkers: 4},
 	})
 	if cluster != nil {
 		DeferCleanup(cluster.Stop)

@@ -45,6 +45,9 @@ type Target struct {
 	Kill func()
 	// Restart starts it again with an empty configuration.
 	Restart func(t *testing.T)
+	// Freeze stops (SIGSTOP) or resumes (SIGCONT) a real spdk_tgt; nil
+	// for the double, which cannot freeze.
+	Freeze func(frozen bool)
 }
 
 // Lab is n targets that can reach each other over loopback NVMe/TCP.
@@ -106,7 +109,7 @@ func startReal(t *testing.T, spdkDir, socket, name string) *Target {
 		if err := p.Restart(); err != nil {
 			t.Fatal(err)
 		}
-	}}
+	}, Freeze: p.Freeze}
 }
 
 // Process is a real spdk_tgt without hugepages on a private socket.
@@ -153,6 +156,18 @@ func (p *Process) Kill() {
 		<-p.exited
 		p.cmd = nil
 	}
+}
+
+// Freeze stops (SIGSTOP) or resumes (SIGCONT) SPDK.
+func (p *Process) Freeze(frozen bool) {
+	if p.cmd == nil {
+		return
+	}
+	sig := syscall.SIGCONT
+	if frozen {
+		sig = syscall.SIGSTOP
+	}
+	_ = p.cmd.Process.Signal(sig)
 }
 
 // Restart kills SPDK and starts it again with an empty configuration.

@@ -185,7 +185,7 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 	if spec.VolumeUID == "" || spec.Epoch == 0 {
 		return fmt.Errorf("%w: volume %s needs its uid and the target's epoch (from 1): they give its namespace identity and controller ids", ErrInvalid, spec.Volume)
 	}
-	local, inSync := 0, 0
+	local := 0
 	seen := map[string]bool{}
 	for _, m := range spec.Members {
 		if seen[m.OSD] {
@@ -195,16 +195,12 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 		if m.OSD == o.cfg.UID {
 			local++
 		}
-		if m.InSync {
-			inSync++
-		}
 	}
-	switch {
-	case local != 1:
+	if local != 1 {
 		return fmt.Errorf("%w: a target runs on an OSD that holds one of the volume's replicas; %s lists none on this OSD", ErrInvalid, spec.Volume)
-	case inSync == 0:
-		return fmt.Errorf("%w: volume %s has no in-sync replica to assemble from", ErrInvalid, spec.Volume)
 	}
+	// InSync matters only to assemble a raid that is not there: a running
+	// raid's members are what SPDK says, not what the caller believes.
 	return nil
 }
 
@@ -290,7 +286,7 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 		placeholders = append(placeholders, ph)
 	}
 	if len(placeholders) == len(bases) {
-		return types.RaidBdev{}, fmt.Errorf("%w: no in-sync replica of %s is reachable", ErrNotFound, spec.Volume)
+		return types.RaidBdev{}, fmt.Errorf("%w: no replica of %s that the caller knows in sync is reachable to assemble its raid from", ErrNotFound, spec.Volume)
 	}
 	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: VolumeIdentity(spec.VolumeUID).RaidUUID}
 	if err := o.spdk.BdevRaidCreate(ctx, raid); err != nil {
@@ -409,22 +405,108 @@ func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[strin
 	return st, nil
 }
 
-// DeleteTarget stops serving a volume here: its subsystem, raid and remote
-// attachments go; the local replica stays. Missing pieces are success.
-func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs []string) error {
+// Stopped is what a target held when it was deleted.
+type Stopped struct {
+	// RaidFound says the raid was there to read: InSync is known.
+	RaidFound bool
+	// InSync are the OSDs (uids) whose replicas were configured members of
+	// the raid, not being rebuilt, when the hosts were already cut off:
+	// they hold every write the volume acknowledged.
+	InSync []string
+}
+
+// DeleteTarget stops serving a volume here: its subsystem goes (hosts are
+// cut off), then the raid, read just before it goes, and the remote
+// attachments; the local replica stays. Missing pieces are success.
+// memberOSDs are the uids of the OSDs holding the volume's replicas.
+func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
 	if err := o.deleteSubsystem(ctx, VolumeNQN(volume)); err != nil {
-		return err
+		return Stopped{}, err
+	}
+	stopped, err := o.inSyncMembers(ctx, volume, memberOSDs)
+	if err != nil {
+		return Stopped{}, err
 	}
 	if err := o.spdk.BdevRaidDelete(ctx, raidName(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-		return fmt.Errorf("delete raid %s: %w", raidName(volume), err)
+		return Stopped{}, fmt.Errorf("delete raid %s: %w", raidName(volume), err)
 	}
 	for _, m := range memberOSDs {
 		if m == o.cfg.UID {
 			continue
 		}
 		if err := o.spdk.BdevNvmeDetachController(ctx, remoteName(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-			return fmt.Errorf("detach replica of %s on OSD %s: %w", volume, m, err)
+			return Stopped{}, fmt.Errorf("detach replica of %s on OSD %s: %w", volume, m, err)
 		}
 	}
-	return nil
+	return stopped, nil
+}
+
+// inSyncMembers reads which of memberOSDs' replicas are configured,
+// not rebuilding, members of the volume's raid.
+func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
+	r, err := o.raid(ctx, raidName(volume))
+	if errors.Is(err, ErrNotFound) {
+		return Stopped{}, nil
+	}
+	if err != nil {
+		return Stopped{}, err
+	}
+	in := members(r)
+	st := Stopped{RaidFound: true}
+	for _, m := range memberOSDs {
+		bdev := remoteName(volume, m) + "n1"
+		if m == o.cfg.UID {
+			_, b, err := o.replica(ctx, volume)
+			if err != nil {
+				continue // the local replica is gone: not in sync
+			}
+			bdev = b.Name
+		}
+		if slices.Contains(in, bdev) && (r.Process == nil || r.Process.Target != bdev) {
+			st.InSync = append(st.InSync, m)
+		}
+	}
+	return st, nil
+}
+
+// FenceTargets removes every host from every volume target this OSD
+// serves, which drops their live connections; the raids and replicas stay.
+// It returns the volumes whose targets it fenced, and fences every target
+// it can even when one fails.
+func (o *OSD) FenceTargets(ctx context.Context) ([]string, error) {
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list subsystems: %w", err)
+	}
+	var volumes []string
+	var errs []error
+	for _, s := range subs {
+		volume, ok := strings.CutPrefix(s.NQN, VolumeNQN(""))
+		if !ok {
+			continue
+		}
+		volumes = append(volumes, volume)
+		if err := o.setHosts(ctx, s.NQN, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return volumes, errors.Join(errs...)
+}
+
+// VolumesServed lists the volumes whose targets on spdk let a host
+// connect.
+func VolumesServed(ctx context.Context, spdk interface {
+	NvmfGetSubsystems(context.Context, string) ([]types.NvmfSubsystem, error)
+}) ([]string, error) {
+	subs, err := spdk.NvmfGetSubsystems(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var volumes []string
+	for _, s := range subs {
+		if volume, ok := strings.CutPrefix(s.NQN, VolumeNQN("")); ok && (s.AllowAnyHost || len(s.Hosts) > 0) {
+			volumes = append(volumes, volume)
+		}
+	}
+	return volumes, nil
 }

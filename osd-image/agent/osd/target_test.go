@@ -79,6 +79,16 @@ func newCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
+// createReplicas makes a replica of pvc-1 on every OSD.
+func (c *cluster) createReplicas(size uint64) {
+	c.t.Helper()
+	for _, o := range c.osds {
+		if _, err := o.CreateReplica(context.Background(), "pvc-1", size); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
 func (c *cluster) bootstrap(i int) {
 	c.t.Helper()
 	if _, err := c.osds[i].Bootstrap(context.Background()); err != nil {
@@ -129,11 +139,7 @@ func wantStates(t *testing.T, st TargetStatus, want ...string) {
 func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 3)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 
 	st := c.ensure(m0, m1, m2)
@@ -189,7 +195,7 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 		t.Errorf("deleting the target's own replica before the target: %v, want ErrInUse", err)
 	}
 	for range 2 {
-		if err := c.osds[0].DeleteTarget(ctx, "pvc-1", uids); err != nil {
+		if _, err := c.osds[0].DeleteTarget(ctx, "pvc-1", uids); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,13 +217,8 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 // A replica lost for good is replaced by a new one on a fourth OSD, which
 // the target rebuilds into the freed slot.
 func TestThreeOSDsReplaceALostReplica(t *testing.T) {
-	ctx := context.Background()
 	c := newCluster(t, 4)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 
@@ -247,11 +248,7 @@ func TestThreeOSDsReplaceALostReplica(t *testing.T) {
 func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 3)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 	c.ensure(m0, m1, m2)
 
@@ -293,7 +290,7 @@ func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 		wantErr error
 	}{
 		{"no local replica", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
-		{"no in-sync replica", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-0"}}}, ErrInvalid},
+		{"no in-sync replica and no raid", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-0"}, {OSD: "osd-1", Export: c.osds[1].Endpoint()}}}, ErrNotFound},
 		{"a member twice", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{local, local}}, ErrInvalid},
 		{"bad volume name", TargetSpec{Volume: "Bad_Name", VolumeUID: volumeUID, Epoch: 1, Members: []Member{local}}, ErrInvalid},
 		{"no uid", TargetSpec{Volume: "pvc-1", Epoch: 1, Members: []Member{local}}, ErrInvalid},
@@ -315,11 +312,7 @@ func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 4)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 
@@ -343,11 +336,7 @@ func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 3)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 	c.ensure(m0, m1, m2)
 
@@ -405,11 +394,7 @@ func wantIdentity(t *testing.T, spdk *client.Client, epoch uint32) {
 func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 2)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	on := func(target, other int, epoch uint32) TargetSpec {
 		t.Helper()
 		exp, err := c.osds[other].ExportReplica(ctx, "pvc-1", HostNQN(c.osds[target].cfg.UID))
@@ -433,7 +418,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 		t.Fatalf("epochs 1 and 2 share controller ids: %d-%d and %d-%d", a, b, c, d)
 	}
 	on(0, 1, 2)
-	if err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1"}); err != nil {
+	if _, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1"}); err != nil {
 		t.Fatal(err)
 	}
 	other := on(1, 0, 3)
@@ -445,15 +430,41 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 	}
 }
 
+// Stopping a target reports the replicas that were in sync at that moment,
+// read from the raid, not from what the caller believes: a member that
+// dropped out silently is not among them, nor is one being rebuilt.
+func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 3)
+	c.createReplicas(64 << 20)
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	// A running raid's members are what SPDK says: a caller that lost
+	// track (it thinks none is in sync) does not stop the target.
+	m0.InSync, m1.InSync, m2.InSync = false, false, false
+	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	// Replica 2's member drops out of the raid without the caller knowing.
+	if err := c.spdks[0].BdevRaidRemoveBaseBdev(ctx, remoteName("pvc-1", "osd-2")+"n1"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1", "osd-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.RaidFound || fmt.Sprint(st.InSync) != "[osd-0 osd-1]" {
+		t.Fatalf("stopped = %+v, want osd-0 and osd-1 in sync", st)
+	}
+	again, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1", "osd-2"})
+	if err != nil || again.RaidFound {
+		t.Fatalf("a second stop = %+v, %v; want no raid to read", again, err)
+	}
+}
+
 // Growing every replica grows what the target exports.
 func TestTargetFollowsAResize(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 2)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
 	if st := c.ensure(m0, m1); st.SizeBytes != 64<<20 {
 		t.Fatalf("size = %d, want 64 MiB", st.SizeBytes)
@@ -477,11 +488,7 @@ func TestTargetFollowsAResize(t *testing.T) {
 func TestResumeRefusesALostRaid(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 2)
-	for _, o := range c.osds {
-		if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.createReplicas(64 << 20)
 	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
 	spec := TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
 	c.ensure(m0, m1)
@@ -516,7 +523,7 @@ func TestOneReplicaVolumeExportsItsLvol(t *testing.T) {
 	if err != nil || len(subs[0].Namespaces) != 1 || fmt.Sprint(subs[0].HostNQNs()) != fmt.Sprint([]string{publishedHost}) {
 		t.Fatalf("volume subsystem = %+v, %v", subs, err)
 	}
-	if err := c.osds[0].DeleteTarget(ctx, "pvc-1", nil); err != nil {
+	if _, err := c.osds[0].DeleteTarget(ctx, "pvc-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); err != nil {

@@ -22,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -31,6 +33,7 @@ import (
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/osd"
 )
 
@@ -40,12 +43,14 @@ type Server struct {
 	osd   *osd.OSD
 	spdk  *client.Client
 	ready func() error
+	lease *lease.Keeper
 }
 
 // New returns the API of o, whose SPDK spdk is; ready says whether the OSD
-// is bootstrapped (nil) or why not.
-func New(o *osd.OSD, spdk *client.Client, ready func() error) *Server {
-	return &Server{osd: o, spdk: spdk, ready: ready}
+// is bootstrapped (nil) or why not; l is the OSD's lease, which gates
+// every call that lets hosts reach a target.
+func New(o *osd.OSD, spdk *client.Client, ready func() error, l *lease.Keeper) *Server {
+	return &Server{osd: o, spdk: spdk, ready: ready, lease: l}
 }
 
 // Serve serves the API on lis with mutual TLS until lis closes.
@@ -102,6 +107,10 @@ func statusOf(err error) error {
 		code = codes.FailedPrecondition
 	case errors.Is(err, osd.ErrTargetLost):
 		code = codes.Aborted
+	case errors.Is(err, lease.ErrLapsed):
+		return agentv1.ErrorWithReason(codes.FailedPrecondition, agentv1.ReasonLeaseLapsed, err.Error())
+	case errors.Is(err, lease.ErrFenced):
+		return agentv1.ErrorWithReason(codes.FailedPrecondition, agentv1.ReasonTargetFenced, err.Error())
 	case errors.Is(err, jsonrpc.ErrDisconnected):
 		code = codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
@@ -112,11 +121,25 @@ func statusOf(err error) error {
 	return status.Error(code, err.Error())
 }
 
+// RenewLease extends the OSD's lease. A renewal that arrives after its
+// caller gave up is refused: the caller bounds when the lease may last
+// have been renewed by its own deadline.
+func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest) (*agentv1.RenewLeaseResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.Error(codes.DeadlineExceeded, "the renewal came after its deadline")
+	}
+	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs()) * time.Millisecond)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return &agentv1.RenewLeaseResponse{ExpiryUnixMs: expiry.UnixMilli()}, nil
+}
+
 // GetStatus reports SPDK's version and everything the OSD holds, or why
 // the OSD is not ready.
 func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*agentv1.OSDStatus, error) {
 	if err := s.ready(); err != nil {
-		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), NotReadyCode: notReadyCode(err), Endpoint: exportOf(s.osd.Endpoint())}, nil
+		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), NotReadyCode: notReadyCode(err), Endpoint: exportOf(s.osd.Endpoint()), LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli()}, nil
 	}
 	v, err := s.spdk.SpdkGetVersion(ctx)
 	if err != nil {
@@ -129,7 +152,12 @@ func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*a
 	out := &agentv1.OSDStatus{
 		Ready: true, SpdkVersion: v.Version, Lvstore: inv.Lvstore.Name,
 		TotalBytes: inv.Lvstore.TotalBytes(), FreeBytes: inv.Lvstore.FreeBytes(), Endpoint: exportOf(s.osd.Endpoint()),
+		LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli(),
 	}
+	for v := range s.lease.Fenced() {
+		out.FencedVolumes = append(out.FencedVolumes, v)
+	}
+	slices.Sort(out.FencedVolumes)
 	for _, r := range inv.Replicas {
 		out.Replicas = append(out.Replicas, replicaOf(r))
 	}
@@ -194,7 +222,11 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 			Export: osd.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
 		})
 	}
-	st, err := s.osd.EnsureTarget(ctx, spec)
+	var st osd.TargetStatus
+	err := s.lease.Serve(spec.Volume, req.GetConfirmed(), func() (err error) {
+		st, err = s.osd.EnsureTarget(ctx, spec)
+		return err
+	})
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -207,7 +239,11 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 
 // DeleteTarget stops serving a volume here.
 func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequest) (*agentv1.DeleteTargetResponse, error) {
-	return &agentv1.DeleteTargetResponse{}, statusOf(s.osd.DeleteTarget(ctx, req.GetVolume(), req.GetMemberOsds()))
+	st, err := s.osd.DeleteTarget(ctx, req.GetVolume(), req.GetMemberOsds())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &agentv1.DeleteTargetResponse{RaidFound: st.RaidFound, InSyncOsds: st.InSync}, nil
 }
 
 func replicaOf(r osd.Replica) *agentv1.Replica {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/lifecycle"
 	"github.com/flint-io/flint/osd-image/agent/osd"
 )
@@ -64,6 +66,28 @@ type fixture struct {
 	ca     *pki.CA
 	target *spdktest.Target
 	keeper *lifecycle.Keeper
+	spdk   *client.Client
+	lease  *lease.Keeper
+	file   lease.File
+	clock  *clock
+}
+
+// clock is the lease's time, moved by the test.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // start runs the API over mTLS on loopback, backed by a bootstrapped OSD
@@ -111,12 +135,21 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Serve(lis, New(o, spdk, keeper.Ready), tlsDir)
+	c := &clock{now: time.Now()}
+	file := lease.File{Path: filepath.Join(dir, "lease")}
+	leases, err := lease.New(file, o, c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Renew(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Serve(lis, New(o, spdk, keeper.Ready, leases), tlsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Stop)
-	return &fixture{addr: lis.Addr().String(), ca: authority, target: tg, keeper: keeper}
+	return &fixture{addr: lis.Addr().String(), ca: authority, target: tg, keeper: keeper, spdk: spdk, lease: leases, file: file, clock: c}
 }
 
 // dial connects with the given client certificate (nil for none), trusting
@@ -283,5 +316,91 @@ func TestCodes(t *testing.T) {
 	st, err = c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
 	if err != nil || st.GetReady() || !strings.Contains(st.GetNotReadyReason(), "SPDK does not answer") || st.GetNotReadyCode() != "SPDKDown" {
 		t.Fatalf("status while not ready = %v, %v", st, err)
+	}
+}
+
+// A lapsed lease fences every volume target: its hosts are removed, calls
+// that would let hosts in are refused until the lease is renewed, and a
+// fenced target serves hosts again only on a confirmed call. The SPDK
+// container's probe fails while a lapsed lease finds a host let in or
+// SPDK silent, and passes once the agent fenced.
+func TestLeaseFencesTargets(t *testing.T) {
+	f := start(t)
+	c := f.dial(t, clientCert(t, f.ca))
+	const host = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
+	if _, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{Volume: "pvc-1", SizeBytes: 16 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	ensure := func(confirmed bool) error {
+		_, err := c.EnsureTarget(callCtx(t), &agentv1.EnsureTargetRequest{
+			Volume: "pvc-1", VolumeUid: "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f", Epoch: 1, Confirmed: confirmed,
+			Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{host},
+		})
+		return err
+	}
+	served := func() []string {
+		t.Helper()
+		v, err := osd.VolumesServed(callCtx(t), f.spdk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	probe := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return lease.Probe(ctx, f.file, f.clock.Now(), func(ctx context.Context) ([]string, error) { return osd.VolumesServed(ctx, f.spdk) })
+	}
+	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(false); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(); len(got) != 1 || probe() != nil {
+		t.Fatalf("a served target under a lease: served %v, probe %v", got, probe())
+	}
+
+	f.clock.Add(11 * time.Second)
+	if err := probe(); err == nil || !strings.Contains(err.Error(), "pvc-1") {
+		t.Fatalf("probe with a lapsed lease and a host let in: %v, want a failure naming pvc-1", err)
+	}
+	if err := f.lease.Check(callCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(); len(got) != 0 {
+		t.Fatalf("after the lease lapsed the OSD still lets hosts reach %v", got)
+	}
+	if err := probe(); err != nil {
+		t.Fatalf("probe after the agent fenced: %v", err)
+	}
+	if err := ensure(true); status.Code(err) != codes.FailedPrecondition || agentv1.ReasonOf(err) != agentv1.ReasonLeaseLapsed {
+		t.Fatalf("EnsureTarget while the lease is lapsed: %v, want FailedPrecondition/%s", err, agentv1.ReasonLeaseLapsed)
+	}
+
+	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(false); status.Code(err) != codes.FailedPrecondition || agentv1.ReasonOf(err) != agentv1.ReasonTargetFenced {
+		t.Fatalf("an unconfirmed EnsureTarget of a fenced target: %v, want FailedPrecondition/%s", err, agentv1.ReasonTargetFenced)
+	}
+	if st, err := c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{}); err != nil || len(st.FencedVolumes) != 1 || st.FencedVolumes[0] != "pvc-1" {
+		t.Fatalf("status = %v, %v; want pvc-1 fenced", st.GetFencedVolumes(), err)
+	}
+	if err := ensure(true); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(); len(got) != 1 {
+		t.Fatalf("a confirmed re-drive: served %v, want pvc-1", got)
+	}
+	if err := ensure(false); err != nil {
+		t.Fatalf("once confirmed the target is re-driven as usual: %v", err)
+	}
+
+	// SPDK frozen: the probe cannot tell what it serves.
+	f.clock.Add(11 * time.Second)
+	f.target.Kill()
+	if err := probe(); err == nil || !strings.Contains(err.Error(), "does not say") {
+		t.Fatalf("probe with a lapsed lease and SPDK silent: %v, want a failure", err)
 	}
 }

@@ -82,7 +82,12 @@ type OSDStatus struct {
 	// not_ready_code classifies it: SPDKDown, ForeignDevice (the device holds
 	// data this OSD does not own; waiting will not help), Conflict (SPDK runs
 	// with settings the OSD cannot change without a restart), Starting.
-	NotReadyCode  string `protobuf:"bytes,11,opt,name=not_ready_code,json=notReadyCode,proto3" json:"not_ready_code,omitempty"`
+	NotReadyCode string `protobuf:"bytes,11,opt,name=not_ready_code,json=notReadyCode,proto3" json:"not_ready_code,omitempty"`
+	// lease_expiry_unix_ms is when the OSD's lease lapses (lapsed).
+	LeaseExpiryUnixMs int64 `protobuf:"varint,12,opt,name=lease_expiry_unix_ms,json=leaseExpiryUnixMs,proto3" json:"lease_expiry_unix_ms,omitempty"`
+	// fenced_volumes are the volumes whose targets were fenced when the
+	// lease lapsed and that no confirmed EnsureTarget has re-driven since.
+	FencedVolumes []string `protobuf:"bytes,13,rep,name=fenced_volumes,json=fencedVolumes,proto3" json:"fenced_volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -194,6 +199,109 @@ func (x *OSDStatus) GetNotReadyCode() string {
 	return ""
 }
 
+func (x *OSDStatus) GetLeaseExpiryUnixMs() int64 {
+	if x != nil {
+		return x.LeaseExpiryUnixMs
+	}
+	return 0
+}
+
+func (x *OSDStatus) GetFencedVolumes() []string {
+	if x != nil {
+		return x.FencedVolumes
+	}
+	return nil
+}
+
+type RenewLeaseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// duration_ms is how long the lease holds from now.
+	DurationMs    uint32 `protobuf:"varint,1,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewLeaseRequest) Reset() {
+	*x = RenewLeaseRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewLeaseRequest) ProtoMessage() {}
+
+func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
+func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RenewLeaseRequest) GetDurationMs() uint32 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+type RenewLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExpiryUnixMs  int64                  `protobuf:"varint,1,opt,name=expiry_unix_ms,json=expiryUnixMs,proto3" json:"expiry_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewLeaseResponse) Reset() {
+	*x = RenewLeaseResponse{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewLeaseResponse) ProtoMessage() {}
+
+func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewLeaseResponse.ProtoReflect.Descriptor instead.
+func (*RenewLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RenewLeaseResponse) GetExpiryUnixMs() int64 {
+	if x != nil {
+		return x.ExpiryUnixMs
+	}
+	return 0
+}
+
 type TargetSummary struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Volume string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
@@ -211,7 +319,7 @@ type TargetSummary struct {
 
 func (x *TargetSummary) Reset() {
 	*x = TargetSummary{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -223,7 +331,7 @@ func (x *TargetSummary) String() string {
 func (*TargetSummary) ProtoMessage() {}
 
 func (x *TargetSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -236,7 +344,7 @@ func (x *TargetSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetSummary.ProtoReflect.Descriptor instead.
 func (*TargetSummary) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TargetSummary) GetVolume() string {
@@ -284,7 +392,7 @@ type CreateReplicaRequest struct {
 
 func (x *CreateReplicaRequest) Reset() {
 	*x = CreateReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -296,7 +404,7 @@ func (x *CreateReplicaRequest) String() string {
 func (*CreateReplicaRequest) ProtoMessage() {}
 
 func (x *CreateReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -309,7 +417,7 @@ func (x *CreateReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateReplicaRequest.ProtoReflect.Descriptor instead.
 func (*CreateReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateReplicaRequest) GetVolume() string {
@@ -336,7 +444,7 @@ type ResizeReplicaRequest struct {
 
 func (x *ResizeReplicaRequest) Reset() {
 	*x = ResizeReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -348,7 +456,7 @@ func (x *ResizeReplicaRequest) String() string {
 func (*ResizeReplicaRequest) ProtoMessage() {}
 
 func (x *ResizeReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -361,7 +469,7 @@ func (x *ResizeReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResizeReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ResizeReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResizeReplicaRequest) GetVolume() string {
@@ -387,7 +495,7 @@ type DeleteReplicaRequest struct {
 
 func (x *DeleteReplicaRequest) Reset() {
 	*x = DeleteReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -399,7 +507,7 @@ func (x *DeleteReplicaRequest) String() string {
 func (*DeleteReplicaRequest) ProtoMessage() {}
 
 func (x *DeleteReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -412,7 +520,7 @@ func (x *DeleteReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReplicaRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteReplicaRequest) GetVolume() string {
@@ -430,7 +538,7 @@ type DeleteReplicaResponse struct {
 
 func (x *DeleteReplicaResponse) Reset() {
 	*x = DeleteReplicaResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +550,7 @@ func (x *DeleteReplicaResponse) String() string {
 func (*DeleteReplicaResponse) ProtoMessage() {}
 
 func (x *DeleteReplicaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +563,7 @@ func (x *DeleteReplicaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReplicaResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReplicaResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 type Replica struct {
@@ -470,7 +578,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +590,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +603,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Replica) GetVolume() string {
@@ -536,7 +644,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +656,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +669,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateSnapshotRequest) GetVolume() string {
@@ -590,7 +698,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +710,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +723,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Snapshot) GetName() string {
@@ -657,7 +765,7 @@ type CloneSnapshotRequest struct {
 
 func (x *CloneSnapshotRequest) Reset() {
 	*x = CloneSnapshotRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +777,7 @@ func (x *CloneSnapshotRequest) String() string {
 func (*CloneSnapshotRequest) ProtoMessage() {}
 
 func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +790,7 @@ func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CloneSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CloneSnapshotRequest) GetSnapshot() string {
@@ -708,7 +816,7 @@ type DeleteSnapshotRequest struct {
 
 func (x *DeleteSnapshotRequest) Reset() {
 	*x = DeleteSnapshotRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +828,7 @@ func (x *DeleteSnapshotRequest) String() string {
 func (*DeleteSnapshotRequest) ProtoMessage() {}
 
 func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +841,7 @@ func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteSnapshotRequest) GetSnapshot() string {
@@ -751,7 +859,7 @@ type DeleteSnapshotResponse struct {
 
 func (x *DeleteSnapshotResponse) Reset() {
 	*x = DeleteSnapshotResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +871,7 @@ func (x *DeleteSnapshotResponse) String() string {
 func (*DeleteSnapshotResponse) ProtoMessage() {}
 
 func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +884,7 @@ func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 type ExportReplicaRequest struct {
@@ -790,7 +898,7 @@ type ExportReplicaRequest struct {
 
 func (x *ExportReplicaRequest) Reset() {
 	*x = ExportReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +910,7 @@ func (x *ExportReplicaRequest) String() string {
 func (*ExportReplicaRequest) ProtoMessage() {}
 
 func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +923,7 @@ func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ExportReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExportReplicaRequest) GetVolume() string {
@@ -844,7 +952,7 @@ type Export struct {
 
 func (x *Export) Reset() {
 	*x = Export{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +964,7 @@ func (x *Export) String() string {
 func (*Export) ProtoMessage() {}
 
 func (x *Export) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +977,7 @@ func (x *Export) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Export.ProtoReflect.Descriptor instead.
 func (*Export) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Export) GetNqn() string {
@@ -914,7 +1022,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1034,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1047,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Member) GetOsd() string {
@@ -981,14 +1089,21 @@ type EnsureTargetRequest struct {
 	// controller-id range, so a host holding a dead path to the previous
 	// target is never handed a controller id that path holds. A subsystem
 	// left from another epoch is created again.
-	Epoch         uint32 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint32 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// confirmed says the caller read the Volume from the apiserver (not a
+	// cache) just before this call, and it names this OSD its target at
+	// this epoch. A target fenced when the lease lapsed serves hosts again
+	// only on a confirmed call: FAILED_PRECONDITION with ErrorInfo reason
+	// TargetFenced otherwise. While the lease is lapsed every call is
+	// FAILED_PRECONDITION with reason LeaseLapsed.
+	Confirmed     bool `protobuf:"varint,7,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnsureTargetRequest) Reset() {
 	*x = EnsureTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1115,7 @@ func (x *EnsureTargetRequest) String() string {
 func (*EnsureTargetRequest) ProtoMessage() {}
 
 func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1128,7 @@ func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureTargetRequest.ProtoReflect.Descriptor instead.
 func (*EnsureTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EnsureTargetRequest) GetVolume() string {
@@ -1058,6 +1173,13 @@ func (x *EnsureTargetRequest) GetEpoch() uint32 {
 	return 0
 }
 
+func (x *EnsureTargetRequest) GetConfirmed() bool {
+	if x != nil {
+		return x.Confirmed
+	}
+	return false
+}
+
 type MemberStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Osd   string                 `protobuf:"bytes,1,opt,name=osd,proto3" json:"osd,omitempty"`
@@ -1070,7 +1192,7 @@ type MemberStatus struct {
 
 func (x *MemberStatus) Reset() {
 	*x = MemberStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1204,7 @@ func (x *MemberStatus) String() string {
 func (*MemberStatus) ProtoMessage() {}
 
 func (x *MemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1217,7 @@ func (x *MemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberStatus.ProtoReflect.Descriptor instead.
 func (*MemberStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MemberStatus) GetOsd() string {
@@ -1132,7 +1254,7 @@ type TargetStatus struct {
 
 func (x *TargetStatus) Reset() {
 	*x = TargetStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1266,7 @@ func (x *TargetStatus) String() string {
 func (*TargetStatus) ProtoMessage() {}
 
 func (x *TargetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1279,7 @@ func (x *TargetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetStatus.ProtoReflect.Descriptor instead.
 func (*TargetStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TargetStatus) GetExport() *Export {
@@ -1198,7 +1320,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1332,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1345,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteTargetRequest) GetVolume() string {
@@ -1241,14 +1363,21 @@ func (x *DeleteTargetRequest) GetMemberOsds() []string {
 }
 
 type DeleteTargetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// raid_found says the raid was there to read when the target stopped.
+	RaidFound bool `protobuf:"varint,1,opt,name=raid_found,json=raidFound,proto3" json:"raid_found,omitempty"`
+	// in_sync_osds are the OSDs whose replicas were configured raid members,
+	// not being rebuilt, once the hosts were cut off: they hold every
+	// acknowledged write. A planned move assembles the new target from these
+	// alone.
+	InSyncOsds    []string `protobuf:"bytes,2,rep,name=in_sync_osds,json=inSyncOsds,proto3" json:"in_sync_osds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1389,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1402,21 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *DeleteTargetResponse) GetRaidFound() bool {
+	if x != nil {
+		return x.RaidFound
+	}
+	return false
+}
+
+func (x *DeleteTargetResponse) GetInSyncOsds() []string {
+	if x != nil {
+		return x.InSyncOsds
+	}
+	return nil
 }
 
 var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
@@ -1281,7 +1424,7 @@ var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
 const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\"osd-image/agent/api/v1/agent.proto\x12\x0eflint.agent.v1\"\x12\n" +
-	"\x10GetStatusRequest\"\xc8\x03\n" +
+	"\x10GetStatusRequest\"\xa0\x04\n" +
 	"\tOSDStatus\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12!\n" +
 	"\fspdk_version\x18\x02 \x01(\tR\vspdkVersion\x12\x18\n" +
@@ -1296,7 +1439,14 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\atargets\x18\t \x03(\v2\x1d.flint.agent.v1.TargetSummaryR\atargets\x12(\n" +
 	"\x10not_ready_reason\x18\n" +
 	" \x01(\tR\x0enotReadyReason\x12$\n" +
-	"\x0enot_ready_code\x18\v \x01(\tR\fnotReadyCode\"\x98\x01\n" +
+	"\x0enot_ready_code\x18\v \x01(\tR\fnotReadyCode\x12/\n" +
+	"\x14lease_expiry_unix_ms\x18\f \x01(\x03R\x11leaseExpiryUnixMs\x12%\n" +
+	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumes\"4\n" +
+	"\x11RenewLeaseRequest\x12\x1f\n" +
+	"\vduration_ms\x18\x01 \x01(\rR\n" +
+	"durationMs\":\n" +
+	"\x12RenewLeaseResponse\x12$\n" +
+	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\"\x98\x01\n" +
 	"\rTargetSummary\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
@@ -1346,7 +1496,7 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06Member\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12.\n" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
-	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\xc2\x01\n" +
+	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\xe0\x01\n" +
 	"\x13EnsureTargetRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x120\n" +
 	"\amembers\x18\x02 \x03(\v2\x16.flint.agent.v1.MemberR\amembers\x12\x14\n" +
@@ -1354,7 +1504,8 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x05 \x01(\tR\tvolumeUid\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\rR\x05epoch\"_\n" +
+	"\x05epoch\x18\x06 \x01(\rR\x05epoch\x12\x1c\n" +
+	"\tconfirmed\x18\a \x01(\bR\tconfirmed\"_\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12'\n" +
@@ -1368,8 +1519,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x13DeleteTargetRequest\x12\x16\n" +
 	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1f\n" +
 	"\vmember_osds\x18\x02 \x03(\tR\n" +
-	"memberOsds\"\x16\n" +
-	"\x14DeleteTargetResponse2\xd3\x06\n" +
+	"memberOsds\"W\n" +
+	"\x14DeleteTargetResponse\x12\x1d\n" +
+	"\n" +
+	"raid_found\x18\x01 \x01(\bR\traidFound\x12 \n" +
+	"\fin_sync_osds\x18\x02 \x03(\tR\n" +
+	"inSyncOsds2\xa8\a\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
@@ -1380,7 +1535,9 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x0eDeleteSnapshot\x12%.flint.agent.v1.DeleteSnapshotRequest\x1a&.flint.agent.v1.DeleteSnapshotResponse\x12M\n" +
 	"\rExportReplica\x12$.flint.agent.v1.ExportReplicaRequest\x1a\x16.flint.agent.v1.Export\x12Q\n" +
 	"\fEnsureTarget\x12#.flint.agent.v1.EnsureTargetRequest\x1a\x1c.flint.agent.v1.TargetStatus\x12Y\n" +
-	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponseB:Z8github.com/flint-io/flint/osd-image/agent/api/v1;agentv1b\x06proto3"
+	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponse\x12S\n" +
+	"\n" +
+	"RenewLease\x12!.flint.agent.v1.RenewLeaseRequest\x1a\".flint.agent.v1.RenewLeaseResponseB:Z8github.com/flint-io/flint/osd-image/agent/api/v1;agentv1b\x06proto3"
 
 var (
 	file_osd_image_agent_api_v1_agent_proto_rawDescOnce sync.Once
@@ -1394,61 +1551,65 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescData
 }
 
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(*GetStatusRequest)(nil),       // 0: flint.agent.v1.GetStatusRequest
 	(*OSDStatus)(nil),              // 1: flint.agent.v1.OSDStatus
-	(*TargetSummary)(nil),          // 2: flint.agent.v1.TargetSummary
-	(*CreateReplicaRequest)(nil),   // 3: flint.agent.v1.CreateReplicaRequest
-	(*ResizeReplicaRequest)(nil),   // 4: flint.agent.v1.ResizeReplicaRequest
-	(*DeleteReplicaRequest)(nil),   // 5: flint.agent.v1.DeleteReplicaRequest
-	(*DeleteReplicaResponse)(nil),  // 6: flint.agent.v1.DeleteReplicaResponse
-	(*Replica)(nil),                // 7: flint.agent.v1.Replica
-	(*CreateSnapshotRequest)(nil),  // 8: flint.agent.v1.CreateSnapshotRequest
-	(*Snapshot)(nil),               // 9: flint.agent.v1.Snapshot
-	(*CloneSnapshotRequest)(nil),   // 10: flint.agent.v1.CloneSnapshotRequest
-	(*DeleteSnapshotRequest)(nil),  // 11: flint.agent.v1.DeleteSnapshotRequest
-	(*DeleteSnapshotResponse)(nil), // 12: flint.agent.v1.DeleteSnapshotResponse
-	(*ExportReplicaRequest)(nil),   // 13: flint.agent.v1.ExportReplicaRequest
-	(*Export)(nil),                 // 14: flint.agent.v1.Export
-	(*Member)(nil),                 // 15: flint.agent.v1.Member
-	(*EnsureTargetRequest)(nil),    // 16: flint.agent.v1.EnsureTargetRequest
-	(*MemberStatus)(nil),           // 17: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),           // 18: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),    // 19: flint.agent.v1.DeleteTargetRequest
-	(*DeleteTargetResponse)(nil),   // 20: flint.agent.v1.DeleteTargetResponse
+	(*RenewLeaseRequest)(nil),      // 2: flint.agent.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),     // 3: flint.agent.v1.RenewLeaseResponse
+	(*TargetSummary)(nil),          // 4: flint.agent.v1.TargetSummary
+	(*CreateReplicaRequest)(nil),   // 5: flint.agent.v1.CreateReplicaRequest
+	(*ResizeReplicaRequest)(nil),   // 6: flint.agent.v1.ResizeReplicaRequest
+	(*DeleteReplicaRequest)(nil),   // 7: flint.agent.v1.DeleteReplicaRequest
+	(*DeleteReplicaResponse)(nil),  // 8: flint.agent.v1.DeleteReplicaResponse
+	(*Replica)(nil),                // 9: flint.agent.v1.Replica
+	(*CreateSnapshotRequest)(nil),  // 10: flint.agent.v1.CreateSnapshotRequest
+	(*Snapshot)(nil),               // 11: flint.agent.v1.Snapshot
+	(*CloneSnapshotRequest)(nil),   // 12: flint.agent.v1.CloneSnapshotRequest
+	(*DeleteSnapshotRequest)(nil),  // 13: flint.agent.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil), // 14: flint.agent.v1.DeleteSnapshotResponse
+	(*ExportReplicaRequest)(nil),   // 15: flint.agent.v1.ExportReplicaRequest
+	(*Export)(nil),                 // 16: flint.agent.v1.Export
+	(*Member)(nil),                 // 17: flint.agent.v1.Member
+	(*EnsureTargetRequest)(nil),    // 18: flint.agent.v1.EnsureTargetRequest
+	(*MemberStatus)(nil),           // 19: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 20: flint.agent.v1.TargetStatus
+	(*DeleteTargetRequest)(nil),    // 21: flint.agent.v1.DeleteTargetRequest
+	(*DeleteTargetResponse)(nil),   // 22: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
-	14, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
-	7,  // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
-	9,  // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
-	2,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
-	14, // 4: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
-	15, // 5: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	14, // 6: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	17, // 7: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	16, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
+	9,  // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
+	11, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
+	4,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
+	16, // 4: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
+	17, // 5: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
+	16, // 6: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	19, // 7: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
 	0,  // 8: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	3,  // 9: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	4,  // 10: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	5,  // 11: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	8,  // 12: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
-	10, // 13: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
-	11, // 14: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	13, // 15: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	16, // 16: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	19, // 17: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	1,  // 18: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	7,  // 19: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	7,  // 20: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	6,  // 21: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	9,  // 22: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	7,  // 23: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	12, // 24: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	14, // 25: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	18, // 26: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	20, // 27: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	18, // [18:28] is the sub-list for method output_type
-	8,  // [8:18] is the sub-list for method input_type
+	5,  // 9: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	6,  // 10: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	7,  // 11: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	10, // 12: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	12, // 13: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	13, // 14: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	15, // 15: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	18, // 16: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	21, // 17: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	2,  // 18: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	1,  // 19: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	9,  // 20: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	9,  // 21: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	8,  // 22: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	11, // 23: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	9,  // 24: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	14, // 25: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	16, // 26: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	20, // 27: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	22, // 28: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	3,  // 29: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	19, // [19:30] is the sub-list for method output_type
+	8,  // [8:19] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -1465,7 +1626,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	OSDAgent_ExportReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/ExportReplica"
 	OSDAgent_EnsureTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/EnsureTarget"
 	OSDAgent_DeleteTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/DeleteTarget"
+	OSDAgent_RenewLease_FullMethodName     = "/flint.agent.v1.OSDAgent/RenewLease"
 )
 
 // OSDAgentClient is the client API for OSDAgent service.
@@ -73,6 +74,12 @@ type OSDAgentClient interface {
 	EnsureTarget(ctx context.Context, in *EnsureTargetRequest, opts ...grpc.CallOption) (*TargetStatus, error)
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(ctx context.Context, in *DeleteTargetRequest, opts ...grpc.CallOption) (*DeleteTargetResponse, error)
+	// RenewLease extends the OSD's lease. When the lease lapses the agent
+	// removes every host from its volume targets, and the SPDK container's
+	// liveness probe stops SPDK if a target still lets a host in or SPDK
+	// does not answer. UNAVAILABLE while the OSD is not ready: an OSD whose
+	// SPDK does not answer is not kept serving.
+	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
 }
 
 type oSDAgentClient struct {
@@ -183,6 +190,16 @@ func (c *oSDAgentClient) DeleteTarget(ctx context.Context, in *DeleteTargetReque
 	return out, nil
 }
 
+func (c *oSDAgentClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewLeaseResponse)
+	err := c.cc.Invoke(ctx, OSDAgent_RenewLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OSDAgentServer is the server API for OSDAgent service.
 // All implementations must embed UnimplementedOSDAgentServer
 // for forward compatibility.
@@ -216,6 +233,12 @@ type OSDAgentServer interface {
 	EnsureTarget(context.Context, *EnsureTargetRequest) (*TargetStatus, error)
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error)
+	// RenewLease extends the OSD's lease. When the lease lapses the agent
+	// removes every host from its volume targets, and the SPDK container's
+	// liveness probe stops SPDK if a target still lets a host in or SPDK
+	// does not answer. UNAVAILABLE while the OSD is not ready: an OSD whose
+	// SPDK does not answer is not kept serving.
+	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
 	mustEmbedUnimplementedOSDAgentServer()
 }
 
@@ -255,6 +278,9 @@ func (UnimplementedOSDAgentServer) EnsureTarget(context.Context, *EnsureTargetRe
 }
 func (UnimplementedOSDAgentServer) DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTarget not implemented")
+}
+func (UnimplementedOSDAgentServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
 }
 func (UnimplementedOSDAgentServer) mustEmbedUnimplementedOSDAgentServer() {}
 func (UnimplementedOSDAgentServer) testEmbeddedByValue()                  {}
@@ -457,6 +483,24 @@ func _OSDAgent_DeleteTarget_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OSDAgent_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).RenewLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_RenewLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).RenewLease(ctx, req.(*RenewLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OSDAgent_ServiceDesc is the grpc.ServiceDesc for OSDAgent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -503,6 +547,10 @@ var OSDAgent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTarget",
 			Handler:    _OSDAgent_DeleteTarget_Handler,
+		},
+		{
+			MethodName: "RenewLease",
+			Handler:    _OSDAgent_RenewLease_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

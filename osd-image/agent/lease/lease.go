@@ -1,0 +1,271 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package lease is how an OSD fences its volume targets when the operator
+// loses sight of it, so that a target the operator moves away has stopped
+// acknowledging host I/O before the new one accepts any, even when the
+// operator cannot reach it.
+//
+// The operator renews the lease on every observation that finds the OSD
+// serving. When it lapses the agent removes every host from its volume
+// targets (which drops their connections) and refuses to serve them again
+// until the operator renews the lease and confirms, from a live read of
+// the Volume, that the OSD is still its target. The expiry is kept in a
+// file that the SPDK container's liveness probe checks (Check): a lapsed
+// lease with a volume target that still allows a host, or with an SPDK
+// that does not answer, makes the kubelet kill SPDK. That covers an agent
+// that died or hangs and an SPDK that is frozen.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// File holds the lease's expiry, shared by the agent and the probe.
+type File struct{ Path string }
+
+// Write records expiry durably: a probe reads the old expiry or the new
+// one, never a torn file.
+func (f File) Write(expiry time.Time) error {
+	tmp := f.Path + ".tmp"
+	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteString(expiry.UTC().Format(time.RFC3339Nano) + "\n"); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, f.Path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(f.Path)); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Read returns the recorded expiry; the zero time when there is none (a
+// lease never granted has lapsed).
+func (f File) Read() (time.Time, error) {
+	b, err := os.ReadFile(f.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lease file %s: %w", f.Path, err)
+	}
+	return t, nil
+}
+
+// Targets is what fencing acts on: the OSD's volume targets.
+type Targets interface {
+	// FenceTargets removes every host from every volume target and
+	// returns the volumes it fenced.
+	FenceTargets(ctx context.Context) ([]string, error)
+}
+
+// ErrLapsed means the lease lapsed: the OSD serves no host until the
+// operator renews it.
+var ErrLapsed = errors.New("the OSD's lease lapsed")
+
+// ErrFenced means a target was fenced when the lease lapsed: it serves
+// hosts again only on a call that confirms, from the apiserver, that this
+// OSD is still the volume's target.
+var ErrFenced = errors.New("the target was fenced")
+
+// Keeper keeps the lease, fences on a lapse and gates target changes.
+type Keeper struct {
+	file    File
+	targets Targets
+	now     func() time.Time
+
+	// serving is held (read) by every call that may let hosts in, and
+	// (write) by fencing, so a target change never crosses a fence.
+	serving sync.RWMutex
+	mu      sync.Mutex
+	expiry  time.Time
+	fenced  map[string]time.Time
+	// fencedLapse says the current lapse has been fenced.
+	fencedLapse bool
+}
+
+// New returns a Keeper of the lease in file over targets. It starts from
+// the expiry in the file: a restarted agent keeps what its predecessor was
+// granted and no more.
+func New(file File, targets Targets, now func() time.Time) (*Keeper, error) {
+	expiry, err := file.Read()
+	if err != nil {
+		return nil, err
+	}
+	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: map[string]time.Time{}}, nil
+}
+
+// Renew extends the lease to d from now.
+func (k *Keeper) Renew(d time.Duration) (time.Time, error) {
+	if d <= 0 {
+		return time.Time{}, fmt.Errorf("a lease of %s cannot be granted", d)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	expiry := k.now().Add(d)
+	if err := k.file.Write(expiry); err != nil {
+		return time.Time{}, fmt.Errorf("record the lease: %w", err)
+	}
+	k.expiry, k.fencedLapse = expiry, false
+	return expiry, nil
+}
+
+// Expiry is when the lease lapses (lapsed).
+func (k *Keeper) Expiry() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.expiry
+}
+
+// Fenced lists the volumes fenced at a lapse and not confirmed since.
+func (k *Keeper) Fenced() map[string]time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[string]time.Time, len(k.fenced))
+	for v, t := range k.fenced {
+		out[v] = t
+	}
+	return out
+}
+
+// Serve runs change, a call that may let hosts reach volume's target,
+// unless the lease has lapsed, or the target was fenced and the call is
+// not confirmed. A confirmed call that succeeds lifts the fence.
+func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error {
+	k.serving.RLock()
+	defer k.serving.RUnlock()
+	k.mu.Lock()
+	expiry := k.expiry
+	fencedAt, fenced := k.fenced[volume]
+	k.mu.Unlock()
+	if !k.now().Before(expiry) {
+		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, expiry.Format(time.RFC3339))
+	}
+	if fenced && !confirmed {
+		return fmt.Errorf("%w at %s when the OSD's lease lapsed: re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced, fencedAt.Format(time.RFC3339))
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	if fenced {
+		k.mu.Lock()
+		delete(k.fenced, volume)
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// Check fences once the lease has lapsed: every volume target loses its
+// hosts, after the calls in flight that may add hosts have ended. It
+// retries on the next Check until fencing succeeded.
+func (k *Keeper) Check(ctx context.Context) error {
+	k.mu.Lock()
+	due := !k.now().Before(k.expiry) && !k.fencedLapse
+	k.mu.Unlock()
+	if !due {
+		return nil
+	}
+	k.serving.Lock()
+	defer k.serving.Unlock()
+	volumes, err := k.targets.FenceTargets(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	for _, v := range volumes {
+		if _, ok := k.fenced[v]; !ok {
+			k.fenced[v] = now
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.expiry.Format(time.RFC3339), err)
+	}
+	if now.Before(k.expiry) {
+		return nil // renewed meanwhile: the fence stands for those volumes
+	}
+	k.fencedLapse = true
+	return nil
+}
+
+// Run checks every interval until ctx ends, reporting a failure to report
+// when it differs from the last one (SPDK down fails every check).
+func (k *Keeper) Run(ctx context.Context, interval time.Duration, report func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := ""
+	for {
+		cctx, cancel := context.WithTimeout(ctx, interval*4)
+		err := k.Check(cctx)
+		cancel()
+		switch {
+		case err != nil && err.Error() != last:
+			report(err)
+			last = err.Error()
+		case err == nil:
+			last = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Probe is the SPDK container's liveness check: nil while the lease holds,
+// or while SPDK answers within ctx and serves no volume target to any
+// host; otherwise why SPDK must be stopped.
+func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(context.Context) ([]string, error)) error {
+	expiry, err := file.Read()
+	if err != nil {
+		return err
+	}
+	if now.Before(expiry) {
+		return nil
+	}
+	volumes, err := hostsAllowed(ctx)
+	if err != nil {
+		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK does not say which targets it serves (%v): stop it", expiry.Format(time.RFC3339), err)
+	}
+	if len(volumes) > 0 {
+		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK still lets hosts reach volumes %s: stop it", expiry.Format(time.RFC3339), strings.Join(volumes, ", "))
+	}
+	return nil
+}

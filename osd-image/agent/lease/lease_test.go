@@ -1,0 +1,137 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package lease
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestProbe(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	serving := func(volumes ...string) func(context.Context) ([]string, error) {
+		return func(context.Context) ([]string, error) { return volumes, nil }
+	}
+	silent := func(context.Context) ([]string, error) { return nil, context.DeadlineExceeded }
+	tests := []struct {
+		name   string
+		expiry time.Time // zero: no lease file
+		spdk   func(context.Context) ([]string, error)
+		fails  bool
+	}{
+		{"never granted, nothing served (a fresh SPDK)", time.Time{}, serving(), false},
+		{"never granted, a volume served", time.Time{}, serving("pvc-1"), true},
+		{"held", now.Add(time.Second), silent, false},
+		{"lapsed, fenced", now.Add(-time.Second), serving(), false},
+		{"lapsed, a volume served (the agent did not fence)", now.Add(-time.Second), serving("pvc-1"), true},
+		{"lapsed, SPDK silent (frozen)", now.Add(-time.Second), silent, true},
+		{"lapses at this instant", now, serving("pvc-1"), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := File{Path: filepath.Join(t.TempDir(), "lease")}
+			if !tc.expiry.IsZero() {
+				if err := f.Write(tc.expiry); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := Probe(context.Background(), f, now, tc.spdk)
+			if (err != nil) != tc.fails {
+				t.Fatalf("Probe = %v, want failure %v", err, tc.fails)
+			}
+		})
+	}
+}
+
+func TestFileRoundTrip(t *testing.T) {
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	want := time.Date(2026, 11, 23, 12, 0, 0, 123456789, time.UTC)
+	if err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Read(); err != nil || !got.Equal(want) {
+		t.Fatalf("Read = %v, %v; want %v", got, err, want)
+	}
+	if err := os.WriteFile(f.Path, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Read(); err == nil {
+		t.Fatal("a lease file that does not parse must not read as a lease")
+	}
+}
+
+type fakeTargets struct {
+	volumes []string
+	err     error
+	calls   int
+}
+
+func (f *fakeTargets) FenceTargets(context.Context) ([]string, error) {
+	f.calls++
+	return f.volumes, f.err
+}
+
+// A restarted agent keeps its predecessor's expiry, fences once per
+// lapse, and retries a fence that failed.
+func TestKeeperFencesOncePerLapse(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	if err := f.Write(now.Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	targets := &fakeTargets{volumes: []string{"pvc-1"}, err: errors.New("SPDK busy")}
+	k, err := New(f, targets, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Check(context.Background()); err != nil || targets.calls != 0 {
+		t.Fatalf("within the inherited lease: %v, %d fences", err, targets.calls)
+	}
+	now = now.Add(5 * time.Second)
+	if err := k.Check(context.Background()); err == nil {
+		t.Fatal("a failed fence must be reported")
+	}
+	targets.err = nil
+	for range 3 {
+		if err := k.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if targets.calls != 2 {
+		t.Fatalf("fences = %d, want 2 (one failed, one done, none after)", targets.calls)
+	}
+	if _, ok := k.Fenced()["pvc-1"]; !ok {
+		t.Fatal("pvc-1 is not recorded as fenced")
+	}
+	if _, err := k.Renew(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an unconfirmed change of a fenced target: %v, want ErrFenced", err)
+	}
+	if err := k.Serve("pvc-1", true, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Fenced()) != 0 {
+		t.Fatalf("a confirmed change lifts the fence: fenced %v", k.Fenced())
+	}
+}

@@ -1,0 +1,119 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package datapath
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/osd-image/agent/lease"
+	"github.com/flint-io/flint/osd-image/agent/osd"
+)
+
+// TestALapsedLeaseFencesTheTarget: a target whose lease lapses stops
+// acknowledging host writes (the agent removed the host) and serves again
+// only on a confirmed re-drive; a target whose SPDK is frozen when the
+// lease lapses makes the SPDK container's liveness probe fail, and the
+// SPDK started again (as the kubelet does) serves nothing. On real SPDK
+// the host is spdk_dd; on the double what the target lets in is checked.
+func TestALapsedLeaseFencesTheTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 2)
+	osds := startOSDs(ctx, t, lab)
+	e1, err := osds[1].ExportReplica(ctx, volume, osd.HostNQN("osd-0"))
+	must(t, err)
+	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
+	keeper, err := lease.New(file, osds[0], time.Now)
+	must(t, err)
+	spec := osd.TargetSpec{Volume: volume, VolumeUID: "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60", Epoch: 1, Hosts: []string{hostNQN},
+		Members: []osd.Member{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}
+	ensure := func(confirmed bool) error {
+		return keeper.Serve(volume, confirmed, func() error { _, err := osds[0].EnsureTarget(ctx, spec); return err })
+	}
+	served := func() []string {
+		v, err := osd.VolumesServed(ctx, lab.Targets[0].Client)
+		must(t, err)
+		return v
+	}
+	probe := func() error {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return lease.Probe(pctx, file, time.Now(), func(ctx context.Context) ([]string, error) {
+			return osd.VolumesServed(ctx, lab.Targets[0].Client)
+		})
+	}
+	dd := newHost(t, lab)
+	target := osds[0].Endpoint()
+	target.NQN = osd.VolumeNQN(volume)
+	data := randomChunk(t)
+
+	_, err = keeper.Renew(2 * time.Second)
+	must(t, err)
+	must(t, ensure(false))
+	if lab.Real {
+		must(t, dd.tryWrite(target, hostNQN, data))
+	}
+
+	time.Sleep(2 * time.Second)
+	must(t, keeper.Check(ctx))
+	if got := served(); len(got) != 0 {
+		t.Fatalf("a lapsed lease left hosts let in to %v", got)
+	}
+	if lab.Real {
+		if err := dd.tryWrite(target, hostNQN, data); err == nil {
+			t.Fatal("the fenced target acknowledged a host write")
+		}
+	}
+	must(t, probe())
+	if err := ensure(true); !errors.Is(err, lease.ErrLapsed) {
+		t.Fatalf("a re-drive while the lease is lapsed: %v, want ErrLapsed", err)
+	}
+	_, err = keeper.Renew(2 * time.Second)
+	must(t, err)
+	if err := ensure(false); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("an unconfirmed re-drive of the fenced target: %v, want ErrFenced", err)
+	}
+	must(t, ensure(true))
+	if lab.Real {
+		must(t, dd.tryWrite(target, hostNQN, data))
+	}
+
+	// SPDK freezes while it serves; the lease lapses. The agent cannot
+	// fence through a frozen SPDK, and the probe fails.
+	if f := lab.Targets[0].Freeze; f != nil {
+		f(true)
+	} else {
+		lab.Targets[0].Kill() // the double cannot freeze: a silent one
+	}
+	time.Sleep(2 * time.Second)
+	frozenAt := time.Now()
+	if err := probe(); err == nil {
+		t.Fatal("the probe passed with a lapsed lease and a frozen SPDK")
+	} else {
+		t.Logf("probe %s after the lapse: %v", time.Since(frozenAt).Round(time.Millisecond), err)
+	}
+	lab.Targets[0].Restart(t) // the kubelet kills the container and starts it again
+	if got := served(); len(got) != 0 {
+		t.Fatalf("the SPDK started again serves %v", got)
+	}
+	must(t, probe())
+}
