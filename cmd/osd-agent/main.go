@@ -79,13 +79,15 @@ func checkLease(args []string) {
 	fs := flag.NewFlagSet("check-lease", flag.ContinueOnError)
 	var socket, file string
 	var timeout time.Duration
+	var startup bool
 	fs.StringVar(&socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket")
 	fs.StringVar(&file, "lease-file", defaultLeaseFile, "the lease the agent keeps")
 	fs.DurationVar(&timeout, "timeout", time.Second, "how long SPDK may take to say which targets it serves")
+	fs.BoolVar(&startup, "startup", false, "the startup probe: pass once SPDK answers (until then it serves nothing: only the agent configures targets)")
 	cmd := &cli.Command{
 		Name:        "osd-agent check-lease",
 		Summary:     "the SPDK container's liveness probe: fails when SPDK must be stopped to fence the OSD",
-		Description: "Passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target. Fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen).",
+		Description: "Passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target. Fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen). With --startup, the SPDK container's startup probe: passes once SPDK answers.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
@@ -93,6 +95,10 @@ func checkLease(args []string) {
 		defer cancel()
 		spdk := client.New(socket)
 		defer spdk.Close()
+		if startup {
+			_, err := spdk.SpdkGetVersion(ctx)
+			return err
+		}
 		return lease.Probe(ctx, lease.File{Path: file}, time.Now(), func(ctx context.Context) ([]string, error) {
 			v, err := osd.VolumesServed(ctx, spdk)
 			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {

@@ -204,8 +204,21 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	}
 	c.Args = args
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
-	c.LivenessProbe = fenceProbe()
+	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), fenceProbe()
 	return c, nil
+}
+
+// spdkStartedProbe holds the fence probe back while SPDK starts (hugepage
+// set-up and device attach take seconds): until SPDK first answers it
+// serves nothing, since only the agent configures targets. SPDK that does
+// not answer within five minutes is restarted.
+func spdkStartedProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
+			agentBinary, "check-lease", "--startup", "--spdk-socket=" + spdkSocket, "--timeout=1s",
+		}}},
+		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 300,
+	}
 }
 
 // fenceProbe is fencing's dead man's switch (docs/volumes.md): once the

@@ -98,8 +98,10 @@ type pod struct {
 }
 
 // liveness runs an exec probe and restarts SPDK when it fails, as the
-// kubelet does for the SPDK container.
+// kubelet does for the SPDK container; after every start it first waits
+// for the startup probe to pass.
 type liveness struct {
+	startup   []string
 	args      []string
 	period    time.Duration
 	threshold int
@@ -218,6 +220,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	for _, c := range p.Spec.Containers {
 		if c.Name == "spdk" && c.LivenessProbe != nil && c.LivenessProbe.Exec != nil && len(c.LivenessProbe.Exec.Command) > 0 {
 			running.liveness = &liveness{
+				startup:   probeArgs(c.StartupProbe, map[string]string{"spdk-socket": socket}),
 				args:      localArgs(c.LivenessProbe.Exec.Command[1:], map[string]string{"spdk-socket": socket, "lease-file": leaseFile}),
 				period:    time.Duration(max(c.LivenessProbe.PeriodSeconds, 1)) * time.Second,
 				threshold: int(max(c.LivenessProbe.FailureThreshold, 1)),
@@ -269,6 +272,7 @@ func (r *Runner) probe(p *pod) {
 	l := p.liveness
 	defer close(l.done)
 	failures := 0
+	started := l.startup == nil
 	t := time.NewTicker(l.period)
 	defer t.Stop()
 	for {
@@ -277,9 +281,11 @@ func (r *Runner) probe(p *pod) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*l.period)
-		out, err := exec.CommandContext(ctx, r.AgentBinary, l.args...).CombinedOutput()
-		cancel()
+		if !started {
+			started = r.runProbe(l.startup, l.period) == nil
+			continue
+		}
+		out, err := r.runProbeOutput(l.args, l.period)
 		if err == nil {
 			failures = 0
 			continue
@@ -294,7 +300,28 @@ func (r *Runner) probe(p *pod) {
 		p.target.Kill()
 		_ = os.WriteFile(filepath.Join(p.dir, "spdk-liveness.log"), fmt.Appendf(nil, "%s: liveness probe failed, SPDK restarted: %s\n", time.Now().Format(time.RFC3339Nano), out), 0o600)
 		_ = p.target.Restart()
+		started = l.startup == nil
 	}
+}
+
+// probeArgs are the arguments of an exec probe, with in-pod paths made
+// local; nil without one.
+func probeArgs(p *corev1.Probe, set map[string]string) []string {
+	if p == nil || p.Exec == nil || len(p.Exec.Command) == 0 {
+		return nil
+	}
+	return localArgs(p.Exec.Command[1:], set)
+}
+
+func (r *Runner) runProbe(args []string, period time.Duration) error {
+	_, err := r.runProbeOutput(args, period)
+	return err
+}
+
+func (r *Runner) runProbeOutput(args []string, period time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*period)
+	defer cancel()
+	return exec.CommandContext(ctx, r.AgentBinary, args...).CombinedOutput()
 }
 
 // SPDKRestarts are when pod podName's SPDK liveness probe failed and its
