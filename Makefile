@@ -66,7 +66,7 @@ test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 ke
 	hack/vmlab/run.sh
 
 .PHONY: test-spdk
-test-spdk: ## The SPDK contract suite, the agent's restart tests and the 3-replica write/kill/rebuild/checksum scenario against real spdk_tgt (and spdk_dd) from FLINT_SPDK_DIR.
+test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing; data checksummed with spdk_dd) against real spdk_tgt from FLINT_SPDK_DIR.
 	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/spdk_tgt)" >&2; exit 2; fi
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
