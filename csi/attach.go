@@ -64,13 +64,20 @@ func targetFromContext(volumeID string, pc map[string]string) (Target, error) {
 	if t.NQN == "" || transport == "" || pc[PublishPaths] == "" {
 		return t, status.Errorf(codes.InvalidArgument, "publish context lacks %s, %s or %s: it comes from ControllerPublishVolume of %s", PublishNQN, PublishTransport, PublishPaths, DriverName)
 	}
+	if err := nvmeof.ValidateNQN(t.NQN); err != nil {
+		return t, status.Errorf(codes.InvalidArgument, "publish context %s: %v", PublishNQN, err)
+	}
 	for _, hp := range strings.Split(pc[PublishPaths], ",") {
 		host, port, err := net.SplitHostPort(hp)
-		n, perr := strconv.Atoi(port)
+		n, perr := strconv.ParseInt(port, 10, 32)
 		if err != nil || perr != nil {
 			return t, status.Errorf(codes.InvalidArgument, "publish context path %q is not host:port", hp)
 		}
-		t.Paths = append(t.Paths, nvmeof.Path{Transport: transport, Address: host, Port: int32(n)})
+		p := nvmeof.Path{Transport: transport, Address: host, Port: int32(n)}
+		if err := p.Validate(); err != nil {
+			return t, status.Errorf(codes.InvalidArgument, "publish context path %q: %v", hp, err)
+		}
+		t.Paths = append(t.Paths, p)
 	}
 	return t, nil
 }

@@ -1,0 +1,93 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nvmeof
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	volumeNQN = "nqn.2026-01.io.flint:volume:pvc-1"
+	hostNQN   = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
+)
+
+// Nothing outside the grammar of a connect option reaches the kernel: a
+// value from a Volume's status with a ',' would add options of its own.
+func TestConnectRefusesWhatIsNotAConnectOption(t *testing.T) {
+	good := Path{Transport: "tcp", Address: "10.0.0.5", Port: 4420}
+	tests := []struct {
+		name string
+		nqn  string
+		host string
+		path Path
+	}{
+		{"injected options in the NQN", volumeNQN + ",hostnqn=nqn.evil,traddr=10.9.9.9", hostNQN, good},
+		{"injected options in the address", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5,hostnqn=nqn.evil", Port: 4420}},
+		{"injected options in the transport", volumeNQN, hostNQN, Path{Transport: "tcp,traddr=10.9.9.9", Address: "10.0.0.5", Port: 4420}},
+		{"a host name, not an address", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "target.example", Port: 4420}},
+		{"port zero", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5"}},
+		{"port past 65535", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 70000}},
+		{"unknown transport", volumeNQN, hostNQN, Path{Transport: "fc", Address: "10.0.0.5", Port: 4420}},
+		{"not an NQN", "pvc-1", hostNQN, good},
+		{"NQN too long", "nqn." + strings.Repeat("a", MaxNQNLength), hostNQN, good},
+		{"space in the NQN", volumeNQN + " x", hostNQN, good},
+		{"'=' in the host NQN", volumeNQN, hostNQN + "=x", good},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := t.TempDir()
+			fabrics := filepath.Join(dev, "nvme-fabrics")
+			if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: tc.host}
+			err := h.Connect(context.Background(), tc.nqn, tc.path)
+			if err == nil || !strings.Contains(err.Error(), "refusing to connect") {
+				t.Fatalf("Connect = %v, want a refusal", err)
+			}
+			if b, _ := os.ReadFile(fabrics); len(b) != 0 {
+				t.Fatalf("the kernel was sent %q", b)
+			}
+		})
+	}
+}
+
+func TestConnectWritesTheConnectString(t *testing.T) {
+	dev := t.TempDir()
+	fabrics := filepath.Join(dev, "nvme-fabrics")
+	if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: hostNQN}
+	for _, p := range []Path{{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, {Transport: "rdma", Address: "fd00::5", Port: 4421}} {
+		if err := h.Connect(context.Background(), volumeNQN, p); err != nil {
+			t.Fatalf("Connect over %s: %v", p, err)
+		}
+	}
+	b, err := os.ReadFile(fabrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "nqn=" + volumeNQN + ",transport=rdma,traddr=fd00::5,trsvcid=4421,hostnqn=" + hostNQN
+	if string(b) != want {
+		t.Fatalf("the kernel was sent %q, want %q", b, want)
+	}
+}
