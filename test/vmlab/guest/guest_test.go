@@ -440,6 +440,21 @@ func checkFollowed(t *testing.T, v *volume, w *writer, deviceBefore string, svci
 	}
 }
 
+// writingVolume stages and publishes ext4 volume name from port 4420
+// (port 4421 ready for a move) and returns it with its device once a
+// writer that syncs every 256 KiB has written 4 MiB of its 16.
+func writingVolume(ctx context.Context, t *testing.T, name string) (*volume, *writer, string) {
+	v := newVolume(t, name, "tcp", 1, 4420, false, "ext4", 64)
+	port(t, 3, "tcp", address, 4421)
+	must(t, v.stage(ctx), "NodeStageVolume")
+	must(t, v.publishAt(ctx), "NodePublishVolume")
+	device, err := attacher.Host.Device(v.sub.nqn)
+	must(t, err, "device")
+	w := startWriter(t, v.dataPath(), 256<<10, 64)
+	w.waitFor(t, 15)
+	return v, w, device
+}
+
 // TestPathFollow: the target moves to another port (as after an OSD
 // loss) while a writer writes; following it connects the new path and
 // drops the old one; the writer sees no error, the mounted device never
@@ -447,15 +462,7 @@ func checkFollowed(t *testing.T, v *volume, w *writer, deviceBefore string, svci
 func TestPathFollow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	v := newVolume(t, "follow", "tcp", 1, 4420, false, "ext4", 64)
-	port(t, 3, "tcp", address, 4421)
-	must(t, v.stage(ctx), "NodeStageVolume")
-	must(t, v.publishAt(ctx), "NodePublishVolume")
-	deviceBefore, err := attacher.Host.Device(v.sub.nqn)
-	must(t, err, "device")
-
-	w := startWriter(t, v.dataPath(), 256<<10, 64)
-	w.waitFor(t, 15)
+	v, w, deviceBefore := writingVolume(ctx, t, "follow")
 	v.sub.renumber(1000) // the new target's controller ids (see docs/csi.md)
 	v.sub.expose(3)
 	v.sub.hide(1)
@@ -478,16 +485,8 @@ func TestPathFollow(t *testing.T) {
 func TestTargetRecreated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	v := newVolume(t, "recreated", "tcp", 1, 4420, false, "ext4", 64)
-	port(t, 3, "tcp", address, 4421)
-	must(t, v.stage(ctx), "NodeStageVolume")
-	must(t, v.publishAt(ctx), "NodePublishVolume")
-	deviceBefore, err := attacher.Host.Device(v.sub.nqn)
-	must(t, err, "device")
+	v, w, deviceBefore := writingVolume(ctx, t, "recreated")
 	identity := v.sub.id
-
-	w := startWriter(t, v.dataPath(), 256<<10, 64)
-	w.waitFor(t, 15)
 	impostor := newIdentity(t)
 	impostor.serial = identity.serial
 	v.sub.recreate(impostor, 1000)
