@@ -59,6 +59,10 @@ const (
 	mib = int64(1) << 20
 	// defaultSize is a volume's size when CreateVolume asks for none.
 	defaultSize = int64(1) << 30
+	// MaxVolumeBytes is the largest volume Flint makes (1 PiB): every
+	// size computed from a request stays far from int64's limit, so no
+	// rounding overflows into a small volume.
+	MaxVolumeBytes = int64(1) << 50
 	// listToken prefixes ListVolumes' continuation tokens: the last name
 	// returned, so a token stays valid when volumes come and go.
 	listToken = "after:"
@@ -213,6 +217,9 @@ func sizeFor(r *csi.CapacityRange) (int64, error) {
 	}
 	if limit > 0 && required > limit {
 		return 0, status.Errorf(codes.InvalidArgument, "capacity range: required_bytes %d is above limit_bytes %d", required, limit)
+	}
+	if required > MaxVolumeBytes {
+		return 0, status.Errorf(codes.OutOfRange, "capacity range: required_bytes %d is above the largest volume, %d bytes (1Pi)", required, MaxVolumeBytes)
 	}
 	size := required
 	if size == 0 {

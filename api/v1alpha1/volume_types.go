@@ -33,10 +33,11 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pool is immutable: a Volume's replicas live in one Pool"
 	Pool string `json:"pool"`
 
-	// size is the Volume's capacity, at least 1Mi. Required. It may grow
+	// size is the Volume's capacity, 1Mi to 1Pi. Required. It may grow
 	// (online resize) but never shrink.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="size must be at least 1Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Pi')) <= 0",message="size must be at most 1Pi, the largest volume Flint makes"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="size cannot shrink: shrinking a block device under a filesystem loses data"
 	Size resource.Quantity `json:"size"`
 

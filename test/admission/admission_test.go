@@ -152,6 +152,8 @@ var rejections = []rejection{
 
 	// Volume
 	{"volume below 1Mi", volumeBase, `spec: {size: 512Ki}`, "size must be at least 1Mi"},
+	{"volume above 1Pi", volumeBase, `spec: {size: 2Pi}`, "size must be at most 1Pi"},
+	{"volume near int64's limit", volumeBase, `spec: {size: "9223372036854775807"}`, "size must be at most 1Pi"},
 	{"volume replicas above 5", volumeBase, `spec: {replicas: 7}`, "should be less than or equal to 5"},
 	{"volume source with both", volumeBase, `spec: {source: {snapshot: s1, volume: v1}}`,
 		"source needs exactly one of source.snapshot and source.volume"},
