@@ -84,7 +84,7 @@ func (c *Client) BdevNvmeGetControllers(ctx context.Context, name string) ([]typ
 func (c *Client) BdevGetBdevs(ctx context.Context, name string) ([]types.Bdev, error) {
 	var bdevs []types.Bdev
 	err := c.rpc.Call(ctx, "bdev_get_bdevs", optional(types.BdevGetBdevsRequest{Name: name}, name != ""), &bdevs)
-	return bdevs, err
+	return named("bdev_get_bdevs", name, bdevs, err)
 }
 
 // BdevGetIostat returns I/O counters of every bdev, or of the one named.

@@ -18,11 +18,13 @@ limitations under the License.
 // method, named after it. Errors are *jsonrpc.Error answers, matched with
 // errors.Is against jsonrpc.ErrExists, ErrNotFound, ErrNoSpace, ErrInvalid
 // and ErrNotPermitted. Every call takes a context; without a deadline,
-// jsonrpc.DefaultTimeout applies.
+// jsonrpc.DefaultTimeout applies. A lookup by name answers at least one
+// item or an error, so callers may take the first.
 package client
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -44,6 +46,16 @@ func (c *Client) Close() error { return c.rpc.Close() }
 
 // Socket is the path of SPDK's RPC socket.
 func (c *Client) Socket() string { return c.rpc.Socket() }
+
+// named makes an empty answer to a lookup by name an error: SPDK answers
+// -19 for a name it does not know, so an empty list is a malformed answer,
+// and callers index the first item.
+func named[T any](method, name string, items []T, err error) ([]T, error) {
+	if err == nil && name != "" && len(items) == 0 {
+		return nil, fmt.Errorf("spdk %s %s: %w: the answer lists nothing", method, name, jsonrpc.ErrNotFound)
+	}
+	return items, err
+}
 
 // SpdkGetVersion returns SPDK's version.
 func (c *Client) SpdkGetVersion(ctx context.Context) (types.SpdkVersion, error) {

@@ -33,7 +33,7 @@ func (c *Client) BdevLvolCreateLvstore(ctx context.Context, req types.BdevLvolCr
 func (c *Client) BdevLvolGetLvstores(ctx context.Context, sel types.LvstoreSelector) ([]types.Lvstore, error) {
 	var stores []types.Lvstore
 	err := c.rpc.Call(ctx, "bdev_lvol_get_lvstores", optional(sel, sel != types.LvstoreSelector{}), &stores)
-	return stores, err
+	return named("bdev_lvol_get_lvstores", sel.LvsName+sel.UUID, stores, err)
 }
 
 // BdevLvolDeleteLvstore destroys an lvstore and every lvol in it.

@@ -31,7 +31,7 @@ func (c *Client) NvmfCreateTransport(ctx context.Context, req types.NvmfCreateTr
 func (c *Client) NvmfGetTransports(ctx context.Context, trtype string) ([]types.NvmfTransport, error) {
 	var ts []types.NvmfTransport
 	err := c.rpc.Call(ctx, "nvmf_get_transports", optional(types.NvmfGetTransportsRequest{Trtype: trtype}, trtype != ""), &ts)
-	return ts, err
+	return named("nvmf_get_transports", trtype, ts, err)
 }
 
 // NvmfCreateSubsystem creates a subsystem.
@@ -50,7 +50,7 @@ func (c *Client) NvmfDeleteSubsystem(ctx context.Context, nqn string) error {
 func (c *Client) NvmfGetSubsystems(ctx context.Context, nqn string) ([]types.NvmfSubsystem, error) {
 	var subs []types.NvmfSubsystem
 	err := c.rpc.Call(ctx, "nvmf_get_subsystems", optional(types.NvmfGetSubsystemsRequest{NQN: nqn}, nqn != ""), &subs)
-	return subs, err
+	return named("nvmf_get_subsystems", nqn, subs, err)
 }
 
 // NvmfSubsystemAddNs adds a namespace and returns its nsid.

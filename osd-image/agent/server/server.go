@@ -59,10 +59,22 @@ func Serve(lis net.Listener, s *Server, tlsDir string) (*grpc.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.UnaryInterceptor(s.gate))
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ChainUnaryInterceptor(recoverPanic, s.gate))
 	agentv1.RegisterOSDAgentServer(g, s)
 	go func() { _ = g.Serve(lis) }()
 	return g, nil
+}
+
+// recoverPanic answers a call whose handler panicked (an SPDK answer of
+// an unexpected shape, say) with INTERNAL instead of ending the agent and,
+// with it, every target it serves.
+func recoverPanic(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, status.Errorf(codes.Internal, "the agent failed serving %s: %v; this is a bug, please report it with the agent's log", info.FullMethod, r)
+		}
+	}()
+	return next(ctx, req)
 }
 
 // gate refuses every call but GetStatus while the OSD is not ready: before

@@ -404,3 +404,14 @@ func TestLeaseFencesTargets(t *testing.T) {
 		t.Fatalf("probe with a lapsed lease and SPDK silent: %v, want a failure", err)
 	}
 }
+
+func TestAPanicIsAnInternalErrorNotACrash(t *testing.T) {
+	info := &grpc.UnaryServerInfo{FullMethod: agentv1.OSDAgent_EnsureTarget_FullMethodName}
+	_, err := recoverPanic(context.Background(), nil, info, func(context.Context, any) (any, error) {
+		var subs []int
+		return subs[0], nil // what an unchecked SPDK answer does
+	})
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "EnsureTarget") {
+		t.Fatalf("err = %v, want Internal naming the method", err)
+	}
+}
