@@ -91,7 +91,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return nil, &problem{"TargetUnavailable", err.Error()}
 	}
 	req := &agentv1.EnsureTargetRequest{
-		Volume: vol.Name, VolumeUid: string(vol.UID), Epoch: uint32(max(vol.Status.Target.Epoch, 1)),
+		Volume: vol.Name, VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
 		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: len(vol.Status.Target.Endpoints) > 0,
 	}
 	ts, err := agent.EnsureTarget(ctx, req)
@@ -108,7 +108,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		for j, m := range req.Members {
 			m.InSync = inSync(vol.Status.Replicas[memberReplica[j]].State)
 		}
-		req.Resume, req.Epoch = false, uint32(vol.Status.Target.Epoch)
+		req.Resume, req.Epoch = false, uint32(epoch(vol.Status.Target))
 		ts, err = agent.EnsureTarget(ctx, req)
 	}
 	if agentv1.ReasonOf(err) == agentv1.ReasonTargetFenced {
@@ -202,7 +202,7 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 	}
 	// The raid assembled anew is a new incarnation of the target: hosts
 	// reconnecting to it get controller ids of their own.
-	vol.Status.Target.Epoch = max(vol.Status.Target.Epoch, 1) + 1
+	vol.Status.Target.Epoch = epoch(vol.Status.Target) + 1
 	if err := r.recordIntent(ctx, before, vol); err != nil {
 		return false, err
 	}

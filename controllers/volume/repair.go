@@ -128,9 +128,14 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 			"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
 			t.OSD, r.TargetGrace, next, t.OSD, next)
 	}
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: t.Epoch + 1}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: epoch(t) + 1}
 	return nil
 }
+
+// epoch is the incarnation of target t: a target recorded before epochs
+// were (0) is in its first. Every reader goes through here, so the agent
+// is driven with the epoch the next incarnation counts on from.
+func epoch(t *flintv1.VolumeTarget) int32 { return max(t.Epoch, 1) }
 
 // keepInSync trusts, after a planned stop, only what the stopped target
 // said was in sync when its hosts were cut off: an Online replica that is
