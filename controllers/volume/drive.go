@@ -92,7 +92,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	}
 	req := &agentv1.EnsureTargetRequest{
 		Volume: vol.Name, VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
-		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: len(vol.Status.Target.Endpoints) > 0,
+		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: !neverServed,
 	}
 	ts, err := agent.EnsureTarget(ctx, req)
 	if status.Code(err) == codes.Aborted {

@@ -76,16 +76,26 @@ func osdsOf(pool string) func() []flintv1.OSD {
 	}
 }
 
+// eventsAbout lists the Events about the object named name.
+func eventsAbout(name string) []eventsv1.Event {
+	GinkgoHelper()
+	var l eventsv1.EventList
+	Expect(k8sClient.List(ctx, &l)).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range l.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // eventsFor lists the reasons of the Events about the object named name.
 func eventsFor(name string) func() []string {
 	return func() []string {
-		var l eventsv1.EventList
-		Expect(k8sClient.List(ctx, &l)).To(Succeed())
 		var reasons []string
-		for _, e := range l.Items {
-			if e.Regarding.Name == name {
-				reasons = append(reasons, e.Reason)
-			}
+		for _, e := range eventsAbout(name) {
+			reasons = append(reasons, e.Reason)
 		}
 		return reasons
 	}
@@ -94,11 +104,9 @@ func eventsFor(name string) func() []string {
 // eventNotes lists the notes of name's Events of reason.
 func eventNotes(name, reason string) []string {
 	GinkgoHelper()
-	var l eventsv1.EventList
-	Expect(k8sClient.List(ctx, &l)).To(Succeed())
 	var notes []string
-	for _, e := range l.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
+	for _, e := range eventsAbout(name) {
+		if e.Reason == reason {
 			notes = append(notes, e.Note)
 		}
 	}
@@ -109,11 +117,9 @@ func eventNotes(name, reason string) []string {
 // contains note was first emitted.
 func eventTime(name, reason, note string) time.Time {
 	GinkgoHelper()
-	var l eventsv1.EventList
-	Expect(k8sClient.List(ctx, &l)).To(Succeed())
 	var at time.Time
-	for _, e := range l.Items {
-		if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, note) && e.EventTime.After(at) {
+	for _, e := range eventsAbout(name) {
+		if e.Reason == reason && strings.Contains(e.Note, note) && e.EventTime.After(at) {
 			at = e.EventTime.Time
 		}
 	}

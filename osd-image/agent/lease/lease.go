@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,11 +160,7 @@ func (k *Keeper) Expiry() time.Time {
 func (k *Keeper) Fenced() map[string]time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make(map[string]time.Time, len(k.fenced))
-	for v, t := range k.fenced {
-		out[v] = t
-	}
-	return out
+	return maps.Clone(k.fenced)
 }
 
 // Serve runs change, a call that may let hosts reach volume's target,

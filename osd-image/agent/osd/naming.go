@@ -130,11 +130,15 @@ func CntlidRange(epoch uint32) (uint16, uint16) {
 func raidName(volume string) string { return "raid_" + volume }
 
 // remoteName is the controller a target attaches a remote replica with;
-// its bdev is remoteName + "n1".
+// its bdev is remoteBdev.
 func remoteName(volume, osdUID string) string {
 	sum := sha256.Sum256([]byte(volume + "/" + osdUID))
 	return "r" + hex.EncodeToString(sum[:])[:15]
 }
+
+// remoteBdev is the bdev of the replica of volume on OSD osdUID, as its
+// target attaches it.
+func remoteBdev(volume, osdUID string) string { return remoteName(volume, osdUID) + "n1" }
 
 // placeholderName holds an empty raid slot while a raid is created.
 func placeholderName(volume string, slot int) string {

@@ -229,7 +229,7 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 		if err := o.deleteSubsystem(ctx, nqn); err != nil {
 			return fmt.Errorf("replace subsystem %s of an earlier incarnation (controller ids %d-%d, now %d-%d): %w", nqn, subs[0].MinCntlid, subs[0].MaxCntlid, spec.MinCntlid, spec.MaxCntlid, err)
 		}
-		err = fmt.Errorf("%w: replaced", jsonrpc.ErrNotFound)
+		err = jsonrpc.ErrNotFound // created again below
 	}
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		if err := o.spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{

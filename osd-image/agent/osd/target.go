@@ -207,8 +207,7 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 // attachRemote attaches a remote replica unless it is attached, and
 // returns its bdev; "" when the replica cannot be reached now.
 func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string, error) {
-	name := remoteName(volume, m.OSD)
-	bdev := name + "n1"
+	name, bdev := remoteName(volume, m.OSD), remoteBdev(volume, m.OSD)
 	if _, err := o.spdk.BdevGetBdevs(ctx, bdev); err == nil {
 		// The bdev outlives a lost connection while its controller retries,
 		// failing I/O: only a connected one is reachable.
@@ -316,6 +315,11 @@ func (o *OSD) raid(ctx context.Context, name string) (types.RaidBdev, error) {
 	return types.RaidBdev{}, fmt.Errorf("%w: no raid %s", ErrNotFound, name)
 }
 
+// rebuilding says whether bdev is the member r is rebuilding onto.
+func rebuilding(r types.RaidBdev, bdev string) bool {
+	return r.Process != nil && r.Process.Target == bdev
+}
+
 // members lists the bdev names in a raid's slots.
 func members(r types.RaidBdev) []string {
 	var names []string
@@ -393,7 +397,7 @@ func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[strin
 		ms := MemberStatus{OSD: m.OSD, State: MemberMissing}
 		b, reachable := bdevs[m.OSD]
 		switch {
-		case reachable && r.Process != nil && r.Process.Target == b:
+		case reachable && rebuilding(r, b):
 			ms.State, ms.RebuildPercent = MemberRebuilding, r.Process.Progress.Percent
 		case reachable && slices.Contains(in, b):
 			ms.State = MemberOnline
@@ -454,7 +458,7 @@ func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []str
 	in := members(r)
 	st := Stopped{RaidFound: true}
 	for _, m := range memberOSDs {
-		bdev := remoteName(volume, m) + "n1"
+		bdev := remoteBdev(volume, m)
 		if m == o.cfg.UID {
 			_, b, err := o.replica(ctx, volume)
 			if err != nil {
@@ -462,7 +466,7 @@ func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []str
 			}
 			bdev = b.Name
 		}
-		if slices.Contains(in, bdev) && (r.Process == nil || r.Process.Target != bdev) {
+		if slices.Contains(in, bdev) && !rebuilding(r, bdev) {
 			st.InSync = append(st.InSync, m)
 		}
 	}

@@ -444,7 +444,7 @@ func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
 	m0.InSync, m1.InSync, m2.InSync = false, false, false
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 	// Replica 2's member drops out of the raid without the caller knowing.
-	if err := c.spdks[0].BdevRaidRemoveBaseBdev(ctx, remoteName("pvc-1", "osd-2")+"n1"); err != nil {
+	if err := c.spdks[0].BdevRaidRemoveBaseBdev(ctx, remoteBdev("pvc-1", "osd-2")); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1", "osd-2"})
