@@ -128,7 +128,7 @@ const (
 type ReplicaStatus struct {
 	// osd is the OSD holding the replica.
 	OSD string `json:"osd"`
-	// lvol is the replica's lvol, as lvstore/name.
+	// lvol is the replica's lvol, as lvstore/<Volume uid>.
 	Lvol string `json:"lvol"`
 	// state is the replica's state.
 	State ReplicaState `json:"state"`

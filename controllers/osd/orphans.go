@@ -20,8 +20,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -32,15 +32,20 @@ import (
 // place it here: a replica whose Volume is gone or moved it elsewhere, a
 // target whose Volume's target is on another OSD. That is how a Volume
 // deleted, or a replica replaced, while this OSD was down leaves no lvol
-// behind. A candidate is confirmed by a read from the API server, not the
-// cache: a Volume records a placement before the replica is made, so a
-// live read never takes a fresh replica for an orphan.
+// behind; a Volume re-created under the same name has another uid, so it
+// never takes the old one's lvol for its own. A candidate is confirmed by a
+// read from the API server, not the cache: a Volume records a placement
+// before the replica is made, so a live read never takes a fresh replica
+// for an orphan. What is not keyed by a uid was not made by the operator
+// and is left alone.
 func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent agentv1.OSDAgentClient, inv *agentv1.OSDStatus) error {
+	volumes := &volumesByUID{cache: r.Client, live: r.APIReader}
 	var members []string // every OSD's uid, listed at the first orphan target
 	for _, t := range inv.GetTargets() {
 		// A stray target goes even while its Volume is deleted: it would hold
 		// the replica the Volume's finalizer deletes.
-		if r.holds(ctx, t.GetVolume(), false, func(v *flintv1.Volume) bool { return v.Status.Target != nil && v.Status.Target.OSD == osd.Name }) {
+		uid := t.GetVolumeUid()
+		if !isUID(uid) || volumes.hold(ctx, uid, false, func(v *flintv1.Volume) bool { return v.Status.Target != nil && v.Status.Target.OSD == osd.Name }) {
 			continue
 		}
 		if members == nil {
@@ -49,40 +54,66 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 				return err
 			}
 		}
-		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: t.GetVolume(), MemberOsds: members}); err != nil {
-			return fmt.Errorf("delete the orphan target of %s: %w", t.GetVolume(), err)
+		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members}); err != nil {
+			return fmt.Errorf("delete the orphan target of the Volume with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of volume %s: its target is on another OSD now, or it is gone", t.GetVolume())
+		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
 	}
 	for _, rep := range inv.GetReplicas() {
-		if r.holds(ctx, rep.GetVolume(), true, func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {
+		uid := rep.GetVolumeUid()
+		if !isUID(uid) || volumes.hold(ctx, uid, true, func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {
 			continue
 		}
-		if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{Volume: rep.GetVolume()}); err != nil {
-			return fmt.Errorf("delete the orphan replica of %s: %w", rep.GetVolume(), err)
+		if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{VolumeUid: uid}); err != nil {
+			return fmt.Errorf("delete the orphan replica of the Volume with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteReplica", "deleted the replica of volume %s: the volume is gone or keeps its replicas elsewhere", rep.GetVolume())
+		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteReplica", "deleted the replica of the Volume with uid %s: the Volume is gone or keeps its replicas elsewhere", uid)
 	}
 	return nil
 }
 
-// holds reports whether Volume name still wants what keep looks for; with
-// whileDeleted, a Volume being deleted keeps it until its own finalizer is
-// done. Any doubt (a failed read) keeps it too.
-func (r *Reconciler) holds(ctx context.Context, name string, whileDeleted bool, keep func(*flintv1.Volume) bool) bool {
+// isUID says whether key has the shape of a Kubernetes uid.
+func isUID(key string) bool {
+	_, err := uuid.Parse(key)
+	return err == nil && len(key) == 36
+}
+
+// indexVolumeUID finds a Volume in the cache by its uid.
+const indexVolumeUID = "metadata.uid"
+
+// volumesByUID finds Volumes by uid: in the cache, else in one live list
+// (the API server selects custom resources by name only), read at most
+// once per pass.
+type volumesByUID struct {
+	cache client.Reader
+	live  client.Reader
+	list  map[string]*flintv1.Volume
+	err   error
+}
+
+// hold reports whether the Volume with uid still wants what keep looks
+// for; with whileDeleted, a Volume being deleted keeps it until its own
+// finalizer is done. Any doubt (a failed read) keeps it too.
+func (f *volumesByUID) hold(ctx context.Context, uid string, whileDeleted bool, keep func(*flintv1.Volume) bool) bool {
 	wants := func(v *flintv1.Volume) bool { return keep(v) || whileDeleted && !v.DeletionTimestamp.IsZero() }
-	var v flintv1.Volume
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, &v); err == nil && wants(&v) {
+	var cached flintv1.VolumeList
+	if err := f.cache.List(ctx, &cached, client.MatchingFields{indexVolumeUID: uid}); err == nil && len(cached.Items) == 1 && wants(&cached.Items[0]) {
 		return true
 	}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, &v)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false
-	case err != nil:
+	if f.list == nil && f.err == nil {
+		var l flintv1.VolumeList
+		if f.err = f.live.List(ctx, &l); f.err == nil {
+			f.list = map[string]*flintv1.Volume{}
+			for i := range l.Items {
+				f.list[string(l.Items[i].UID)] = &l.Items[i]
+			}
+		}
+	}
+	if f.err != nil {
 		return true
 	}
-	return wants(&v)
+	v, ok := f.list[uid]
+	return ok && wants(v)
 }
 
 func placedOn(v *flintv1.Volume, osd string) bool {

@@ -122,7 +122,12 @@ func (r *Reconciler) replicasHeld(ctx context.Context, osd *flintv1.OSD) (int, e
 
 // SetupWithManager registers the controller: OSDs, and the pods and
 // Secrets they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &flintv1.Volume{}, indexVolumeUID, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("osd").
 		For(&flintv1.OSD{}).

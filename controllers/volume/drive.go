@@ -71,7 +71,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		if m.Export == nil && o != t && o.Status.Endpoint != nil {
 			e := o.Status.Endpoint
-			m.Export = &agentv1.Export{Nqn: agentosd.ReplicaNQN(vol.Name), Transport: string(e.Transport), Address: e.Address, Port: uint32(e.Port)}
+			m.Export = &agentv1.Export{Nqn: agentosd.ReplicaNQN(string(vol.UID)), Transport: string(e.Transport), Address: e.Address, Port: uint32(e.Port)}
 		}
 		if o != t && m.Export == nil {
 			failures = append(failures, fmt.Sprintf("OSD %s has never reported its endpoint", o.Name))
@@ -91,7 +91,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return nil, &problem{"TargetUnavailable", err.Error()}
 	}
 	req := &agentv1.EnsureTargetRequest{
-		Volume: vol.Name, VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
+		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
 		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: !neverServed,
 	}
 	ts, err := agent.EnsureTarget(ctx, req)
@@ -154,15 +154,15 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 	}
 	size := uint64(vol.Spec.Size.Value())
 	if rep.State == flintv1.ReplicaStateOnline || rep.State == flintv1.ReplicaStateRebuilding {
-		_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{Volume: vol.Name, SizeBytes: size})
+		_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{VolumeUid: string(vol.UID), SizeBytes: size})
 		if status.Code(err) == codes.NotFound {
 			setState(rep, flintv1.ReplicaStateFaulted, r.now())
 			return nil, fmt.Errorf("the replica on OSD %s is gone from its device; it is Faulted and will be rebuilt or replaced", o.Name)
 		}
 	} else {
-		_, err = agent.CreateReplica(ctx, &agentv1.CreateReplicaRequest{Volume: vol.Name, SizeBytes: size})
+		_, err = agent.CreateReplica(ctx, &agentv1.CreateReplicaRequest{VolumeUid: string(vol.UID), SizeBytes: size})
 		if status.Code(err) == codes.AlreadyExists {
-			_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{Volume: vol.Name, SizeBytes: size})
+			_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{VolumeUid: string(vol.UID), SizeBytes: size})
 		}
 	}
 	if err != nil {
@@ -171,7 +171,7 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 	if o == target {
 		return nil, nil
 	}
-	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{Volume: vol.Name, TargetHostNqn: targetHost})
+	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{VolumeUid: string(vol.UID), TargetHostNqn: targetHost})
 	if err != nil {
 		return nil, fmt.Errorf("export the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
 	}

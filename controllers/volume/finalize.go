@@ -93,7 +93,7 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
-			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: uids}); err != nil {
+			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: string(vol.UID), MemberOsds: uids}); err != nil {
 				return ctrl.Result{}, fmt.Errorf("delete the target on OSD %s: %w", name, err)
 			}
 		}
@@ -104,7 +104,7 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
-			if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{Volume: vol.Name}); err != nil {
+			if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{VolumeUid: string(vol.UID)}); err != nil {
 				return ctrl.Result{}, fmt.Errorf("delete the replica on OSD %s: %w", rep.OSD, err)
 			}
 		}

@@ -60,9 +60,11 @@ func setState(rep *flintv1.ReplicaStatus, state flintv1.ReplicaState, now time.T
 }
 
 // inSync says a replica holds every write the volume acknowledged: an
-// Online member, or a fresh replica of a volume that never served.
+// Online member. A replica still Creating is in sync only while the volume
+// never served (see drive): once it did, a replica made since holds none
+// of its data.
 func inSync(s flintv1.ReplicaState) bool {
-	return s == flintv1.ReplicaStateOnline || s == flintv1.ReplicaStateCreating
+	return s == flintv1.ReplicaStateOnline
 }
 
 // newTarget picks the OSD of an Online replica, other than the current
@@ -105,7 +107,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		if err != nil {
 			return err
 		}
-		stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{Volume: vol.Name, MemberOsds: memberUIDs(vol, w)})
+		stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: string(vol.UID), MemberOsds: memberUIDs(vol, w)})
 		if err != nil {
 			return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
 		}

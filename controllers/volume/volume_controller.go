@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if len(vol.Status.Replicas) > 0 && vol.Status.Target == nil {
 		// Replicas recorded without a target (by hand): the first runs it.
-		vol.Status.Target = &flintv1.VolumeTarget{OSD: vol.Status.Replicas[0].OSD, NQN: agentosd.VolumeNQN(vol.Name), Epoch: 1}
+		vol.Status.Target = &flintv1.VolumeTarget{OSD: vol.Status.Replicas[0].OSD, NQN: agentosd.VolumeNQN(string(vol.UID)), Epoch: 1}
 	}
 	if len(vol.Status.Replicas) == 0 {
 		vol.Status.Target = nil // nothing to serve from

@@ -42,7 +42,7 @@ import (
 )
 
 const (
-	volume   = "pvc-datapath"
+	volume   = "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60" // a Volume uid: the longest key, so the longest SPDK names
 	volSize  = 64 << 20
 	chunk    = 8 << 20
 	hostNQN  = "nqn.2014-08.org.nvmexpress:uuid:d47a7a00-0000-4000-8000-000000000001"
@@ -66,7 +66,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	}
 	members := []osd.Member{member(0, true), member(1, true), member(2, true)}
 	ensure := func() osd.TargetStatus {
-		st, err := osds[0].EnsureTarget(ctx, osd.TargetSpec{Volume: volume, VolumeUID: "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60", Epoch: 1, Members: members, Hosts: []string{hostNQN}})
+		st, err := osds[0].EnsureTarget(ctx, osd.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}})
 		must(t, err)
 		return st
 	}

@@ -44,7 +44,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
 	keeper, err := lease.New(file, osds[0], time.Now)
 	must(t, err)
-	spec := osd.TargetSpec{Volume: volume, VolumeUID: "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60", Epoch: 1, Hosts: []string{hostNQN},
+	spec := osd.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []osd.Member{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}
 	ensure := func(confirmed bool) error {
 		return keeper.Serve(volume, confirmed, func() error { _, err := osds[0].EnsureTarget(ctx, spec); return err })

@@ -39,7 +39,6 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	const uid = "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60"
 	names := []string{"osd-0", "osd-1", "osd-2"}
 	// exportTo is replica i as a member of the target on OSD target,
 	// exported to that target alone.
@@ -52,7 +51,7 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 		}
 		return m
 	}
-	first := osd.TargetSpec{Volume: volume, VolumeUID: uid, Epoch: 1, Hosts: []string{hostNQN},
+	first := osd.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []osd.Member{exportTo(0, 0, true), exportTo(1, 0, true), exportTo(2, 0, true)}}
 	st, err := osds[0].EnsureTarget(ctx, first)
 	must(t, err)
@@ -72,7 +71,7 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	// own replica; OSD 2's is exported to it alone (fencing the old
 	// target) and rebuilt; OSD 0's is missing.
 	lab.Targets[0].Kill()
-	moved := osd.TargetSpec{Volume: volume, VolumeUID: uid, Epoch: 2, Hosts: []string{hostNQN},
+	moved := osd.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
 		Members: []osd.Member{exportTo(1, 1, true), exportTo(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
 	deadline := time.Now().Add(90 * time.Second)
 	for {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -95,7 +96,7 @@ var _ = Describe("A Volume", Ordered, func() {
 				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
 			}
 			g.Expect(got.Status.Capacity.String()).To(Equal("64Mi"))
-			g.Expect(got.Status.Target.NQN).To(Equal(agentosd.VolumeNQN("vol-1")))
+			g.Expect(got.Status.Target.NQN).To(Equal(agentosd.VolumeNQN(uidOf("vol-1"))))
 			g.Expect(got.Status.Target.Endpoints).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"Address": HavePrefix("127.0.1."), "Port": Equal(int32(4420))})))
 		}).Should(Succeed())
 		got := getVolume("vol-1")
@@ -104,10 +105,10 @@ var _ = Describe("A Volume", Ordered, func() {
 			zones[zoneOf(r.OSD)] = true
 		}
 		Expect(zones).To(HaveLen(3))
-		Expect(hostsOf(got.Status.Target.OSD, agentosd.VolumeNQN("vol-1"))).To(ConsistOf(hostA))
+		Expect(hostsOf(got.Status.Target.OSD, agentosd.VolumeNQN(uidOf("vol-1")))).To(ConsistOf(hostA))
 		for _, r := range got.Status.Replicas {
 			if r.OSD != got.Status.Target.OSD {
-				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN("vol-1"))).To(ConsistOf(agentosd.HostNQN(osdUID(got.Status.Target.OSD))))
+				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentosd.HostNQN(osdUID(got.Status.Target.OSD))))
 			}
 		}
 	})
@@ -115,16 +116,16 @@ var _ = Describe("A Volume", Ordered, func() {
 	It("follows spec.publishedHosts", func() {
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostA, hostB} })
 		target := getVolume("vol-1").Status.Target.OSD
-		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN("vol-1")) }).Should(ConsistOf(hostA, hostB))
+		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostA, hostB))
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostB} })
-		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN("vol-1")) }).Should(ConsistOf(hostB))
+		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostB))
 	})
 
 	It("grows online, and refuses to shrink", func() {
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.Size = resource.MustParse("128Mi") })
 		Eventually(func() string { return getVolume("vol-1").Status.Capacity.String() }).Should(Equal("128Mi"))
 		for _, r := range getVolume("vol-1").Status.Replicas {
-			Expect(lvolSize(r.OSD, "vol-1")).To(Equal(uint64(128 << 20)))
+			Expect(lvolSize(r.OSD, uidOf("vol-1"))).To(Equal(uint64(128 << 20)))
 		}
 		v := getVolume("vol-1")
 		v.Spec.Size = resource.MustParse("64Mi")
@@ -183,21 +184,21 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(got)
 		for _, r := range got.Status.Replicas {
 			if r.OSD != moved {
-				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN("vol-1"))).To(ConsistOf(agentosd.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
+				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentosd.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
 			}
 		}
 		Expect(eventsFor("vol-1")()).To(ContainElement("ReplicaReplaced"))
 
 		// The lost OSD returns: what it held of the volume is deleted.
 		Expect(node.Target("osd-" + lost).Restart()).To(Succeed())
-		Eventually(func() []string { return lvolsOn(lost) }, "30s").ShouldNot(ContainElement("vol-1"))
+		Eventually(func() []string { return lvolsOn(lost) }, "30s").ShouldNot(ContainElement(uidOf("vol-1")))
 	})
 
 	It("fences a target whose agent hangs before the target moves, and the returning agent serves nothing of it", func() {
 		v := getVolume("vol-1")
 		old := v.Status.Target.OSD
 		pod := "osd-" + old
-		Expect(hostsOf(old, agentosd.VolumeNQN("vol-1"))).NotTo(BeEmpty(), "the spec needs a published volume")
+		Expect(hostsOf(old, agentosd.VolumeNQN(uidOf("vol-1")))).NotTo(BeEmpty(), "the spec needs a published volume")
 		Expect(node.FreezeAgent(pod, true)).To(Succeed())
 		DeferCleanup(node.FreezeAgent, pod, false)
 
@@ -225,7 +226,7 @@ var _ = Describe("A Volume", Ordered, func() {
 				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
 			}
 		}, "60s").Should(Succeed())
-		Expect(hostsOf(old, agentosd.VolumeNQN("vol-1"))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
+		Expect(hostsOf(old, agentosd.VolumeNQN(uidOf("vol-1")))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
 
@@ -243,7 +244,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		member := ""
 		for _, ctrlr := range ctrlrs {
 			for _, p := range ctrlr.Ctrlrs {
-				if p.Trid.Subnqn == agentosd.ReplicaNQN("vol-1") && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
+				if p.Trid.Subnqn == agentosd.ReplicaNQN(uidOf("vol-1")) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
 					member = ctrlr.Name + "n1"
 				}
 			}
@@ -272,7 +273,7 @@ var _ = Describe("A Volume", Ordered, func() {
 			g.Expect(replicaOSDs(got)).NotTo(ContainElement(drained), "%+v", got.Status)
 			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
 		}, "60s").Should(Succeed())
-		Eventually(func() []string { return lvolsOn(drained) }, "30s").ShouldNot(ContainElement("vol-1"))
+		Eventually(func() []string { return lvolsOn(drained) }, "30s").ShouldNot(ContainElement(uidOf("vol-1")))
 	})
 
 	It("is not deleted while published, then leaves no lvol behind", func() {
@@ -287,8 +288,48 @@ var _ = Describe("A Volume", Ordered, func() {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "vol-1"}, &flintv1.Volume{}))
 		}).Should(BeTrue())
 		for _, o := range osds {
-			Expect(lvolsOn(o)).NotTo(ContainElement("vol-1"), "OSD %s", o)
+			Expect(lvolsOn(o)).NotTo(ContainElement(string(v.UID)), "OSD %s", o)
 		}
+	})
+
+	It("serves a Volume with the longest name Kubernetes allows: SPDK objects are named by its uid", func() {
+		name := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
+		Expect(name).To(HaveLen(253))
+		Expect(k8sClient.Create(ctx, newVolume(name, "vols", "16Mi"))).To(Succeed())
+		Eventually(func() flintv1.VolumePhase { return getVolume(name).Status.Phase }, "30s").Should(Equal(flintv1.VolumePhaseReady))
+		got := getVolume(name)
+		Expect(got.Status.Target.NQN).To(Equal(agentosd.VolumeNQN(string(got.UID))))
+		for _, r := range got.Status.Replicas {
+			Expect(lvolsOn(r.OSD)).To(ContainElement(string(got.UID)), "OSD %s", r.OSD)
+		}
+		deleteVolume(name)
+	})
+
+	It("re-created under the same name while an OSD was away, never meets the old Volume's lvol there", func() {
+		Expect(k8sClient.Create(ctx, newVolume("vol-again", "vols", "16Mi"))).To(Succeed())
+		Eventually(func() flintv1.VolumePhase { return getVolume("vol-again").Status.Phase }, "30s").Should(Equal(flintv1.VolumePhaseReady))
+		old := getVolume("vol-again")
+		away := otherThanTarget(old)
+		node.Target("osd-" + away).Kill()
+		DeferCleanup(func() { _ = node.Target("osd-" + away).Restart() })
+		Eventually(func() flintv1.OSDPhase { return getOSD(away).Status.Phase }, "30s").ShouldNot(Equal(flintv1.OSDPhaseReady))
+		deleteVolume("vol-again") // the away OSD's lvol stays behind
+
+		// The new Volume wants every OSD, so it is placed on the away one
+		// too once it returns, next to the old lvol.
+		again := newVolume("vol-again", "vols", "16Mi")
+		again.Spec.Replicas = ptr.To[int32](4)
+		Expect(k8sClient.Create(ctx, again)).To(Succeed())
+		Expect(node.Target("osd-" + away).Restart()).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-again")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status)
+			g.Expect(replicaOSDs(got)).To(ContainElement(away))
+		}, "60s").Should(Succeed())
+		newUID := uidOf("vol-again")
+		Expect(newUID).NotTo(Equal(string(old.UID)))
+		Eventually(func() []string { return lvolsOn(away) }, "30s").Should(SatisfyAll(ContainElement(newUID), Not(ContainElement(string(old.UID)))))
+		deleteVolume("vol-again")
 	})
 
 	It("creates and deletes 200 Volumes while agents restart, leaving no lvol on any OSD", func() {
@@ -478,3 +519,6 @@ func lvolSize(osd, volume string) uint64 {
 	Expect(err).NotTo(HaveOccurred())
 	return b[0].SizeBytes()
 }
+
+// uidOf is the uid of Volume name: the key of its SPDK objects.
+func uidOf(name string) string { return string(getVolume(name).UID) }

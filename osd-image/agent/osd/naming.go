@@ -16,7 +16,10 @@ limitations under the License.
 
 // Package osd is what an OSD agent does to its SPDK: claim the device, own
 // one lvstore on it, and keep replicas, their exports and raid1 targets in
-// the state asked for. Every operation is keyed by name and idempotent: a
+// the state asked for. A volume is known by its key, which names every
+// SPDK object of the volume; the operator gives the Volume's uid, so a
+// Volume re-created under an old name never meets the old one's lvols.
+// Every operation is keyed by name and idempotent: a
 // repeat with the same parameters succeeds without change, a repeat with
 // different ones fails with ErrConflict. After SPDK restarts, calling the
 // operations again re-creates what SPDK lost (transports, exports,
@@ -36,13 +39,18 @@ import (
 // NQNPrefix starts every subsystem NQN Flint creates.
 const NQNPrefix = "nqn.2026-01.io.flint"
 
-var volumeNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+// MaxVolumeKey is the longest volume key: a Kubernetes uid's 36
+// characters. Every SPDK name derived from a key of this length fits
+// SPDK's 63-character bdev, lvol and raid names.
+const MaxVolumeKey = 36
 
-// checkVolumeName accepts names that fit SPDK's 63-character lvol names and
-// NQNs: lower-case DNS labels, as Kubernetes volume ids are.
+var volumeKeyPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,34}[a-z0-9])?$`)
+
+// checkVolumeName accepts volume keys: 1-36 lower-case letters, digits and
+// '-', as a Kubernetes uid is.
 func checkVolumeName(name string) error {
-	if !volumeNamePattern.MatchString(name) {
-		return fmt.Errorf("%w: volume name %q must be 1-63 lower-case letters, digits and '-'", ErrInvalid, name)
+	if !volumeKeyPattern.MatchString(name) {
+		return fmt.Errorf("%w: volume key %q must be 1-%d lower-case letters, digits and '-' (the Volume's uid)", ErrInvalid, name, MaxVolumeKey)
 	}
 	return nil
 }
@@ -83,11 +91,12 @@ type Identity struct {
 	RaidUUID string
 }
 
-// VolumeIdentity derives the identity of the volume with this uid. Each
-// part hashes the uid with its own label, so no two parts share bits.
-func VolumeIdentity(volumeUID string) Identity {
+// VolumeIdentity derives the identity of the volume with this key (the
+// Volume's uid). Each part hashes the key with its own label, so no two
+// parts share bits.
+func VolumeIdentity(volume string) Identity {
 	part := func(label string) []byte {
-		sum := sha256.Sum256([]byte("flint.io/" + label + "/" + volumeUID))
+		sum := sha256.Sum256([]byte("flint.io/" + label + "/" + volume))
 		return sum[:16]
 	}
 	eui := part("eui64")[:8]

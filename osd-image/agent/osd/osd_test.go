@@ -212,6 +212,10 @@ func TestReplicas(t *testing.T) {
 		{"create again, same size", func() error { _, err := o.CreateReplica(ctx, "pvc-1", 100<<20); return err }, nil},
 		{"create again, other size", func() error { _, err := o.CreateReplica(ctx, "pvc-1", 200<<20); return err }, ErrConflict},
 		{"create with a bad name", func() error { _, err := o.CreateReplica(ctx, "PVC_1", 1<<20); return err }, ErrInvalid},
+		{"create with a key longer than a uid", func() error {
+			_, err := o.CreateReplica(ctx, "0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60a", 1<<20)
+			return err
+		}, ErrInvalid},
 		{"create without size", func() error { _, err := o.CreateReplica(ctx, "pvc-2", 0); return err }, ErrInvalid},
 		{"thin beyond the device", func() error { _, err := o.CreateReplica(ctx, "pvc-3", 10*gib); return err }, nil},
 		{"grow", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 300<<20); return err }, nil},

@@ -51,10 +51,9 @@ type Member struct {
 
 // TargetSpec is the volume a target serves.
 type TargetSpec struct {
+	// Volume is the volume's key; its namespace identity derives from it
+	// (VolumeIdentity).
 	Volume string
-	// VolumeUID is the volume's uid: its namespace identity derives from
-	// it (VolumeIdentity).
-	VolumeUID string
 	// Epoch counts the target's incarnations (1, 2, ...): it picks the
 	// controller-id range of the volume's subsystem (CntlidRange).
 	Epoch   uint32
@@ -157,7 +156,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 // volumeSubsystem is the subsystem hosts reach spec's volume by, exporting
 // bdev with the volume's identity and the epoch's controller ids.
 func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
-	id := VolumeIdentity(spec.VolumeUID)
+	id := VolumeIdentity(spec.Volume)
 	low, high := CntlidRange(spec.Epoch)
 	return subsystemSpec{NQN: VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high}
 }
@@ -182,8 +181,8 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 	if err := checkVolumeName(spec.Volume); err != nil {
 		return err
 	}
-	if spec.VolumeUID == "" || spec.Epoch == 0 {
-		return fmt.Errorf("%w: volume %s needs its uid and the target's epoch (from 1): they give its namespace identity and controller ids", ErrInvalid, spec.Volume)
+	if spec.Epoch == 0 {
+		return fmt.Errorf("%w: volume %s needs the target's epoch (from 1): it gives the controller ids", ErrInvalid, spec.Volume)
 	}
 	local := 0
 	seen := map[string]bool{}
@@ -287,7 +286,7 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 	if len(placeholders) == len(bases) {
 		return types.RaidBdev{}, fmt.Errorf("%w: no replica of %s that the caller knows in sync is reachable to assemble its raid from", ErrNotFound, spec.Volume)
 	}
-	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: VolumeIdentity(spec.VolumeUID).RaidUUID}
+	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: VolumeIdentity(spec.Volume).RaidUUID}
 	if err := o.spdk.BdevRaidCreate(ctx, raid); err != nil {
 		return types.RaidBdev{}, fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
 	}

@@ -33,7 +33,7 @@ import (
 
 const (
 	publishedHost = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
-	volumeUID     = "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
+	volume        = "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
 )
 
 // cluster is OSDs, each with its own SPDK double, on one fabric.
@@ -79,11 +79,11 @@ func newCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
-// createReplicas makes a replica of pvc-1 on every OSD.
+// createReplicas makes a replica of the volume on every OSD.
 func (c *cluster) createReplicas(size uint64) {
 	c.t.Helper()
 	for _, o := range c.osds {
-		if _, err := o.CreateReplica(context.Background(), "pvc-1", size); err != nil {
+		if _, err := o.CreateReplica(context.Background(), volume, size); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -104,7 +104,7 @@ func (c *cluster) exportReplica(i int, inSync bool) Member {
 	if i == 0 {
 		return m
 	}
-	exp, err := c.osds[i].ExportReplica(context.Background(), "pvc-1", HostNQN(c.osds[0].cfg.UID))
+	exp, err := c.osds[i].ExportReplica(context.Background(), volume, HostNQN(c.osds[0].cfg.UID))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func (c *cluster) exportReplica(i int, inSync bool) Member {
 
 func (c *cluster) ensure(members ...Member) TargetStatus {
 	c.t.Helper()
-	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: members, Hosts: []string{publishedHost}})
+	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{publishedHost}})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -144,11 +144,11 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 
 	st := c.ensure(m0, m1, m2)
 	wantStates(t, st, MemberOnline, MemberOnline, MemberOnline)
-	if st.Degraded() || st.Export.NQN != VolumeNQN("pvc-1") || st.Export.Port != 4421 {
+	if st.Degraded() || st.Export.NQN != VolumeNQN(volume) || st.Export.Port != 4421 {
 		t.Fatalf("target status = %+v", st)
 	}
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
-	sub, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
+	sub, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN(volume))
 	if err != nil || len(sub[0].HostNQNs()) != 1 || sub[0].HostNQNs()[0] != publishedHost {
 		t.Fatalf("volume subsystem = %+v, %v", sub, err)
 	}
@@ -182,25 +182,25 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := TargetSummary{Volume: "pvc-1", State: "online", Members: 3, Online: 2, RebuildPercent: 50}
-	if len(inv.Replicas) != 1 || inv.Replicas[0].Volume != "pvc-1" || len(inv.Targets) != 1 || inv.Targets[0] != want {
-		t.Fatalf("inventory during the rebuild = %+v, want replica pvc-1 and target %+v", inv, want)
+	want := TargetSummary{Volume: volume, State: "online", Members: 3, Online: 2, RebuildPercent: 50}
+	if len(inv.Replicas) != 1 || inv.Replicas[0].Volume != volume || len(inv.Targets) != 1 || inv.Targets[0] != want {
+		t.Fatalf("inventory during the rebuild = %+v, want its replica and target %+v", inv, want)
 	}
 	c.clock.Advance(2 * time.Second)
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 
 	// Teardown: target first, then replicas, all idempotent.
 	uids := []string{m0.OSD, m1.OSD, m2.OSD}
-	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrInUse) {
+	if err := c.osds[0].DeleteReplica(ctx, volume); !errors.Is(err, ErrInUse) {
 		t.Errorf("deleting the target's own replica before the target: %v, want ErrInUse", err)
 	}
 	for range 2 {
-		if _, err := c.osds[0].DeleteTarget(ctx, "pvc-1", uids); err != nil {
+		if _, err := c.osds[0].DeleteTarget(ctx, volume, uids); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, o := range c.osds {
-		if err := o.DeleteReplica(ctx, "pvc-1"); err != nil {
+		if err := o.DeleteReplica(ctx, volume); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,11 +259,11 @@ func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 	c.bootstrap(0)
 	st := c.ensure(m0, m1, m2)
 	wantStates(t, st, MemberOnline, MemberMissing, MemberOnline)
-	r, err := c.osds[0].raid(ctx, raidName("pvc-1"))
+	r, err := c.osds[0].raid(ctx, raidName(volume))
 	if err != nil || r.NumBaseBdevs != 3 || r.NumBaseBdevsOperational != 2 {
 		t.Fatalf("re-driven raid = %+v, %v; want 3 slots, one empty", r, err)
 	}
-	if b, err := c.spdks[0].BdevGetBdevs(ctx, placeholderName("pvc-1", 1)); err == nil {
+	if b, err := c.spdks[0].BdevGetBdevs(ctx, placeholderName(volume, 1)); err == nil {
 		t.Fatalf("placeholder left behind: %+v", b)
 	}
 
@@ -280,7 +280,7 @@ func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 3)
-	if _, err := c.osds[0].CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+	if _, err := c.osds[0].CreateReplica(ctx, volume, 64<<20); err != nil {
 		t.Fatal(err)
 	}
 	local := Member{OSD: "osd-0", InSync: true}
@@ -289,13 +289,12 @@ func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 		spec    TargetSpec
 		wantErr error
 	}{
-		{"no local replica", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
-		{"no in-sync replica and no raid", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-0"}, {OSD: "osd-1", Export: c.osds[1].Endpoint()}}}, ErrNotFound},
-		{"a member twice", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{local, local}}, ErrInvalid},
-		{"bad volume name", TargetSpec{Volume: "Bad_Name", VolumeUID: volumeUID, Epoch: 1, Members: []Member{local}}, ErrInvalid},
-		{"no uid", TargetSpec{Volume: "pvc-1", Epoch: 1, Members: []Member{local}}, ErrInvalid},
-		{"no epoch", TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Members: []Member{local}}, ErrInvalid},
-		{"no local lvol", TargetSpec{Volume: "pvc-2", VolumeUID: volumeUID, Epoch: 1, Members: []Member{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
+		{"no local replica", TargetSpec{Volume: volume, Epoch: 1, Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
+		{"no in-sync replica and no raid", TargetSpec{Volume: volume, Epoch: 1, Members: []Member{{OSD: "osd-0"}, {OSD: "osd-1", Export: c.osds[1].Endpoint()}}}, ErrNotFound},
+		{"a member twice", TargetSpec{Volume: volume, Epoch: 1, Members: []Member{local, local}}, ErrInvalid},
+		{"bad volume name", TargetSpec{Volume: "Bad_Name", Epoch: 1, Members: []Member{local}}, ErrInvalid},
+		{"no epoch", TargetSpec{Volume: volume, Members: []Member{local}}, ErrInvalid},
+		{"no local lvol", TargetSpec{Volume: "0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e", Epoch: 1, Members: []Member{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,10 +317,10 @@ func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 
 	m3 := c.exportReplica(3, false)
 	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberRebuilding)
-	if _, err := c.spdks[0].BdevNvmeGetControllers(ctx, remoteName("pvc-1", c.osds[2].cfg.UID)); err == nil {
+	if _, err := c.spdks[0].BdevNvmeGetControllers(ctx, remoteName(volume, c.osds[2].cfg.UID)); err == nil {
 		t.Errorf("the moved replica's controller is still attached")
 	}
-	r, err := c.osds[0].raid(ctx, raidName("pvc-1"))
+	r, err := c.osds[0].raid(ctx, raidName(volume))
 	if err != nil || r.NumBaseBdevs != 3 {
 		t.Fatalf("raid = %+v, %v; want 3 slots", r, err)
 	}
@@ -342,11 +341,11 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 
 	c.targets[0].Kill()
 	newTarget := HostNQN(c.osds[1].cfg.UID)
-	e2, err := c.osds[2].ExportReplica(ctx, "pvc-1", newTarget)
+	e2, err := c.osds[2].ExportReplica(ctx, volume, newTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Hosts: []string{publishedHost}, Members: []Member{
+	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{publishedHost}, Members: []Member{
 		{OSD: c.osds[1].cfg.UID, InSync: true},
 		{OSD: c.osds[2].cfg.UID, Export: e2},
 		{OSD: c.osds[0].cfg.UID, Export: c.osds[0].Endpoint()},
@@ -355,7 +354,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStates(t, st, MemberOnline, MemberRebuilding, MemberMissing)
-	if _, err := c.spdks[1].NvmfGetSubsystems(ctx, ReplicaNQN("pvc-1")); err == nil {
+	if _, err := c.spdks[1].NvmfGetSubsystems(ctx, ReplicaNQN(volume)); err == nil {
 		t.Errorf("the new target's replica is still exported to the old target")
 	}
 
@@ -367,14 +366,14 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	wantStates(t, old, MemberOnline, MemberMissing, MemberMissing)
 }
 
-// wantIdentity checks that spdk's target of pvc-1 presents the volume's
+// wantIdentity checks that spdk's target of the volume presents the volume's
 // identity and numbers its controllers from epoch's range.
 func wantIdentity(t *testing.T, spdk *client.Client, epoch uint32) {
 	t.Helper()
 	ctx := context.Background()
-	id := VolumeIdentity(volumeUID)
+	id := VolumeIdentity(volume)
 	low, high := CntlidRange(epoch)
-	sub, err := spdk.NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
+	sub, err := spdk.NvmfGetSubsystems(ctx, VolumeNQN(volume))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +381,7 @@ func wantIdentity(t *testing.T, spdk *client.Client, epoch uint32) {
 	if s.SerialNumber != id.Serial || s.MinCntlid != low || s.MaxCntlid != high || len(s.Namespaces) != 1 || !sameIdentity(s.Namespaces[0], id) {
 		t.Fatalf("volume subsystem = %+v, want serial %s, controller ids %d-%d, namespace %+v", s, id.Serial, low, high, id)
 	}
-	if r, err := spdk.BdevGetBdevs(ctx, raidName("pvc-1")); err != nil || r[0].UUID != id.RaidUUID {
+	if r, err := spdk.BdevGetBdevs(ctx, raidName(volume)); err != nil || r[0].UUID != id.RaidUUID {
 		t.Fatalf("raid = %+v, %v; want uuid %s", r, err, id.RaidUUID)
 	}
 }
@@ -397,11 +396,11 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 	c.createReplicas(64 << 20)
 	on := func(target, other int, epoch uint32) TargetSpec {
 		t.Helper()
-		exp, err := c.osds[other].ExportReplica(ctx, "pvc-1", HostNQN(c.osds[target].cfg.UID))
+		exp, err := c.osds[other].ExportReplica(ctx, volume, HostNQN(c.osds[target].cfg.UID))
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: epoch, Hosts: []string{publishedHost}, Members: []Member{
+		spec := TargetSpec{Volume: volume, Epoch: epoch, Hosts: []string{publishedHost}, Members: []Member{
 			{OSD: c.osds[target].cfg.UID, InSync: true}, {OSD: c.osds[other].cfg.UID, Export: exp, InSync: true},
 		}}
 		for range 2 { // a re-drive keeps the subsystem
@@ -418,15 +417,31 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 		t.Fatalf("epochs 1 and 2 share controller ids: %d-%d and %d-%d", a, b, c, d)
 	}
 	on(0, 1, 2)
-	if _, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1"}); err != nil {
+	if _, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1"}); err != nil {
 		t.Fatal(err)
 	}
-	other := on(1, 0, 3)
+	moved := on(1, 0, 3)
 
-	// A subsystem presenting another namespace is never taken over.
-	other.VolumeUID = "0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e"
-	if _, err := c.osds[1].EnsureTarget(ctx, other); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "NGUID") {
-		t.Fatalf("a target of another volume uid over the subsystem: err = %v, want a conflict", err)
+	// A subsystem presenting another namespace (made by hand, say) is never
+	// taken over.
+	nqn := VolumeNQN(volume)
+	spdk := c.spdks[1]
+	sub, err := spdk.NvmfGetSubsystems(ctx, nqn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := VolumeIdentity("0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e")
+	if err := spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
+		t.Fatal(err)
+	}
+	if err := spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: foreign.Serial, MinCntlid: sub[0].MinCntlid, MaxCntlid: sub[0].MaxCntlid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spdk.NvmfSubsystemAddNs(ctx, nqn, types.NvmfNamespaceRequest{BdevName: raidName(volume), NSID: 1, UUID: foreign.UUID, NGUID: foreign.NGUID, EUI64: foreign.EUI64}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.osds[1].EnsureTarget(ctx, moved); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "NGUID") {
+		t.Fatalf("a target over a subsystem presenting another namespace: err = %v, want a conflict", err)
 	}
 }
 
@@ -444,17 +459,17 @@ func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
 	m0.InSync, m1.InSync, m2.InSync = false, false, false
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
 	// Replica 2's member drops out of the raid without the caller knowing.
-	if err := c.spdks[0].BdevRaidRemoveBaseBdev(ctx, remoteBdev("pvc-1", "osd-2")); err != nil {
+	if err := c.spdks[0].BdevRaidRemoveBaseBdev(ctx, remoteBdev(volume, "osd-2")); err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1", "osd-2"})
+	st, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !st.RaidFound || fmt.Sprint(st.InSync) != "[osd-0 osd-1]" {
 		t.Fatalf("stopped = %+v, want osd-0 and osd-1 in sync", st)
 	}
-	again, err := c.osds[0].DeleteTarget(ctx, "pvc-1", []string{"osd-0", "osd-1", "osd-2"})
+	again, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
 	if err != nil || again.RaidFound {
 		t.Fatalf("a second stop = %+v, %v; want no raid to read", again, err)
 	}
@@ -469,13 +484,13 @@ func TestTargetFollowsAResize(t *testing.T) {
 	if st := c.ensure(m0, m1); st.SizeBytes != 64<<20 {
 		t.Fatalf("size = %d, want 64 MiB", st.SizeBytes)
 	}
-	if _, err := c.osds[0].ResizeReplica(ctx, "pvc-1", 128<<20); err != nil {
+	if _, err := c.osds[0].ResizeReplica(ctx, volume, 128<<20); err != nil {
 		t.Fatal(err)
 	}
 	if st := c.ensure(m0, m1); st.SizeBytes != 64<<20 {
 		t.Fatalf("size with one replica grown = %d, want 64 MiB", st.SizeBytes)
 	}
-	if _, err := c.osds[1].ResizeReplica(ctx, "pvc-1", 128<<20); err != nil {
+	if _, err := c.osds[1].ResizeReplica(ctx, volume, 128<<20); err != nil {
 		t.Fatal(err)
 	}
 	if st := c.ensure(m0, m1); st.SizeBytes != 128<<20 {
@@ -490,7 +505,7 @@ func TestResumeRefusesALostRaid(t *testing.T) {
 	c := newCluster(t, 2)
 	c.createReplicas(64 << 20)
 	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
-	spec := TargetSpec{Volume: "pvc-1", VolumeUID: volumeUID, Epoch: 1, Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
+	spec := TargetSpec{Volume: volume, Epoch: 1, Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
 	c.ensure(m0, m1)
 	if _, err := c.osds[0].EnsureTarget(ctx, spec); err != nil {
 		t.Fatalf("resume of a running target: %v", err)
@@ -511,22 +526,22 @@ func TestResumeRefusesALostRaid(t *testing.T) {
 func TestOneReplicaVolumeExportsItsLvol(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 1)
-	if _, err := c.osds[0].CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+	if _, err := c.osds[0].CreateReplica(ctx, volume, 64<<20); err != nil {
 		t.Fatal(err)
 	}
 	st := c.ensure(c.exportReplica(0, true))
 	wantStates(t, st, MemberOnline)
-	if st.SizeBytes != 64<<20 || st.Export.NQN != VolumeNQN("pvc-1") {
+	if st.SizeBytes != 64<<20 || st.Export.NQN != VolumeNQN(volume) {
 		t.Fatalf("target = %+v", st)
 	}
-	subs, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN("pvc-1"))
+	subs, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN(volume))
 	if err != nil || len(subs[0].Namespaces) != 1 || fmt.Sprint(subs[0].HostNQNs()) != fmt.Sprint([]string{publishedHost}) {
 		t.Fatalf("volume subsystem = %+v, %v", subs, err)
 	}
-	if _, err := c.osds[0].DeleteTarget(ctx, "pvc-1", nil); err != nil {
+	if _, err := c.osds[0].DeleteTarget(ctx, volume, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.osds[0].DeleteReplica(ctx, "pvc-1"); err != nil {
+	if err := c.osds[0].DeleteReplica(ctx, volume); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -178,7 +178,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*a
 	}
 	for _, t := range inv.Targets {
 		out.Targets = append(out.Targets, &agentv1.TargetSummary{
-			Volume: t.Volume, State: t.State, Members: uint32(t.Members), Online: uint32(t.Online), RebuildPercent: int32(t.RebuildPercent),
+			VolumeUid: t.Volume, State: t.State, Members: uint32(t.Members), Online: uint32(t.Online), RebuildPercent: int32(t.RebuildPercent),
 		})
 	}
 	return out, nil
@@ -186,30 +186,30 @@ func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*a
 
 // CreateReplica makes a volume's thin lvol.
 func (s *Server) CreateReplica(ctx context.Context, req *agentv1.CreateReplicaRequest) (*agentv1.Replica, error) {
-	r, err := s.osd.CreateReplica(ctx, req.GetVolume(), req.GetSizeBytes())
+	r, err := s.osd.CreateReplica(ctx, req.GetVolumeUid(), req.GetSizeBytes())
 	return replicaOf(r), statusOf(err)
 }
 
 // ResizeReplica grows a replica.
 func (s *Server) ResizeReplica(ctx context.Context, req *agentv1.ResizeReplicaRequest) (*agentv1.Replica, error) {
-	r, err := s.osd.ResizeReplica(ctx, req.GetVolume(), req.GetSizeBytes())
+	r, err := s.osd.ResizeReplica(ctx, req.GetVolumeUid(), req.GetSizeBytes())
 	return replicaOf(r), statusOf(err)
 }
 
 // DeleteReplica removes a replica and its export.
 func (s *Server) DeleteReplica(ctx context.Context, req *agentv1.DeleteReplicaRequest) (*agentv1.DeleteReplicaResponse, error) {
-	return &agentv1.DeleteReplicaResponse{}, statusOf(s.osd.DeleteReplica(ctx, req.GetVolume()))
+	return &agentv1.DeleteReplicaResponse{}, statusOf(s.osd.DeleteReplica(ctx, req.GetVolumeUid()))
 }
 
 // CreateSnapshot snapshots a replica.
 func (s *Server) CreateSnapshot(ctx context.Context, req *agentv1.CreateSnapshotRequest) (*agentv1.Snapshot, error) {
-	sn, err := s.osd.CreateSnapshot(ctx, req.GetVolume(), req.GetSnapshot())
+	sn, err := s.osd.CreateSnapshot(ctx, req.GetVolumeUid(), req.GetSnapshot())
 	return snapshotOf(sn), statusOf(err)
 }
 
 // CloneSnapshot makes a replica that is a thin clone of a snapshot.
 func (s *Server) CloneSnapshot(ctx context.Context, req *agentv1.CloneSnapshotRequest) (*agentv1.Replica, error) {
-	r, err := s.osd.CloneSnapshot(ctx, req.GetSnapshot(), req.GetVolume())
+	r, err := s.osd.CloneSnapshot(ctx, req.GetSnapshot(), req.GetVolumeUid())
 	return replicaOf(r), statusOf(err)
 }
 
@@ -220,13 +220,13 @@ func (s *Server) DeleteSnapshot(ctx context.Context, req *agentv1.DeleteSnapshot
 
 // ExportReplica exports a replica to its target only.
 func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
-	e, err := s.osd.ExportReplica(ctx, req.GetVolume(), req.GetTargetHostNqn())
+	e, err := s.osd.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn())
 	return exportOf(e), statusOf(err)
 }
 
 // EnsureTarget makes this OSD serve a volume.
 func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
-	spec := osd.TargetSpec{Volume: req.GetVolume(), VolumeUID: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume()}
+	spec := osd.TargetSpec{Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume()}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
 		spec.Members = append(spec.Members, osd.Member{
@@ -251,7 +251,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 
 // DeleteTarget stops serving a volume here.
 func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequest) (*agentv1.DeleteTargetResponse, error) {
-	st, err := s.osd.DeleteTarget(ctx, req.GetVolume(), req.GetMemberOsds())
+	st, err := s.osd.DeleteTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds())
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -259,7 +259,7 @@ func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequ
 }
 
 func replicaOf(r osd.Replica) *agentv1.Replica {
-	return &agentv1.Replica{Volume: r.Volume, Lvol: r.Lvol, SizeBytes: r.SizeBytes, AllocatedBytes: r.AllocatedBytes}
+	return &agentv1.Replica{VolumeUid: r.Volume, Lvol: r.Lvol, SizeBytes: r.SizeBytes, AllocatedBytes: r.AllocatedBytes}
 }
 
 func snapshotOf(sn osd.Snapshot) *agentv1.Snapshot {

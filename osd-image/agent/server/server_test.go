@@ -216,7 +216,7 @@ func TestCodes(t *testing.T) {
 		t.Fatalf("status = %v, %v", st, err)
 	}
 	create := func(size uint64) error {
-		_, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{Volume: "pvc-1", SizeBytes: size})
+		_, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{VolumeUid: "pvc-1", SizeBytes: size})
 		return err
 	}
 	tests := []struct {
@@ -228,33 +228,33 @@ func TestCodes(t *testing.T) {
 		{"create again", func() error { return create(64 << 20) }, codes.OK},
 		{"create with another size", func() error { return create(128 << 20) }, codes.AlreadyExists},
 		{"bad volume name", func() error {
-			_, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{Volume: "Bad_Name", SizeBytes: 1 << 20})
+			_, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{VolumeUid: "Bad_Name", SizeBytes: 1 << 20})
 			return err
 		}, codes.InvalidArgument},
 		{"shrink", func() error {
-			_, err := c.ResizeReplica(callCtx(t), &agentv1.ResizeReplicaRequest{Volume: "pvc-1", SizeBytes: 4 << 20})
+			_, err := c.ResizeReplica(callCtx(t), &agentv1.ResizeReplicaRequest{VolumeUid: "pvc-1", SizeBytes: 4 << 20})
 			return err
 		}, codes.InvalidArgument},
 		{"resize a missing replica", func() error {
-			_, err := c.ResizeReplica(callCtx(t), &agentv1.ResizeReplicaRequest{Volume: "pvc-9", SizeBytes: 4 << 20})
+			_, err := c.ResizeReplica(callCtx(t), &agentv1.ResizeReplicaRequest{VolumeUid: "pvc-9", SizeBytes: 4 << 20})
 			return err
 		}, codes.NotFound},
 		{"target over the local replica", func() error {
 			_, err := c.EnsureTarget(callCtx(t), &agentv1.EnsureTargetRequest{
-				Volume: "pvc-1", VolumeUid: "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f", Epoch: 1, Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"},
+				VolumeUid: "pvc-1", Epoch: 1, Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"},
 			})
 			return err
 		}, codes.OK},
 		{"snapshot", func() error {
-			_, err := c.CreateSnapshot(callCtx(t), &agentv1.CreateSnapshotRequest{Volume: "pvc-1", Snapshot: "snap-1"})
+			_, err := c.CreateSnapshot(callCtx(t), &agentv1.CreateSnapshotRequest{VolumeUid: "pvc-1", Snapshot: "snap-1"})
 			return err
 		}, codes.OK},
 		{"snapshot a missing replica", func() error {
-			_, err := c.CreateSnapshot(callCtx(t), &agentv1.CreateSnapshotRequest{Volume: "pvc-9", Snapshot: "snap-9"})
+			_, err := c.CreateSnapshot(callCtx(t), &agentv1.CreateSnapshotRequest{VolumeUid: "pvc-9", Snapshot: "snap-9"})
 			return err
 		}, codes.NotFound},
 		{"clone", func() error {
-			_, err := c.CloneSnapshot(callCtx(t), &agentv1.CloneSnapshotRequest{Snapshot: "snap-1", Volume: "pvc-2"})
+			_, err := c.CloneSnapshot(callCtx(t), &agentv1.CloneSnapshotRequest{Snapshot: "snap-1", VolumeUid: "pvc-2"})
 			return err
 		}, codes.OK},
 		{"status lists replicas, snapshots and targets", func() error {
@@ -262,22 +262,22 @@ func TestCodes(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if len(st.GetReplicas()) != 2 || st.GetReplicas()[1].GetVolume() != "pvc-2" || len(st.GetSnapshots()) != 1 ||
+			if len(st.GetReplicas()) != 2 || st.GetReplicas()[1].GetVolumeUid() != "pvc-2" || len(st.GetSnapshots()) != 1 ||
 				len(st.GetTargets()) != 1 || st.GetTargets()[0].GetOnline() != 1 || st.GetTargets()[0].GetRebuildPercent() != -1 {
 				return status.Errorf(codes.Unknown, "status = %v", st)
 			}
 			return nil
 		}, codes.OK},
 		{"delete the replica under its target", func() error {
-			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{VolumeUid: "pvc-1"})
 			return err
 		}, codes.FailedPrecondition},
 		{"delete the target", func() error {
-			_, err := c.DeleteTarget(callCtx(t), &agentv1.DeleteTargetRequest{Volume: "pvc-1", MemberOsds: []string{"osd-a"}})
+			_, err := c.DeleteTarget(callCtx(t), &agentv1.DeleteTargetRequest{VolumeUid: "pvc-1", MemberOsds: []string{"osd-a"}})
 			return err
 		}, codes.OK},
 		{"delete the clone", func() error {
-			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-2"})
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{VolumeUid: "pvc-2"})
 			return err
 		}, codes.OK},
 		{"delete the snapshot", func() error {
@@ -285,11 +285,11 @@ func TestCodes(t *testing.T) {
 			return err
 		}, codes.OK},
 		{"delete the replica", func() error {
-			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{VolumeUid: "pvc-1"})
 			return err
 		}, codes.OK},
 		{"delete it again", func() error {
-			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{Volume: "pvc-1"})
+			_, err := c.DeleteReplica(callCtx(t), &agentv1.DeleteReplicaRequest{VolumeUid: "pvc-1"})
 			return err
 		}, codes.OK},
 	}
@@ -328,12 +328,12 @@ func TestLeaseFencesTargets(t *testing.T) {
 	f := start(t)
 	c := f.dial(t, clientCert(t, f.ca))
 	const host = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
-	if _, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{Volume: "pvc-1", SizeBytes: 16 << 20}); err != nil {
+	if _, err := c.CreateReplica(callCtx(t), &agentv1.CreateReplicaRequest{VolumeUid: "pvc-1", SizeBytes: 16 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	ensure := func(confirmed bool) error {
 		_, err := c.EnsureTarget(callCtx(t), &agentv1.EnsureTargetRequest{
-			Volume: "pvc-1", VolumeUid: "5d0c1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f", Epoch: 1, Confirmed: confirmed,
+			VolumeUid: "pvc-1", Epoch: 1, Confirmed: confirmed,
 			Members: []*agentv1.Member{{Osd: "osd-a", InSync: true}}, Hosts: []string{host},
 		})
 		return err

@@ -303,8 +303,8 @@ func (x *RenewLeaseResponse) GetExpiryUnixMs() int64 {
 }
 
 type TargetSummary struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Volume string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	VolumeUid string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	// state is SPDK's raid state: online, configuring or offline.
 	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// members is the raid's slot count, online how many hold an in-sync
@@ -347,9 +347,9 @@ func (*TargetSummary) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *TargetSummary) GetVolume() string {
+func (x *TargetSummary) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -383,9 +383,12 @@ func (x *TargetSummary) GetRebuildPercent() int32 {
 }
 
 type CreateReplicaRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
-	SizeBytes     uint64                 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid: every SPDK object of the volume is
+	// named after it, so a Volume re-created under the same name never
+	// meets the lvols of the one before.
+	VolumeUid     string `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	SizeBytes     uint64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -420,9 +423,9 @@ func (*CreateReplicaRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *CreateReplicaRequest) GetVolume() string {
+func (x *CreateReplicaRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -435,9 +438,12 @@ func (x *CreateReplicaRequest) GetSizeBytes() uint64 {
 }
 
 type ResizeReplicaRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
-	SizeBytes     uint64                 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid: every SPDK object of the volume is
+	// named after it, so a Volume re-created under the same name never
+	// meets the lvols of the one before.
+	VolumeUid     string `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	SizeBytes     uint64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -472,9 +478,9 @@ func (*ResizeReplicaRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *ResizeReplicaRequest) GetVolume() string {
+func (x *ResizeReplicaRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -487,8 +493,11 @@ func (x *ResizeReplicaRequest) GetSizeBytes() uint64 {
 }
 
 type DeleteReplicaRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid: every SPDK object of the volume is
+	// named after it, so a Volume re-created under the same name never
+	// meets the lvols of the one before.
+	VolumeUid     string `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -523,9 +532,9 @@ func (*DeleteReplicaRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *DeleteReplicaRequest) GetVolume() string {
+func (x *DeleteReplicaRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -568,7 +577,7 @@ func (*DeleteReplicaResponse) Descriptor() ([]byte, []int) {
 
 type Replica struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
-	Volume         string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	VolumeUid      string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	Lvol           string                 `protobuf:"bytes,2,opt,name=lvol,proto3" json:"lvol,omitempty"`
 	SizeBytes      uint64                 `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	AllocatedBytes uint64                 `protobuf:"varint,4,opt,name=allocated_bytes,json=allocatedBytes,proto3" json:"allocated_bytes,omitempty"`
@@ -606,9 +615,9 @@ func (*Replica) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *Replica) GetVolume() string {
+func (x *Replica) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -635,9 +644,12 @@ func (x *Replica) GetAllocatedBytes() uint64 {
 }
 
 type CreateSnapshotRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
-	Snapshot      string                 `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid: every SPDK object of the volume is
+	// named after it, so a Volume re-created under the same name never
+	// meets the lvols of the one before.
+	VolumeUid     string `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	Snapshot      string `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -672,9 +684,9 @@ func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *CreateSnapshotRequest) GetVolume() string {
+func (x *CreateSnapshotRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -757,8 +769,8 @@ func (x *Snapshot) GetAllocatedBytes() uint64 {
 type CloneSnapshotRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Snapshot string                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	// volume names the new replica.
-	Volume        string `protobuf:"bytes,2,opt,name=volume,proto3" json:"volume,omitempty"`
+	// volume_uid is the uid of the Volume the new replica belongs to.
+	VolumeUid     string `protobuf:"bytes,2,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -800,9 +812,9 @@ func (x *CloneSnapshotRequest) GetSnapshot() string {
 	return ""
 }
 
-func (x *CloneSnapshotRequest) GetVolume() string {
+func (x *CloneSnapshotRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -888,8 +900,11 @@ func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
 }
 
 type ExportReplicaRequest struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Volume string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid: every SPDK object of the volume is
+	// named after it, so a Volume re-created under the same name never
+	// meets the lvols of the one before.
+	VolumeUid string `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	// target_host_nqn is the host NQN of the OSD that runs the target.
 	TargetHostNqn string `protobuf:"bytes,2,opt,name=target_host_nqn,json=targetHostNqn,proto3" json:"target_host_nqn,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -926,9 +941,9 @@ func (*ExportReplicaRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
-func (x *ExportReplicaRequest) GetVolume() string {
+func (x *ExportReplicaRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -1072,19 +1087,19 @@ func (x *Member) GetInSync() bool {
 }
 
 type EnsureTargetRequest struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Volume  string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
-	Members []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
-	Hosts   []string               `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid. The target's SPDK objects are named
+	// after it, and the namespace's UUID, NGUID, EUI-64, the serial and the
+	// raid's uuid derive from it, so every target the volume ever has is the
+	// same namespace to its hosts.
+	VolumeUid string    `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	Members   []*Member `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	Hosts     []string  `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`
 	// resume is set when the target ran before: if its raid is gone (SPDK
 	// restarted) the call fails with ABORTED instead of assembling the raid
 	// from every in-sync member, which may differ in the writes that were in
 	// flight. The caller then picks one source and marks the others stale.
 	Resume bool `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
-	// volume_uid is the Volume's uid: the namespace's UUID, NGUID, EUI-64,
-	// the serial and the raid's uuid derive from it, so every target the
-	// volume ever has is the same namespace to its hosts.
-	VolumeUid string `protobuf:"bytes,5,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	// epoch counts the target's incarnations from 1; each picks its own
 	// controller-id range, so a host holding a dead path to the previous
 	// target is never handed a controller id that path holds. A subsystem
@@ -1131,9 +1146,9 @@ func (*EnsureTargetRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *EnsureTargetRequest) GetVolume() string {
+func (x *EnsureTargetRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -1157,13 +1172,6 @@ func (x *EnsureTargetRequest) GetResume() bool {
 		return x.Resume
 	}
 	return false
-}
-
-func (x *EnsureTargetRequest) GetVolumeUid() string {
-	if x != nil {
-		return x.VolumeUid
-	}
-	return ""
 }
 
 func (x *EnsureTargetRequest) GetEpoch() uint32 {
@@ -1311,9 +1319,12 @@ func (x *TargetStatus) GetSizeBytes() uint64 {
 }
 
 type DeleteTargetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
-	MemberOsds    []string               `protobuf:"bytes,2,rep,name=member_osds,json=memberOsds,proto3" json:"member_osds,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_uid is the Volume's uid: every SPDK object of the volume is
+	// named after it, so a Volume re-created under the same name never
+	// meets the lvols of the one before.
+	VolumeUid     string   `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	MemberOsds    []string `protobuf:"bytes,2,rep,name=member_osds,json=memberOsds,proto3" json:"member_osds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1348,9 +1359,9 @@ func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
-func (x *DeleteTargetRequest) GetVolume() string {
+func (x *DeleteTargetRequest) GetVolumeUid() string {
 	if x != nil {
-		return x.Volume
+		return x.VolumeUid
 	}
 	return ""
 }
@@ -1446,47 +1457,55 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
 	"durationMs\":\n" +
 	"\x12RenewLeaseResponse\x12$\n" +
-	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\"\x98\x01\n" +
-	"\rTargetSummary\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x14\n" +
+	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\"\x9f\x01\n" +
+	"\rTargetSummary\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
 	"\amembers\x18\x03 \x01(\rR\amembers\x12\x16\n" +
 	"\x06online\x18\x04 \x01(\rR\x06online\x12'\n" +
-	"\x0frebuild_percent\x18\x05 \x01(\x05R\x0erebuildPercent\"M\n" +
-	"\x14CreateReplicaRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1d\n" +
+	"\x0frebuild_percent\x18\x05 \x01(\x05R\x0erebuildPercent\"T\n" +
+	"\x14CreateReplicaRequest\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x02 \x01(\x04R\tsizeBytes\"M\n" +
-	"\x14ResizeReplicaRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1d\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x02 \x01(\x04R\tsizeBytes\".\n" +
-	"\x14DeleteReplicaRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\"\x17\n" +
-	"\x15DeleteReplicaResponse\"}\n" +
-	"\aReplica\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x12\n" +
+	"size_bytes\x18\x02 \x01(\x04R\tsizeBytes\"T\n" +
+	"\x14ResizeReplicaRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x04R\tsizeBytes\"5\n" +
+	"\x14DeleteReplicaRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\"\x17\n" +
+	"\x15DeleteReplicaResponse\"\x84\x01\n" +
+	"\aReplica\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x12\n" +
 	"\x04lvol\x18\x02 \x01(\tR\x04lvol\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\x12'\n" +
-	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"K\n" +
-	"\x15CreateSnapshotRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1a\n" +
+	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"R\n" +
+	"\x15CreateSnapshotRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\"z\n" +
 	"\bSnapshot\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04lvol\x18\x02 \x01(\tR\x04lvol\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\x12'\n" +
-	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"J\n" +
+	"\x0fallocated_bytes\x18\x04 \x01(\x04R\x0eallocatedBytes\"Q\n" +
 	"\x14CloneSnapshotRequest\x12\x1a\n" +
-	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x16\n" +
-	"\x06volume\x18\x02 \x01(\tR\x06volume\"3\n" +
+	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x02 \x01(\tR\tvolumeUid\"3\n" +
 	"\x15DeleteSnapshotRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\"\x18\n" +
-	"\x16DeleteSnapshotResponse\"V\n" +
-	"\x14ExportReplicaRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12&\n" +
+	"\x16DeleteSnapshotResponse\"]\n" +
+	"\x14ExportReplicaRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12&\n" +
 	"\x0ftarget_host_nqn\x18\x02 \x01(\tR\rtargetHostNqn\"f\n" +
 	"\x06Export\x12\x10\n" +
 	"\x03nqn\x18\x01 \x01(\tR\x03nqn\x12\x1c\n" +
@@ -1496,16 +1515,15 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06Member\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12.\n" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
-	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\xe0\x01\n" +
-	"\x13EnsureTargetRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x120\n" +
+	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\xce\x01\n" +
+	"\x13EnsureTargetRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x120\n" +
 	"\amembers\x18\x02 \x03(\v2\x16.flint.agent.v1.MemberR\amembers\x12\x14\n" +
 	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x12\x16\n" +
-	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1d\n" +
-	"\n" +
-	"volume_uid\x18\x05 \x01(\tR\tvolumeUid\x12\x14\n" +
+	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\rR\x05epoch\x12\x1c\n" +
-	"\tconfirmed\x18\a \x01(\bR\tconfirmed\"_\n" +
+	"\tconfirmed\x18\a \x01(\bR\tconfirmedJ\x04\b\x05\x10\x06\"_\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12'\n" +
@@ -1515,9 +1533,10 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\amembers\x18\x02 \x03(\v2\x1c.flint.agent.v1.MemberStatusR\amembers\x12\x1a\n" +
 	"\bdegraded\x18\x03 \x01(\bR\bdegraded\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\"N\n" +
-	"\x13DeleteTargetRequest\x12\x16\n" +
-	"\x06volume\x18\x01 \x01(\tR\x06volume\x12\x1f\n" +
+	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\"U\n" +
+	"\x13DeleteTargetRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
 	"\vmember_osds\x18\x02 \x03(\tR\n" +
 	"memberOsds\"W\n" +
 	"\x14DeleteTargetResponse\x12\x1d\n" +
