@@ -107,7 +107,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	agents := &osd.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
 	leases := &agentclient.Leases{}
-	observe := make(chan event.GenericEvent)
+	observe, observeVolume := make(chan event.GenericEvent), make(chan event.GenericEvent)
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods:      osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount},
@@ -116,13 +116,14 @@ func Setup(mgr manager.Manager, o Options) error {
 		return fmt.Errorf("set up the OSD controller: %w", err)
 	}
 	if err := mgr.Add(&osd.LeaseRenewer{
-		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, Log: ctrl.Log.WithName("leases"),
+		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, ObserveVolume: observeVolume, Log: ctrl.Log.WithName("leases"),
 	}); err != nil {
 		return fmt.Errorf("set up the lease renewer: %w", err)
 	}
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
 		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
+		Observe: observeVolume,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)
 	}

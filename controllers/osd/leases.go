@@ -43,7 +43,10 @@ type LeaseRenewer struct {
 	Lease time.Duration
 	// Observe asks the OSD controller to observe an OSD now.
 	Observe chan<- event.GenericEvent
-	Log     logr.Logger
+	// ObserveVolume asks the Volume controller to drive a Volume now: one
+	// whose status says Ready while its target reports a member missing.
+	ObserveVolume chan<- event.GenericEvent
+	Log           logr.Logger
 }
 
 // Start renews until ctx ends.
@@ -85,7 +88,11 @@ func (l *LeaseRenewer) renew(ctx context.Context, o *flintv1.OSD) {
 	agent, err := l.Agents.For(ctx, o)
 	if err == nil {
 		l.Leases.Tried(o.Name, time.Now())
-		_, err = agent.RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32(l.Lease.Milliseconds())})
+		var resp *agentv1.RenewLeaseResponse
+		resp, err = agent.RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32(l.Lease.Milliseconds())})
+		if err == nil {
+			l.observeDegraded(ctx, resp.GetDegradedVolumeUids())
+		}
 	}
 	if err == nil {
 		return
@@ -95,5 +102,26 @@ func (l *LeaseRenewer) renew(ctx context.Context, o *flintv1.OSD) {
 	select {
 	case l.Observe <- event.GenericEvent{Object: o}:
 	case <-ctx.Done():
+	}
+}
+
+// observeDegraded has the Volume controller drive, now, each Volume whose
+// target reported a member out of its raid while its status still says
+// Ready: the status records the dropped member within a renewal period, so
+// a later decision (a target move, a re-assembly) does not take it for
+// one in sync. Volumes not Ready are driven every few seconds anyway.
+func (l *LeaseRenewer) observeDegraded(ctx context.Context, uids []string) {
+	for _, uid := range uids {
+		var vols flintv1.VolumeList
+		if err := l.Reader.List(ctx, &vols, client.MatchingFields{indexVolumeUID: uid}); err != nil || len(vols.Items) != 1 {
+			continue
+		}
+		if v := &vols.Items[0]; v.Status.Phase == flintv1.VolumePhaseReady {
+			select {
+			case l.ObserveVolume <- event.GenericEvent{Object: v}:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
 }

@@ -68,12 +68,12 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 			case agentosd.MemberOnline:
 				setState(rep, flintv1.ReplicaStateOnline, now)
 			case agentosd.MemberRebuilding:
-				setState(rep, flintv1.ReplicaStateRebuilding, now)
+				r.dropOut(vol, rep, flintv1.ReplicaStateRebuilding, now)
 				rep.RebuildPercent = ptr.To(int32(m.GetRebuildPercent()))
 			case agentosd.MemberPending:
-				setState(rep, flintv1.ReplicaStateStale, now)
+				r.dropOut(vol, rep, flintv1.ReplicaStateStale, now)
 			case agentosd.MemberMissing:
-				setState(rep, flintv1.ReplicaStateFaulted, now)
+				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
 			}
 		}
 		e := ts.GetExport()
@@ -87,6 +87,16 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 		}
 	}
 	r.setPhase(vol, w, ts, p)
+}
+
+// dropOut records that the target no longer holds rep in sync; the move
+// from Online is told in an Event, since the raid dropped it silently.
+func (r *Reconciler) dropOut(vol *flintv1.Volume, rep *flintv1.ReplicaStatus, state flintv1.ReplicaState, now time.Time) {
+	if rep.State == flintv1.ReplicaStateOnline {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaOutOfSync", "ObserveTarget",
+			"the target reports the replica on OSD %s out of its raid (now %s): it is not trusted as in sync until it is rebuilt", rep.OSD, state)
+	}
+	setState(rep, state, now)
 }
 
 func servingOSD(w *world, name string) bool {

@@ -36,8 +36,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
@@ -79,6 +81,9 @@ type Reconciler struct {
 	Resync time.Duration
 	// Workers is how many Volumes reconcile at once.
 	Workers int
+	// Observe has a Volume driven now, ahead of its resync: one whose
+	// target reported a member out of its raid.
+	Observe <-chan event.GenericEvent
 	// Now is the clock; tests move it.
 	Now func() time.Time
 
@@ -270,6 +275,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("volume").
 		For(&flintv1.Volume{}).
 		Watches(&flintv1.OSD{}, osdVolumes).
+		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }

@@ -230,6 +230,19 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
 
+	It("records a member that drops out of the target's raid at the next lease renewal, says so, and rebuilds it", func() {
+		v := getVolume("vol-1")
+		dropped := otherThanTarget(v)
+		Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		dropMember("vol-1", v.Status.Target.OSD, dropped)
+		Eventually(func() []string { return eventNotes("vol-1", "ReplicaOutOfSync") }, "30s").Should(ContainElement(ContainSubstring(dropped)))
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(replicaOSDs(got)).To(ContainElement(dropped), "rebuilt in place")
+		}, "60s").Should(Succeed())
+	})
+
 	It("rebuilds, rather than trusts, a replica that dropped out of the raid just before a planned target move", func() {
 		v := getVolume("vol-1")
 		target, dropped := v.Status.Target.OSD, otherThanTarget(v)
@@ -237,25 +250,15 @@ var _ = Describe("A Volume", Ordered, func() {
 		// The replica's member leaves the target's raid without the
 		// operator hearing of it (as after a fast I/O failure), and the
 		// target's OSD starts draining at once.
-		c, cctx := spdkOf(target)
-		ctrlrs, err := c.BdevNvmeGetControllers(cctx, "")
-		Expect(err).NotTo(HaveOccurred())
-		e := getOSD(dropped).Status.Endpoint
-		member := ""
-		for _, ctrlr := range ctrlrs {
-			for _, p := range ctrlr.Ctrlrs {
-				if p.Trid.Subnqn == agentosd.ReplicaNQN(uidOf("vol-1")) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
-					member = ctrlr.Name + "n1"
-				}
-			}
-		}
-		Expect(member).NotTo(BeEmpty(), "the target's controller of the replica on %s", dropped)
-		Expect(c.BdevRaidRemoveBaseBdev(cctx, member)).To(Succeed())
+		dropMember("vol-1", target, dropped)
 		setDrain(target, true)
 		DeferCleanup(setDrain, target, false)
 
-		Eventually(eventsFor("vol-1"), "30s").Should(ContainElement("ReplicaStale"))
-		Expect(eventNotes("vol-1", "ReplicaStale")).To(ContainElement(ContainSubstring(dropped)))
+		// Whichever comes first, the stopped target's report (ReplicaStale)
+		// or the lease renewal's (ReplicaOutOfSync), names the replica.
+		Eventually(func() []string {
+			return append(eventNotes("vol-1", "ReplicaStale"), eventNotes("vol-1", "ReplicaOutOfSync")...)
+		}, "30s").Should(ContainElement(ContainSubstring(dropped)))
 		Eventually(func(g Gomega) {
 			got := getVolume("vol-1")
 			g.Expect(got.Status.Target.OSD).NotTo(Equal(target))
@@ -522,3 +525,39 @@ func lvolSize(osd, volume string) uint64 {
 
 // uidOf is the uid of Volume name: the key of its SPDK objects.
 func uidOf(name string) string { return string(getVolume(name).UID) }
+
+// dropMember removes the replica on OSD dropped from the raid of Volume
+// name on its target's OSD, as SPDK does after a fast I/O failure, without
+// the operator hearing of it.
+func dropMember(name, target, dropped string) {
+	c, cctx := spdkOf(target)
+	ctrlrs, err := c.BdevNvmeGetControllers(cctx, "")
+	Expect(err).NotTo(HaveOccurred())
+	e := getOSD(dropped).Status.Endpoint
+	member := ""
+	for _, ctrlr := range ctrlrs {
+		for _, p := range ctrlr.Ctrlrs {
+			if p.Trid.Subnqn == agentosd.ReplicaNQN(uidOf(name)) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
+				member = ctrlr.Name + "n1"
+			}
+		}
+	}
+	Expect(member).NotTo(BeEmpty(), "the target's controller of the replica on %s", dropped)
+	// A rebuild just finished may leave the raid settling: wait until the
+	// replica is a configured member and nothing rebuilds.
+	Eventually(func() []string {
+		raids, err := c.BdevRaidGetBdevs(cctx, "all")
+		Expect(err).NotTo(HaveOccurred())
+		var configured []string
+		for _, r := range raids {
+			for _, b := range r.BaseBdevsList {
+				if b.Name != nil && b.IsConfigured {
+					configured = append(configured, *b.Name)
+				}
+			}
+			configured = append(configured, fmt.Sprintf("process=%v", r.Process != nil))
+		}
+		return configured
+	}, "60s").Should(SatisfyAll(ContainElement(member), ContainElement("process=false")))
+	Expect(c.BdevRaidRemoveBaseBdev(cctx, member)).To(Succeed())
+}

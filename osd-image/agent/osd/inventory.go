@@ -78,21 +78,8 @@ func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
 			inv.Replicas = append(inv.Replicas, r)
 		}
 	}
-	raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
-	if err != nil {
-		return Inventory{}, fmt.Errorf("list raids: %w", err)
-	}
-	for _, r := range raids {
-		volume, ok := strings.CutPrefix(r.Name, raidName(""))
-		if !ok {
-			continue
-		}
-		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(members(r)), RebuildPercent: -1}
-		if r.Process != nil {
-			t.Online--
-			t.RebuildPercent = r.Process.Progress.Percent
-		}
-		inv.Targets = append(inv.Targets, t)
+	if inv.Targets, err = o.raidTargets(ctx); err != nil {
+		return Inventory{}, err
 	}
 	// A one-replica volume is served from its lvol, without a raid.
 	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
@@ -109,4 +96,44 @@ func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
 	slices.SortFunc(inv.Snapshots, func(a, b Snapshot) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(inv.Targets, func(a, b TargetSummary) int { return strings.Compare(a.Volume, b.Volume) })
 	return inv, nil
+}
+
+// raidTargets summarises the targets this OSD serves through a raid1.
+func (o *OSD) raidTargets(ctx context.Context) ([]TargetSummary, error) {
+	raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+	if err != nil {
+		return nil, fmt.Errorf("list raids: %w", err)
+	}
+	var out []TargetSummary
+	for _, r := range raids {
+		volume, ok := strings.CutPrefix(r.Name, raidName(""))
+		if !ok {
+			continue
+		}
+		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(members(r)), RebuildPercent: -1}
+		if r.Process != nil {
+			t.Online--
+			t.RebuildPercent = r.Process.Progress.Percent
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// DegradedTargets lists the volumes whose raid here runs with fewer
+// in-sync members than slots: a member dropped out (fast I/O fail) or is
+// being rebuilt. The operator learns of a drop from it within a lease
+// renewal, not a status read later.
+func (o *OSD) DegradedTargets(ctx context.Context) ([]string, error) {
+	targets, err := o.raidTargets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range targets {
+		if t.Online < t.Members {
+			out = append(out, t.Volume)
+		}
+	}
+	return out, nil
 }

@@ -458,9 +458,16 @@ func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
 	// track (it thinks none is in sync) does not stop the target.
 	m0.InSync, m1.InSync, m2.InSync = false, false, false
 	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
-	// Replica 2's member drops out of the raid without the caller knowing.
+	if d, err := c.osds[0].DegradedTargets(ctx); err != nil || len(d) != 0 {
+		t.Fatalf("degraded targets with every member in sync = %v, %v; want none", d, err)
+	}
+	// Replica 2's member drops out of the raid without the caller knowing;
+	// the next lease renewal reports the target degraded.
 	if err := c.spdks[0].BdevRaidRemoveBaseBdev(ctx, remoteBdev(volume, "osd-2")); err != nil {
 		t.Fatal(err)
+	}
+	if d, err := c.osds[0].DegradedTargets(ctx); err != nil || fmt.Sprint(d) != "["+volume+"]" {
+		t.Fatalf("degraded targets after a member dropped out = %v, %v; want [%s]", d, err, volume)
 	}
 	st, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
 	if err != nil {

@@ -144,7 +144,12 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	return &agentv1.RenewLeaseResponse{ExpiryUnixMs: expiry.UnixMilli()}, nil
+	resp := &agentv1.RenewLeaseResponse{ExpiryUnixMs: expiry.UnixMilli()}
+	// The renewal stands whatever SPDK answers; the report is best effort.
+	spdkCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp.DegradedVolumeUids, _ = s.osd.DegradedTargets(spdkCtx)
+	return resp, nil
 }
 
 // GetStatus reports SPDK's version and everything the OSD holds, or why

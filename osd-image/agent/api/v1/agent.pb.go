@@ -259,10 +259,15 @@ func (x *RenewLeaseRequest) GetDurationMs() uint32 {
 }
 
 type RenewLeaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExpiryUnixMs  int64                  `protobuf:"varint,1,opt,name=expiry_unix_ms,json=expiryUnixMs,proto3" json:"expiry_unix_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ExpiryUnixMs int64                  `protobuf:"varint,1,opt,name=expiry_unix_ms,json=expiryUnixMs,proto3" json:"expiry_unix_ms,omitempty"`
+	// degraded_volume_uids are the volumes whose target here runs with fewer
+	// in-sync members than slots, read from SPDK after the renewal (left
+	// empty when SPDK does not answer within a second): the operator records
+	// a member that dropped out within a renewal period.
+	DegradedVolumeUids []string `protobuf:"bytes,2,rep,name=degraded_volume_uids,json=degradedVolumeUids,proto3" json:"degraded_volume_uids,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *RenewLeaseResponse) Reset() {
@@ -300,6 +305,13 @@ func (x *RenewLeaseResponse) GetExpiryUnixMs() int64 {
 		return x.ExpiryUnixMs
 	}
 	return 0
+}
+
+func (x *RenewLeaseResponse) GetDegradedVolumeUids() []string {
+	if x != nil {
+		return x.DegradedVolumeUids
+	}
+	return nil
 }
 
 type TargetSummary struct {
@@ -1455,9 +1467,10 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumes\"4\n" +
 	"\x11RenewLeaseRequest\x12\x1f\n" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
-	"durationMs\":\n" +
+	"durationMs\"l\n" +
 	"\x12RenewLeaseResponse\x12$\n" +
-	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\"\x9f\x01\n" +
+	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\x120\n" +
+	"\x14degraded_volume_uids\x18\x02 \x03(\tR\x12degradedVolumeUids\"\x9f\x01\n" +
 	"\rTargetSummary\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x14\n" +
