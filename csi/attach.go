@@ -56,6 +56,20 @@ type Attacher interface {
 	Health(t Target) []*csi.VolumeHealth_VolumeHealthEntry
 }
 
+// Validate checks everything a connect string is made of: the NQN's
+// grammar and each path's transport, address and port.
+func (t Target) Validate() error {
+	if err := nvmeof.ValidateNQN(t.NQN); err != nil {
+		return err
+	}
+	for _, p := range t.Paths {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("path %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // targetFromContext reads the publish context ControllerPublishVolume
 // returned.
 func targetFromContext(volumeID string, pc map[string]string) (Target, error) {

@@ -64,6 +64,11 @@ func (s stateStore) load(id string) (*stagedVolume, error) {
 	if err := json.Unmarshal(b, v); err != nil {
 		return nil, fmt.Errorf("read the node state of volume %s (%s): %w", id, s.path(id), err)
 	}
+	// The node connects from what the file says: never from what the
+	// publish context would have been refused for.
+	if err := v.Target.Validate(); err != nil {
+		return nil, fmt.Errorf("the node state of volume %s (%s) names a target no connect string may be made from: %w; remove the file and stage the volume again", id, s.path(id), err)
+	}
 	return v, nil
 }
 

@@ -204,21 +204,30 @@ func (h *Host) Controllers(nqn string) ([]Controller, error) {
 		if readAttr(dir, "subsysnqn") != nqn {
 			continue
 		}
-		c := Controller{Name: e.Name(), State: readAttr(dir, "state"), Path: Path{Transport: readAttr(dir, "transport")}}
-		for _, kv := range strings.Split(readAttr(dir, "address"), ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "traddr":
-				c.Path.Address = v
-			case "trsvcid":
-				port, _ := strconv.Atoi(v)
-				c.Path.Port = int32(port)
-			}
-		}
+		c := Controller{Name: e.Name(), State: readAttr(dir, "state"), Path: pathOf(readAttr(dir, "transport"), readAttr(dir, "address"))}
 		ctrls = append(ctrls, c)
 	}
 	slices.SortFunc(ctrls, func(a, b Controller) int { return strings.Compare(a.Name, b.Name) })
 	return ctrls, nil
+}
+
+// pathOf reads a controller's path from its sysfs transport and address
+// ("traddr=10.0.0.5,trsvcid=4420,src_addr=..."). A port that is not one
+// (0 or beyond 65535) reads as 0, which no listed path has.
+func pathOf(transport, address string) Path {
+	p := Path{Transport: transport}
+	for _, kv := range strings.Split(address, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "traddr":
+			p.Address = v
+		case "trsvcid":
+			if port, err := strconv.ParseUint(v, 10, 16); err == nil {
+				p.Port = int32(port)
+			}
+		}
+	}
+	return p
 }
 
 // Delete removes one controller (path).
