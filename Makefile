@@ -57,6 +57,10 @@ test-unit: ## Tests that need no control plane.
 test-envtest: ## Suites against a real kube-apiserver and etcd (built on first use).
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 ./test/...
 
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 60s); their seed corpora run in test-unit.
+	hack/fuzz.sh
+
 .PHONY: test-sanity
 test-sanity: ## The official CSI sanity suite (csi-test/v5) against csi.flint.io over the operator, agents and SPDK double (part of test-envtest; needs root for loop devices and mounts).
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 -v ./test/sanity/ -ginkgo.no-color | grep -E '^(Ran|SUCCESS|FAIL|--- )|Passed'

@@ -18,48 +18,19 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
 // emptyLists answers every call with an empty list, as no SPDK does for a
 // lookup by name: a malformed answer the agent must not index into.
 func emptyLists(t *testing.T) string {
-	socket := filepath.Join(t.TempDir(), "spdk.sock")
-	lis, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lis.Close() })
-	go func() {
-		for {
-			conn, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				dec, enc := json.NewDecoder(conn), json.NewEncoder(conn)
-				for {
-					var req struct {
-						ID json.RawMessage `json:"id"`
-					}
-					if dec.Decode(&req) != nil {
-						return
-					}
-					_ = enc.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": []any{}})
-				}
-			}()
-		}
-	}()
-	return socket
+	return spdktest.Answering(t, func(string) []byte { return []byte(`"jsonrpc":"2.0","result":[]}`) })
 }
 
 func TestLookupsByNameNeverAnswerAnEmptyList(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,10 +121,18 @@ func PCIAddressFromEnv(resource string, getenv func(string) string) (string, err
 		return "", fmt.Errorf("%s is not set: the container got no %s device; check that the pod requests it and the device plugin advertises it", name, resource)
 	case len(addrs) != 1:
 		return "", fmt.Errorf("%s lists %d devices (%s); an OSD owns exactly one: request 1 %s", name, len(addrs), v, resource)
+	case !pciAddressPattern.MatchString(addrs[0]):
+		return "", fmt.Errorf("%s is %q, not a PCI address (domain:bus:device.function, such as 0000:5e:00.0); check the device plugin's configuration", name, v)
 	default:
 		return addrs[0], nil
 	}
 }
+
+// pciAddressPattern is a PCI address in full: domain:bus:device.function.
+var pciAddressPattern = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[01][0-9a-fA-F]\.[0-7]$`)
+
+// coreMaskPattern is a core mask as CoreMask writes it.
+var coreMaskPattern = regexp.MustCompile(`^0x[0-9a-f]+$`)
 
 // Handoff is what the SPDK container tells the agent about the SPDK it
 // started: the agent cannot see the other container's devices or cpuset.
@@ -158,6 +167,14 @@ func ReadHandoff(dir string) (Handoff, error) {
 	}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return h, fmt.Errorf("parse %s: %w", HandoffFile, err)
+	}
+	// The agent hands the address to SPDK: take only what the SPDK
+	// container could have written.
+	if h.PCIAddress != "" && !pciAddressPattern.MatchString(h.PCIAddress) {
+		return Handoff{}, fmt.Errorf("%s names device %q, not a PCI address; the SPDK container writes it at start: restart the pod", HandoffFile, h.PCIAddress)
+	}
+	if !coreMaskPattern.MatchString(h.CoreMask) {
+		return Handoff{}, fmt.Errorf("%s gives core mask %q, not one SPDK takes; the SPDK container writes it at start: restart the pod", HandoffFile, h.CoreMask)
 	}
 	return h, nil
 }

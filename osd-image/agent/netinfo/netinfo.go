@@ -43,10 +43,11 @@ type NetworkStatus struct {
 // projected by the downward API); without one it is podIP.
 func ListenAddress(attachment, statusFile, podIP string) (string, error) {
 	if attachment == "" {
-		if ip := net.ParseIP(podIP); ip == nil || ip.To4() == nil {
+		ip := net.ParseIP(podIP).To4()
+		if ip == nil {
 			return "", fmt.Errorf("the pod IP %q is no IPv4 address; set POD_IP from status.podIP", podIP)
 		}
-		return podIP, nil
+		return ip.String(), nil
 	}
 	b, err := os.ReadFile(statusFile)
 	if err != nil {
@@ -66,8 +67,10 @@ func ListenAddress(attachment, statusFile, podIP string) (string, error) {
 			continue
 		}
 		for _, a := range n.IPs {
-			if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
-				return a, nil
+			// Dotted quad, as SPDK's ipv4 listener takes it, even when
+			// written IPv4-mapped (::ffff:a.b.c.d).
+			if ip := net.ParseIP(a).To4(); ip != nil {
+				return ip.String(), nil
 			}
 		}
 		return "", fmt.Errorf("network %s (interface %s) has no IPv4 address (%v); give its NetworkAttachmentDefinition an IPAM that assigns one", attachment, n.Interface, n.IPs)

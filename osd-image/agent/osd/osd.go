@@ -216,6 +216,9 @@ func (o *OSD) ensureLvstore(ctx context.Context, base string) (types.Lvstore, er
 	if err != nil {
 		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
 	}
+	if lvs := stores[0]; lvs.ClusterSize == 0 || lvs.BlockSize == 0 {
+		return types.Lvstore{}, fmt.Errorf("SPDK reports lvstore %s with cluster size %d and block size %d: an answer no SPDK gives; check the SPDK version", o.lvs(), lvs.ClusterSize, lvs.BlockSize)
+	}
 	return stores[0], nil
 }
 
@@ -300,6 +303,9 @@ func (o *OSD) Lvstore(ctx context.Context) (types.Lvstore, error) {
 	}
 	if err != nil {
 		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+	}
+	if lvs := stores[0]; lvs.ClusterSize == 0 || lvs.BlockSize == 0 {
+		return types.Lvstore{}, fmt.Errorf("SPDK reports lvstore %s with cluster size %d and block size %d: an answer no SPDK gives; check the SPDK version", o.lvs(), lvs.ClusterSize, lvs.BlockSize)
 	}
 	return stores[0], nil
 }
