@@ -23,7 +23,7 @@ import (
 
 // VolumeSpec is the desired state of a Volume.
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas is immutable: it cannot be added or removed after creation"
-// +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: it cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="!has(self.source)",message="source (starting from a snapshot or another Volume) is not supported yet: create the Volume without it"
 type VolumeSpec struct {
 	// pool is the name of the Pool the Volume is provisioned from.
 	// Required. Immutable.
@@ -49,10 +49,10 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicas is immutable"
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// source is the content the Volume starts from. Optional; empty starts
-	// with zeroes. Immutable.
+	// source is the content the Volume starts from. Reserved: refused
+	// until snapshots and clones are implemented; a Volume starts with
+	// zeroes.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
 	Source *VolumeSource `json:"source,omitempty"`
 
 	// publishedHosts are the NVMe host NQNs allowed to connect to the
@@ -65,9 +65,8 @@ type VolumeSpec struct {
 	PublishedHosts []string `json:"publishedHosts,omitempty"`
 }
 
-// VolumeSource is the content a Volume starts from: exactly one of a
-// snapshot or another Volume.
-// +kubebuilder:validation:XValidation:rule="has(self.snapshot) != has(self.volume)",message="source needs exactly one of source.snapshot and source.volume"
+// VolumeSource is the content a Volume starts from: a snapshot or another
+// Volume (reserved; see VolumeSpec.Source).
 type VolumeSource struct {
 	// snapshot is the name of a snapshot to start from.
 	// +optional
