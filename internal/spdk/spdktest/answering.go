@@ -27,12 +27,22 @@ import (
 	"testing"
 )
 
-// Answering serves a Unix socket that answers a request with
-// `{"id":<the request's id>,` followed by tail(method) and a newline, then
-// closes the connection (so an answer cut short ends the call at once):
-// what no SPDK answers, for tests and fuzz targets of the code that reads
-// SPDK's answers. It returns the socket's path; it stops when tb ends.
+// Answering serves a Unix socket that answers every request with
+// `{"id":<the request's id>,` followed by tail(method) and a newline: what
+// no SPDK answers, for tests of the code that reads SPDK's answers. It
+// returns the socket's path; it stops when tb ends.
 func Answering(tb testing.TB, tail func(method string) []byte) string {
+	return answering(tb, tail, false)
+}
+
+// AnsweringOnce is Answering closing each connection after one answer, so
+// that an answer cut short ends the call at once instead of at its
+// deadline: for fuzz targets, whose calls each dial again.
+func AnsweringOnce(tb testing.TB, tail func(method string) []byte) string {
+	return answering(tb, tail, true)
+}
+
+func answering(tb testing.TB, tail func(method string) []byte, once bool) string {
 	tb.Helper()
 	socket := filepath.Join(tb.TempDir(), "spdk.sock")
 	lis, err := net.Listen("unix", socket)
@@ -48,12 +58,18 @@ func Answering(tb testing.TB, tail func(method string) []byte) string {
 			}
 			go func() {
 				defer conn.Close()
-				var req struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
-				if json.NewDecoder(conn).Decode(&req) == nil {
-					_, _ = fmt.Fprintf(conn, "{\"id\":%s,%s\n", req.ID, tail(req.Method))
+				dec := json.NewDecoder(conn)
+				for {
+					var req struct {
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
+					}
+					if dec.Decode(&req) != nil {
+						return
+					}
+					if _, err := fmt.Fprintf(conn, "{\"id\":%s,%s\n", req.ID, tail(req.Method)); err != nil || once {
+						return
+					}
 				}
 			}()
 		}
