@@ -20,9 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +30,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flint-io/flint/csi/nvmeof"
+	"github.com/flint-io/flint/internal/fabric"
 )
 
 // Target is where a volume is reached: its subsystem and the target's
@@ -59,7 +58,7 @@ type Attacher interface {
 // Validate checks everything a connect string is made of: the NQN's
 // grammar and each path's transport, address and port.
 func (t Target) Validate() error {
-	if err := nvmeof.ValidateNQN(t.NQN); err != nil {
+	if err := fabric.ValidateNQN(t.NQN); err != nil {
 		return err
 	}
 	for _, p := range t.Paths {
@@ -68,32 +67,6 @@ func (t Target) Validate() error {
 		}
 	}
 	return nil
-}
-
-// targetFromContext reads the publish context ControllerPublishVolume
-// returned.
-func targetFromContext(volumeID string, pc map[string]string) (Target, error) {
-	t := Target{VolumeID: volumeID, NQN: pc[PublishNQN]}
-	transport := pc[PublishTransport]
-	if t.NQN == "" || transport == "" || pc[PublishPaths] == "" {
-		return t, status.Errorf(codes.InvalidArgument, "publish context lacks %s, %s or %s: it comes from ControllerPublishVolume of %s", PublishNQN, PublishTransport, PublishPaths, DriverName)
-	}
-	if err := nvmeof.ValidateNQN(t.NQN); err != nil {
-		return t, status.Errorf(codes.InvalidArgument, "publish context %s: %v", PublishNQN, err)
-	}
-	for _, hp := range strings.Split(pc[PublishPaths], ",") {
-		host, port, err := net.SplitHostPort(hp)
-		n, perr := strconv.ParseInt(port, 10, 32)
-		if err != nil || perr != nil {
-			return t, status.Errorf(codes.InvalidArgument, "publish context path %q is not host:port", hp)
-		}
-		p := nvmeof.Path{Transport: transport, Address: host, Port: int32(n)}
-		if err := p.Validate(); err != nil {
-			return t, status.Errorf(codes.InvalidArgument, "publish context path %q: %v", hp, err)
-		}
-		t.Paths = append(t.Paths, p)
-	}
-	return t, nil
 }
 
 // FabricAttacher attaches with the kernel NVMe-oF host.

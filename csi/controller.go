@@ -22,9 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,14 +44,6 @@ import (
 // AnnotationCSIName holds the name CreateVolume was called with (the PV
 // name), which the Volume's name is derived from.
 const AnnotationCSIName = "flint.io/csi-name"
-
-// Publish context keys: what NodeStage connects to.
-const (
-	PublishNQN       = "nqn"
-	PublishTransport = "transport"
-	// PublishPaths are the target's listeners, host:port, comma-separated.
-	PublishPaths = "paths"
-)
 
 const (
 	mib = int64(1) << 20
@@ -364,18 +354,6 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 		return nil, err
 	}
 	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(vol.Status.Target)}, nil
-}
-
-func publishContext(t *flintv1.VolumeTarget) map[string]string {
-	var paths []string
-	for _, e := range t.Endpoints {
-		paths = append(paths, net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port))))
-	}
-	return map[string]string{
-		PublishNQN:       t.NQN,
-		PublishTransport: string(t.Endpoints[0].Transport),
-		PublishPaths:     strings.Join(paths, ","),
-	}
 }
 
 // ControllerUnpublishVolume removes node's host NQN and waits until the

@@ -17,12 +17,23 @@ limitations under the License.
 package csi
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
 func TestSizeFor(t *testing.T) {
@@ -52,5 +63,85 @@ func TestSizeFor(t *testing.T) {
 				t.Fatalf("sizeFor(%d, %d) = %d, %v; want %d, %s", tc.required, tc.limit, got, err, tc.want, tc.code)
 			}
 		})
+	}
+}
+
+func TestVolumeID(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, tt := range []struct{ name, in, want string }{
+		{"a PV name stays", "pvc-0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60", "pvc-0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60"},
+		{"upper case is digested", "PVC-1", VolumeID("PVC-1")},
+		{"a name longer than a label is digested", long, VolumeID(long)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := VolumeID(tt.in)
+			if got != tt.want {
+				t.Fatalf("VolumeID(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if got != tt.in && (!strings.HasPrefix(got, "csi-") || len(got) != 44) {
+				t.Fatalf("VolumeID(%q) = %q, want csi- and 40 hex digits", tt.in, got)
+			}
+		})
+	}
+	if VolumeID("PVC-1") == VolumeID("PVC-2") {
+		t.Fatal("two names gave one volume id")
+	}
+}
+
+func TestAPIErrorMapping(t *testing.T) {
+	gr := schema.GroupResource{Group: "flint.io", Resource: "volumes"}
+	for _, tt := range []struct {
+		name string
+		err  error
+		code codes.Code
+	}{
+		{"refused by validation", apierrors.NewInvalid(schema.GroupKind{Group: "flint.io", Kind: "Volume"}, "v", nil), codes.InvalidArgument},
+		{"RBAC", apierrors.NewForbidden(gr, "v", errors.New("no")), codes.PermissionDenied},
+		{"apiserver away", apierrors.NewServiceUnavailable("down"), codes.Unavailable},
+		{"a gRPC status passes", status.Error(codes.ResourceExhausted, "full"), codes.ResourceExhausted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := status.Code(apiError(tt.err)); got != tt.code {
+				t.Fatalf("code = %s, want %s", got, tt.code)
+			}
+		})
+	}
+}
+
+// ListVolumes pages in name order with tokens of its own, refuses a token
+// it did not hand out, and a negative page size.
+func TestListPaging(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := flintv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, n := range []string{"v3", "v1", "v5", "v2", "v4"} {
+		b = b.WithObjects(&flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	c := &Controller{Client: b.Build()}
+	ctx := context.Background()
+	var seen []string
+	token := ""
+	for range 5 {
+		page, next, err := c.listPage(ctx, 2, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page {
+			seen = append(seen, v.Name)
+		}
+		if token = next; token == "" {
+			break
+		}
+	}
+	if fmt.Sprint(seen) != "[v1 v2 v3 v4 v5]" {
+		t.Fatalf("pages gave %v, want v1-v5 once each in order", seen)
+	}
+	if _, _, err := c.listPage(ctx, 2, "elsewhere"); status.Code(err) != codes.Aborted {
+		t.Fatalf("a foreign token: err = %v, want Aborted", err)
+	}
+	if _, _, err := c.listPage(ctx, -1, ""); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a negative page size: err = %v, want InvalidArgument", err)
 	}
 }

@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flint-io/flint/internal/fabric"
 )
 
 // Path is one way to a subsystem: a transport address.
@@ -53,35 +54,7 @@ func (p Path) String() string { return fmt.Sprintf("%s %s:%d", p.Transport, p.Ad
 // kernel is sent comes from a Volume's status, and a value carrying a ','
 // would add options of its own choosing (another hostnqn, traddr...).
 func (p Path) Validate() error {
-	if p.Transport != "tcp" && p.Transport != "rdma" {
-		return fmt.Errorf("transport %q is neither tcp nor rdma", p.Transport)
-	}
-	if net.ParseIP(p.Address) == nil {
-		return fmt.Errorf("address %q is not an IP address", p.Address)
-	}
-	if p.Port < 1 || p.Port > 65535 {
-		return fmt.Errorf("port %d is outside 1-65535", p.Port)
-	}
-	return nil
-}
-
-// MaxNQNLength is the longest NQN the NVMe specification allows (223
-// bytes).
-const MaxNQNLength = 223
-
-// ValidateNQN checks nqn against the NVMe NQN grammar as far as a connect
-// string needs: "nqn." then printable ASCII without ',', '=', space or
-// control characters, at most MaxNQNLength bytes.
-func ValidateNQN(nqn string) error {
-	if !strings.HasPrefix(nqn, "nqn.") || len(nqn) > MaxNQNLength {
-		return fmt.Errorf("NQN %q must start with \"nqn.\" and be at most %d bytes", nqn, MaxNQNLength)
-	}
-	for _, r := range nqn {
-		if r <= ' ' || r > '~' || r == ',' || r == '=' {
-			return fmt.Errorf("NQN %q holds %q, which no NQN may", nqn, r)
-		}
-	}
-	return nil
+	return fabric.ValidateEndpoint(p.Transport, p.Address, int64(p.Port))
 }
 
 // Options are the reconnect settings of every controller the host
@@ -124,7 +97,7 @@ func (c Controller) Live() bool { return c.State == "live" }
 // connected is left alone. NQNs and the path are validated first: nothing
 // outside their grammar reaches the kernel.
 func (h *Host) Connect(ctx context.Context, nqn string, p Path) error {
-	for _, err := range []error{ValidateNQN(nqn), ValidateNQN(h.HostNQN), p.Validate()} {
+	for _, err := range []error{fabric.ValidateNQN(nqn), fabric.ValidateNQN(h.HostNQN), p.Validate()} {
 		if err != nil {
 			return fmt.Errorf("refusing to connect %s over %s: %w", nqn, p, err)
 		}

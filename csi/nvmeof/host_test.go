@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flint-io/flint/internal/fabric"
 )
 
 const (
@@ -47,7 +49,7 @@ func TestConnectRefusesWhatIsNotAConnectOption(t *testing.T) {
 		{"port past 65535", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 70000}},
 		{"unknown transport", volumeNQN, hostNQN, Path{Transport: "fc", Address: "10.0.0.5", Port: 4420}},
 		{"not an NQN", "pvc-1", hostNQN, good},
-		{"NQN too long", "nqn." + strings.Repeat("a", MaxNQNLength), hostNQN, good},
+		{"NQN too long", "nqn." + strings.Repeat("a", fabric.MaxNQNLength), hostNQN, good},
 		{"space in the NQN", volumeNQN + " x", hostNQN, good},
 		{"'=' in the host NQN", volumeNQN, hostNQN + "=x", good},
 	}

@@ -17,11 +17,13 @@ limitations under the License.
 package csi
 
 import (
+	"reflect"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/csi/nvmeof"
 )
 
@@ -50,5 +52,23 @@ func TestTargetFromContext(t *testing.T) {
 				t.Fatalf("paths = %+v", got.Paths)
 			}
 		})
+	}
+}
+
+// What ControllerPublishVolume returns, the node reads back as the same
+// target.
+func TestPublishContextRoundTrip(t *testing.T) {
+	target := &flintv1.VolumeTarget{NQN: fuzzNQN, Endpoints: []flintv1.Endpoint{
+		{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, {Transport: "tcp", Address: "fd00::6", Port: 4421},
+	}}
+	got, err := targetFromContext("vol", publishContext(target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Target{VolumeID: "vol", NQN: fuzzNQN, Paths: []nvmeof.Path{
+		{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, {Transport: "tcp", Address: "fd00::6", Port: 4421},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("target = %+v, want %+v", got, want)
 	}
 }

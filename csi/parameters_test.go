@@ -1,0 +1,54 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package csi
+
+import (
+	"reflect"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestParseParameters(t *testing.T) {
+	three := int32(3)
+	for _, tt := range []struct {
+		name string
+		in   map[string]string
+		want parameters
+		code codes.Code
+	}{
+		{"pool only", map[string]string{"pool": "fast"}, parameters{pool: "fast"}, codes.OK},
+		{"all, and the provisioner's own keys", map[string]string{"pool": "fast", "replicas": "3", "fsType": "xfs", "csi.storage.k8s.io/fstype": "ext4"}, parameters{pool: "fast", replicas: &three, fsType: "xfs"}, codes.OK},
+		{"no pool", map[string]string{"replicas": "3"}, parameters{}, codes.InvalidArgument},
+		{"replicas 0", map[string]string{"pool": "p", "replicas": "0"}, parameters{}, codes.InvalidArgument},
+		{"replicas 6", map[string]string{"pool": "p", "replicas": "6"}, parameters{}, codes.InvalidArgument},
+		{"replicas not a number", map[string]string{"pool": "p", "replicas": "three"}, parameters{}, codes.InvalidArgument},
+		{"an unknown fsType", map[string]string{"pool": "p", "fsType": "btrfs"}, parameters{}, codes.InvalidArgument},
+		{"an unknown key", map[string]string{"pool": "p", "colour": "blue"}, parameters{}, codes.InvalidArgument},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseParameters(tt.in)
+			if status.Code(err) != tt.code {
+				t.Fatalf("err = %v, want %s", err, tt.code)
+			}
+			if err == nil && !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("parameters = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
