@@ -105,7 +105,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Pool controller: %w", err)
 	}
-	agents := &osd.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
+	agents := &agentclient.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
 	leases := &agentclient.Leases{}
 	observe, observeVolume := make(chan event.GenericEvent), make(chan event.GenericEvent)
 	if err := (&osd.Reconciler{

@@ -30,4 +30,7 @@ const (
 	// what still holds data on it to move or go: an OSD for its replicas, a
 	// Pool for its Volumes.
 	DeletionBlockedCondition = "DeletionBlocked"
+	// ReplacementBlockedCondition is True on a Volume while a replica that
+	// must be replaced finds no OSD to go to.
+	ReplacementBlockedCondition = "ReplacementBlocked"
 )

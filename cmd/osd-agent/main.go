@@ -45,14 +45,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/flint-io/flint/internal/cli"
+	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/osd-image/agent/launch"
 	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/lifecycle"
 	"github.com/flint-io/flint/osd-image/agent/metrics"
 	"github.com/flint-io/flint/osd-image/agent/netinfo"
-	"github.com/flint-io/flint/osd-image/agent/osd"
 	"github.com/flint-io/flint/osd-image/agent/server"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 const (
@@ -100,7 +101,7 @@ func checkLease(args []string) {
 			return err
 		}
 		return lease.Probe(ctx, lease.File{Path: file}, time.Now(), func(ctx context.Context) ([]string, error) {
-			v, err := osd.VolumesServed(ctx, spdk)
+			v, err := storage.VolumesServed(ctx, spdk)
 			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 				return nil, nil // no SPDK listens: none serves a host
 			}
@@ -147,7 +148,7 @@ type agentFlags struct {
 	uid, driver, devicePath, pciAddress, mallocSize string
 	transport, attachment, networkStatusFile        string
 	port                                            int
-	tuning                                          osd.Tuning
+	tuning                                          storage.Tuning
 	logLevel, socket, grpcAddress, httpAddress      string
 	tlsDir, leaseFile                               string
 	probeInterval                                   time.Duration
@@ -224,13 +225,13 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	}
 	spdk := client.New(f.socket)
 	defer spdk.Close()
-	o := osd.New(cfg, spdk)
+	o := storage.New(cfg, spdk)
 	keeper := lifecycle.New(o, spdk, f.logLevel, log)
 	keeperReady := keeper.Ready
 	notReady.Store(&keeperReady)
 	registry.MustRegister(metrics.NewCollector(struct {
 		*client.Client
-		*osd.OSD
+		*storage.OSD
 	}{spdk, o}))
 
 	grpcLis, err := net.Listen("tcp", f.grpcAddress)
@@ -257,7 +258,7 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 // resolve turns the flags into the OSD's config, waiting for what the pod
 // gets later than the agent starts: the SPDK container's device hand-off
 // and Multus' network status.
-func resolve(ctx context.Context, f agentFlags, log *slog.Logger) (osd.Config, error) {
+func resolve(ctx context.Context, f agentFlags, log *slog.Logger) (storage.Config, error) {
 	for {
 		cfg, err := config(f)
 		if err == nil {
@@ -265,12 +266,12 @@ func resolve(ctx context.Context, f agentFlags, log *slog.Logger) (osd.Config, e
 		}
 		var permanent *flagError
 		if errors.As(err, &permanent) {
-			return osd.Config{}, err
+			return storage.Config{}, err
 		}
 		log.Warn("waiting", "reason", err)
 		select {
 		case <-ctx.Done():
-			return osd.Config{}, ctx.Err()
+			return storage.Config{}, ctx.Err()
 		case <-time.After(f.probeInterval):
 		}
 	}
@@ -281,10 +282,10 @@ type flagError struct{ msg string }
 
 func (e *flagError) Error() string { return e.msg }
 
-func config(f agentFlags) (osd.Config, error) {
-	cfg := osd.Config{UID: f.uid, Tuning: f.tuning, Device: osd.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress}}
+func config(f agentFlags) (storage.Config, error) {
+	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress}}
 	switch f.driver {
-	case osd.DriverPCIe:
+	case storage.DriverPCIe:
 		if cfg.Device.PCIAddress == "" {
 			h, err := launch.ReadHandoff(filepath.Dir(f.socket))
 			if err != nil {
@@ -295,11 +296,11 @@ func config(f agentFlags) (osd.Config, error) {
 			}
 			cfg.Device.PCIAddress = h.PCIAddress
 		}
-	case osd.DriverAIO, osd.DriverURing:
+	case storage.DriverAIO, storage.DriverURing:
 		if f.devicePath == "" {
 			return cfg, &flagError{"--device-path is required for " + f.driver}
 		}
-	case osd.DriverMalloc:
+	case storage.DriverMalloc:
 		q, err := resource.ParseQuantity(f.mallocSize)
 		if err != nil || q.Value() < 1<<20 {
 			return cfg, &flagError{fmt.Sprintf("--malloc-size %q must be a quantity of at least 1Mi", f.mallocSize)}
@@ -315,6 +316,10 @@ func config(f agentFlags) (osd.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Listener = osd.Listener{Transport: f.transport, Address: addr, Port: f.port}
+	// What the OSD reports as its endpoint ends up in connect strings.
+	if err := fabric.ValidateEndpoint(f.transport, addr, int64(f.port)); err != nil {
+		return cfg, &flagError{fmt.Sprintf("the listener (--transport, the network's address, --port): %v", err)}
+	}
+	cfg.Listener = storage.Listener{Transport: f.transport, Address: addr, Port: f.port}
 	return cfg, nil
 }

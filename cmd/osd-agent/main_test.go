@@ -38,7 +38,7 @@ import (
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/launch"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 func freeAddr(t *testing.T) string {
@@ -89,7 +89,7 @@ func TestAgent(t *testing.T) {
 	writeLeaf(t, ca, tlsDir, pki.Leaf{Name: "osd-a", Server: true, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Validity: time.Hour})
 	t.Setenv("POD_IP", "127.0.0.1")
 	f := agentFlags{
-		uid: "osd-a", driver: osd.DriverAIO, devicePath: dev, transport: "tcp", port: 4420,
+		uid: "osd-a", driver: storage.DriverAIO, devicePath: dev, transport: "tcp", port: 4420,
 		logLevel: "warning", socket: tg.Socket(), grpcAddress: freeAddr(t), httpAddress: freeAddr(t),
 		tlsDir: tlsDir, probeInterval: 20 * time.Millisecond,
 	}
@@ -130,7 +130,7 @@ func TestAgent(t *testing.T) {
 		}
 	}
 	st, err := dial(t, ca, f.grpcAddress).GetStatus(ctx, &agentv1.GetStatusRequest{})
-	if err != nil || !st.GetReady() || st.GetEndpoint().GetAddress() != "127.0.0.1" || st.GetLvstore() != osd.LvstoreName("osd-a") {
+	if err != nil || !st.GetReady() || st.GetEndpoint().GetAddress() != "127.0.0.1" || st.GetLvstore() != agentv1.LvstoreName("osd-a") {
 		t.Fatalf("GetStatus = %v, %v", st, err)
 	}
 
@@ -193,23 +193,27 @@ func TestConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		f       agentFlags
-		want    osd.Device
+		want    storage.Device
 		wantErr string
 		final   bool
 	}{
-		{"aio", agentFlags{driver: "aio", devicePath: "/dev/nvme0n1", transport: "tcp"}, osd.Device{Driver: "aio", Path: "/dev/nvme0n1"}, "", false},
-		{"malloc", agentFlags{driver: "malloc", mallocSize: "512Mi", transport: "tcp"}, osd.Device{Driver: "malloc", MallocBytes: 512 << 20}, "", false},
-		{"pcie named", agentFlags{driver: "pcie", pciAddress: "0000:3b:00.0", transport: "tcp"}, osd.Device{Driver: "pcie", PCIAddress: "0000:3b:00.0"}, "", false},
-		{"pcie before the SPDK container recorded its device", agentFlags{driver: "pcie", transport: "tcp"}, osd.Device{}, "hand-off", false},
-		{"aio without a path", agentFlags{driver: "aio", transport: "tcp"}, osd.Device{}, "--device-path is required", true},
-		{"tiny malloc", agentFlags{driver: "malloc", mallocSize: "1Ki", transport: "tcp"}, osd.Device{}, "at least 1Mi", true},
-		{"unknown driver", agentFlags{driver: "nvme", transport: "tcp"}, osd.Device{}, "none of pcie", true},
-		{"unknown transport", agentFlags{driver: "aio", devicePath: "/d", transport: "fc"}, osd.Device{}, "neither tcp nor rdma", true},
-		{"rdma before Multus attached", agentFlags{driver: "aio", devicePath: "/d", transport: "rdma", attachment: "storage", networkStatusFile: filepath.Join(dir, "none")}, osd.Device{}, "network status", false},
+		{"aio", agentFlags{driver: "aio", devicePath: "/dev/nvme0n1", transport: "tcp"}, storage.Device{Driver: "aio", Path: "/dev/nvme0n1"}, "", false},
+		{"malloc", agentFlags{driver: "malloc", mallocSize: "512Mi", transport: "tcp"}, storage.Device{Driver: "malloc", MallocBytes: 512 << 20}, "", false},
+		{"pcie named", agentFlags{driver: "pcie", pciAddress: "0000:3b:00.0", transport: "tcp"}, storage.Device{Driver: "pcie", PCIAddress: "0000:3b:00.0"}, "", false},
+		{"pcie before the SPDK container recorded its device", agentFlags{driver: "pcie", transport: "tcp"}, storage.Device{}, "hand-off", false},
+		{"aio without a path", agentFlags{driver: "aio", transport: "tcp"}, storage.Device{}, "--device-path is required", true},
+		{"tiny malloc", agentFlags{driver: "malloc", mallocSize: "1Ki", transport: "tcp"}, storage.Device{}, "at least 1Mi", true},
+		{"unknown driver", agentFlags{driver: "nvme", transport: "tcp"}, storage.Device{}, "none of pcie", true},
+		{"unknown transport", agentFlags{driver: "aio", devicePath: "/d", transport: "fc"}, storage.Device{}, "neither tcp nor rdma", true},
+		{"no port", agentFlags{driver: "aio", devicePath: "/d", transport: "tcp", port: -1}, storage.Device{}, "port -1 is outside 1-65535", true},
+		{"rdma before Multus attached", agentFlags{driver: "aio", devicePath: "/d", transport: "rdma", attachment: "storage", networkStatusFile: filepath.Join(dir, "none")}, storage.Device{}, "network status", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.f.socket, tt.f.port = socket, 4420
+			tt.f.socket = socket
+			if tt.f.port == 0 {
+				tt.f.port = 4420
+			}
 			cfg, err := config(tt.f)
 			if tt.wantErr != "" {
 				var fe *flagError
@@ -230,7 +234,7 @@ func TestConfig(t *testing.T) {
 	if err := launch.WriteHandoff(dir, launch.Handoff{PCIAddress: "0000:5e:00.0", CoreMask: "0x3"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config(agentFlags{driver: "pcie", transport: "tcp", socket: socket})
+	cfg, err := config(agentFlags{driver: "pcie", transport: "tcp", socket: socket, port: 4420})
 	if err != nil || cfg.Device.PCIAddress != "0000:5e:00.0" {
 		t.Fatalf("pcie from the hand-off: %+v, %v", cfg, err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package agentclient
 
 import (
 	"context"
@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
-	"github.com/flint-io/flint/controllers/agentclient"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -37,7 +36,7 @@ type Agents struct {
 	Namespace string
 	// Port is where agents serve gRPC; GRPCPort in pods.
 	Port   int
-	Dialer *agentclient.Dialer
+	Dialer *Dialer
 }
 
 // For returns the client of osd's agent, or an error saying why its pod
@@ -47,10 +46,11 @@ func (a *Agents) For(ctx context.Context, osd *flintv1.OSD) (agentv1.OSDAgentCli
 	if err := a.Reader.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: PodName(osd)}, &pod); err != nil {
 		return nil, fmt.Errorf("find the pod of OSD %s: %w", osd.Name, err)
 	}
-	return a.forPod(ctx, osd, &pod)
+	return a.ForPod(ctx, osd, &pod)
 }
 
-func (a *Agents) forPod(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) (agentv1.OSDAgentClient, error) {
+// ForPod returns the client of osd's agent in pod.
+func (a *Agents) ForPod(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) (agentv1.OSDAgentClient, error) {
 	if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 		return nil, fmt.Errorf("pod %s of OSD %s does not run", pod.Name, osd.Name)
 	}
@@ -60,3 +60,11 @@ func (a *Agents) forPod(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) 
 // Forget drops the connections to osd's agent, such as when its pod is
 // replaced.
 func (a *Agents) Forget(osdName string) { a.Dialer.Forget(ServerName(osdName)) }
+
+// PodName is the name of an OSD's pod.
+func PodName(osd *flintv1.OSD) string { return "osd-" + osd.Name }
+
+// ServerName is the name an agent's certificate is issued to and the
+// operator verifies: it ties the certificate to one OSD, whatever its pod
+// IP.
+func ServerName(osdName string) string { return osdName + ".osd.flint.io" }

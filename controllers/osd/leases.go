@@ -37,7 +37,7 @@ import (
 // lapses. It runs only in the leader.
 type LeaseRenewer struct {
 	Reader client.Reader
-	Agents *Agents
+	Agents *agentclient.Agents
 	Leases *agentclient.Leases
 	// Lease is how long each renewal holds.
 	Lease time.Duration

@@ -50,7 +50,7 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Pods      PodConfig
 	Authority *certs.Authority
-	Agents    *Agents
+	Agents    *agentclient.Agents
 	// Leases records which OSDs' leases are renewed: those whose agent
 	// answered ready at the last observation.
 	Leases *agentclient.Leases
@@ -115,7 +115,7 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, osd *flintv1.OSD) er
 		return err
 	}
 	owner := metav1.NewControllerRef(osd, flintv1.GroupVersion.WithKind("OSD"))
-	_, err = r.Authority.EnsureLeaf(ctx, ca, TLSSecretName(osd.Name), pki.Leaf{Name: osd.Name, Server: true, DNSNames: []string{ServerName(osd.Name)}}, owner)
+	_, err = r.Authority.EnsureLeaf(ctx, ca, TLSSecretName(osd.Name), pki.Leaf{Name: osd.Name, Server: true, DNSNames: []string{agentclient.ServerName(osd.Name)}}, owner)
 	return err
 }
 
@@ -173,7 +173,7 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	agent, err := r.Agents.forPod(ctx, osd, pod)
+	agent, err := r.Agents.ForPod(ctx, osd, pod)
 	if err != nil {
 		return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentUnreachable", detail: err.Error()}
 	}
@@ -183,6 +183,9 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	}
 	if !st.GetReady() {
 		return notReadyObservation(st)
+	}
+	if err := st.GetEndpoint().Validate(); err != nil {
+		return observation{phase: flintv1.OSDPhaseFailed, reason: "BadEndpoint", detail: fmt.Sprintf("the agent in pod %s reports an endpoint no host can connect to (%v); check the agent's --transport, --port and storage network", pod.Name, err)}
 	}
 	out := observation{phase: flintv1.OSDPhaseReady, reason: "Serving", detail: "SPDK serves the device's lvstore", status: statusFromAgent(st), agent: agent, inventory: st}
 	for _, t := range st.GetTargets() {
@@ -216,11 +219,13 @@ func pendingObservation(pod *corev1.Pod) observation {
 // notReadyObservation: an agent that refuses the device or SPDK's settings
 // will not recover by waiting; anything else is a start in progress.
 func notReadyObservation(st *agentv1.OSDStatus) observation {
-	switch code := st.GetNotReadyCode(); code {
-	case "ForeignDevice", "Conflict":
-		return observation{phase: flintv1.OSDPhaseFailed, reason: code, detail: st.GetNotReadyReason()}
-	case "SPDKDown":
-		return observation{phase: flintv1.OSDPhaseStarting, reason: code, detail: st.GetNotReadyReason()}
+	switch st.GetNotReadyCode() {
+	case agentv1.NotReadyCode_NOT_READY_CODE_FOREIGN_DEVICE:
+		return observation{phase: flintv1.OSDPhaseFailed, reason: "ForeignDevice", detail: st.GetNotReadyReason()}
+	case agentv1.NotReadyCode_NOT_READY_CODE_CONFLICT:
+		return observation{phase: flintv1.OSDPhaseFailed, reason: "Conflict", detail: st.GetNotReadyReason()}
+	case agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN:
+		return observation{phase: flintv1.OSDPhaseStarting, reason: "SPDKDown", detail: st.GetNotReadyReason()}
 	}
 	return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentNotReady", detail: st.GetNotReadyReason()}
 }

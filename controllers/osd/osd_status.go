@@ -32,7 +32,6 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
 )
 
 func statusFromAgent(st *agentv1.OSDStatus) *flintv1.OSDStatus {
@@ -47,7 +46,7 @@ func statusFromAgent(st *agentv1.OSDStatus) *flintv1.OSDStatus {
 	if e := st.GetEndpoint(); e != nil {
 		out.Endpoint = &flintv1.OSDEndpoint{
 			Endpoint:  flintv1.Endpoint{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())},
-			NQNPrefix: agentosd.NQNPrefix,
+			NQNPrefix: agentv1.NQNPrefix,
 		}
 	}
 	return out
@@ -99,7 +98,7 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 		})
 		osd.Status.Phase = flintv1.OSDPhaseDraining
 		if changed {
-			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, "DeletionBlocked", "Delete", msg)
+			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, "HoldsReplicas", "Delete", "%s", msg)
 		}
 		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err

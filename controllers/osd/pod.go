@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
 )
 
 // What the OSD pod exposes and where its parts live. The agent's flags and
@@ -49,8 +50,6 @@ const (
 	hugePagesDir   = "/dev/hugepages"
 	hugePagesLimit = "FLINT_HUGEPAGES_LIMIT"
 
-	// LabelOSD names the OSD a pod or Secret belongs to.
-	LabelOSD = "flint.io/osd"
 	// annotationSpecHash records the pod spec the operator rendered: a
 	// pod rendered from another spec is replaced.
 	annotationSpecHash = "flint.io/pod-spec-hash"
@@ -76,16 +75,8 @@ type PodConfig struct {
 	ServiceAccount    string
 }
 
-// PodName is the name of an OSD's pod.
-func PodName(osd *flintv1.OSD) string { return "osd-" + osd.Name }
-
 // TLSSecretName is the Secret with an OSD agent's certificate.
 func TLSSecretName(osdName string) string { return "osd-" + osdName + "-tls" }
-
-// ServerName is the name an agent's certificate is issued to and the
-// operator verifies: it ties the certificate to one OSD, whatever its pod
-// IP.
-func ServerName(osdName string) string { return osdName + ".osd.flint.io" }
 
 // RenderPod is the pod that runs osd: SPDK on dedicated cores with its
 // hugepages and device, and the agent beside it.
@@ -96,10 +87,10 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: PodName(osd), Namespace: cfg.Namespace,
+			Name: agentclient.PodName(osd), Namespace: cfg.Namespace,
 			Labels: map[string]string{
 				"app.kubernetes.io/name": "flint-osd", "app.kubernetes.io/managed-by": "flint-operator",
-				LabelOSD: osd.Name, "flint.io/pool": osd.Spec.Pool,
+				flintv1.LabelOSD: osd.Name, flintv1.LabelPool: osd.Spec.Pool,
 			},
 			Annotations: map[string]string{},
 		},

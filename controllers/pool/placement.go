@@ -29,12 +29,6 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
-// Labels on the OSDs a Pool creates.
-const (
-	LabelPool = "flint.io/pool"
-	LabelNode = "flint.io/node"
-)
-
 // desiredOSD is one device of a selected node that should be an OSD.
 type desiredOSD struct {
 	name   string

@@ -119,7 +119,7 @@ type world struct {
 
 func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, error) {
 	var osds flintv1.OSDList
-	if err := r.List(ctx, &osds, client.MatchingLabels{LabelPool: pool.Name}); err != nil {
+	if err := r.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: pool.Name}); err != nil {
 		return world{}, err
 	}
 	var vols flintv1.VolumeList
@@ -163,7 +163,7 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 			continue
 		}
 		osd := &flintv1.OSD{
-			ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{LabelPool: pool.Name, LabelNode: d.node}},
+			ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{flintv1.LabelPool: pool.Name, flintv1.LabelNode: d.node}},
 			Spec:       spec,
 		}
 		if err := controllerutil.SetControllerReference(pool, osd, r.Scheme()); err != nil {
@@ -245,7 +245,7 @@ func (r *Reconciler) finalize(ctx context.Context, pool *flintv1.Pool) error {
 		if meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
 			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "VolumesExist", Message: msg, ObservedGeneration: pool.Generation,
 		}) {
-			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, "DeletionBlocked", "Delete", msg)
+			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, "VolumesExist", "Delete", "%s", msg)
 		}
 		return r.Status().Patch(ctx, pool, client.MergeFrom(before))
 	}

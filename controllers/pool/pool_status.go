@@ -127,7 +127,7 @@ func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
 	if int32(len(nodes)) < pool.Spec.Replicas {
 		r.setCondition(pool, flintv1.ReadyCondition, metav1.ConditionFalse, "OSDsNotReady",
 			fmt.Sprintf("%d of %d OSDs are ready, on %d nodes; volumes need %d: see the OSDs' Ready conditions (kubectl get osds -l %s=%s -o wide)",
-				pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.OSDs.Total, len(nodes), pool.Spec.Replicas, LabelPool, pool.Name))
+				pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.OSDs.Total, len(nodes), pool.Spec.Replicas, flintv1.LabelPool, pool.Name))
 		return
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{

@@ -28,7 +28,6 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
 )
 
 // problem is why the target does not serve, for the Ready condition.
@@ -47,7 +46,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		return nil, &problem{"TargetUnavailable", fmt.Sprintf("the target's OSD %s is %s; the target moves to an OSD with an in-sync replica after %s", vol.Status.Target.OSD, phase, r.TargetGrace)}
 	}
-	targetHost := agentosd.HostNQN(string(t.UID))
+	targetHost := agentv1.HostNQN(string(t.UID))
 	var members []*agentv1.Member
 	var memberReplica []int // the index in the status of each member's replica
 	var failures []string
@@ -71,7 +70,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		if m.Export == nil && o != t && o.Status.Endpoint != nil {
 			e := o.Status.Endpoint
-			m.Export = &agentv1.Export{Nqn: agentosd.ReplicaNQN(string(vol.UID)), Transport: string(e.Transport), Address: e.Address, Port: uint32(e.Port)}
+			m.Export = &agentv1.Export{Nqn: agentv1.ReplicaNQN(string(vol.UID)), Transport: string(e.Transport), Address: e.Address, Port: uint32(e.Port)}
 		}
 		if o != t && m.Export == nil {
 			failures = append(failures, fmt.Sprintf("OSD %s has never reported its endpoint", o.Name))
@@ -83,9 +82,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		members = append(members, m)
 		memberReplica = append(memberReplica, i)
 	}
-	if len(failures) > 0 {
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaError", "EnsureReplica", "%s", strings.Join(failures, "; "))
-	}
+	r.replicaErrors(vol, failures)
 	agent, err := r.Agents.For(ctx, t)
 	if err != nil {
 		return nil, &problem{"TargetUnavailable", err.Error()}
@@ -119,6 +116,9 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return nil, &problem{"TargetFenced", fmt.Sprintf("OSD %s fenced the target when its lease lapsed; it serves hosts again once the operator renewed the lease: %s", t.Name, status.Convert(err).Message())}
 	case err != nil:
 		return nil, &problem{"TargetError", fmt.Sprintf("the target on OSD %s: %v", t.Name, status.Convert(err).Message())}
+	}
+	if err := ts.GetExport().Validate(); err != nil {
+		return nil, &problem{"TargetError", fmt.Sprintf("the target on OSD %s reports an export no host can connect to (%v); it is not recorded", t.Name, err)}
 	}
 	return ts, nil
 }
@@ -209,4 +209,15 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "TargetReassembled", "EnsureTarget",
 		"SPDK on the target's OSD %s restarted and lost the raid: it is assembled from the replica on %s alone; the others resynchronise from it", target, source)
 	return true, nil
+}
+
+// replicaErrors tells in an Event the replicas an agent could not ensure,
+// when that changed since the last pass: a fault that lasts is one Event,
+// not one per reconcile.
+func (r *Reconciler) replicaErrors(vol *flintv1.Volume, failures []string) {
+	msg := strings.Join(failures, "; ")
+	if last, _ := r.lastReplicaErrors.Swap(vol.UID, msg); last == msg || msg == "" {
+		return
+	}
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaError", "EnsureReplica", "%s", msg)
 }

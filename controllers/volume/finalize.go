@@ -46,7 +46,7 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 	if hosts := vol.Spec.PublishedHosts; len(hosts) > 0 {
 		msg := fmt.Sprintf("the Volume is published to %d hosts (%s): unpublish it (stop the pods that use it) and it is deleted", len(hosts), strings.Join(hosts, ", "))
 		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "Published", Message: msg, ObservedGeneration: vol.Generation}) {
-			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "DeletionBlocked", "Delete", "%s", msg)
+			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "Published", "Delete", "%s", msg)
 		}
 		return r.writeStatus(ctx, before, vol)
 	}
@@ -113,6 +113,7 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "CleanupDeferred", "Delete", "OSDs %s do not serve: they delete what they hold of this Volume when they return", strings.Join(deferred, ", "))
 	}
 	r.forget(vol.Name)
+	r.lastReplicaErrors.Delete(vol.UID)
 	controllerutil.RemoveFinalizer(vol, Finalizer)
 	return ctrl.Result{}, r.Update(ctx, vol)
 }

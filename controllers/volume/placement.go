@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // place chooses the Volume's replicas and its target (the least committed
@@ -53,7 +53,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	for _, name := range chosen {
 		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], flintv1.ReplicaStateCreating, now))
 	}
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentosd.VolumeNQN(string(vol.UID)), Epoch: 1}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
@@ -63,7 +63,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 // newReplica is vol's replica on o, in state since now.
 func newReplica(vol *flintv1.Volume, o *flintv1.OSD, state flintv1.ReplicaState, now time.Time) flintv1.ReplicaStatus {
 	t := metav1.NewTime(now)
-	return flintv1.ReplicaStatus{OSD: o.Name, Lvol: agentosd.LvstoreName(string(o.UID)) + "/" + string(vol.UID), State: state, LastTransitionTime: &t}
+	return flintv1.ReplicaStatus{OSD: o.Name, Lvol: agentv1.LvstoreName(string(o.UID)) + "/" + string(vol.UID), State: state, LastTransitionTime: &t}
 }
 
 // fillCommitted sums, per OSD, the sizes of the Pool's Volumes with a

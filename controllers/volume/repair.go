@@ -206,15 +206,15 @@ func (r *Reconciler) replaceReplicas(ctx context.Context, vol *flintv1.Volume, w
 		}
 		blocked, err := r.replace(ctx, vol, w, i, why)
 		if err != nil || blocked == "" {
-			meta.RemoveStatusCondition(&vol.Status.Conditions, ReplacementBlockedCondition)
+			meta.RemoveStatusCondition(&vol.Status.Conditions, flintv1.ReplacementBlockedCondition)
 			return err
 		}
-		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: "NoPlacement", Message: blocked, ObservedGeneration: vol.Generation}) {
+		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: "NoPlacement", Message: blocked, ObservedGeneration: vol.Generation}) {
 			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplacementBlocked", "ReplaceReplica", "%s", blocked)
 		}
 		return nil
 	}
-	meta.RemoveStatusCondition(&vol.Status.Conditions, ReplacementBlockedCondition)
+	meta.RemoveStatusCondition(&vol.Status.Conditions, flintv1.ReplacementBlockedCondition)
 	return nil
 }
 

@@ -29,16 +29,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
 )
-
-// ReplacementBlockedCondition is True while a replica that must be
-// replaced finds no OSD to go to.
-const ReplacementBlockedCondition = "ReplacementBlocked"
 
 // unsettled is how soon a Volume that is not Ready is looked at again:
 // rebuilds progress and grace periods run out.
@@ -65,14 +59,14 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 				continue
 			}
 			switch m.GetState() {
-			case agentosd.MemberOnline:
+			case agentv1.MemberState_MEMBER_STATE_ONLINE:
 				setState(rep, flintv1.ReplicaStateOnline, now)
-			case agentosd.MemberRebuilding:
+			case agentv1.MemberState_MEMBER_STATE_REBUILDING:
 				r.dropOut(vol, rep, flintv1.ReplicaStateRebuilding, now)
 				rep.RebuildPercent = ptr.To(int32(m.GetRebuildPercent()))
-			case agentosd.MemberPending:
+			case agentv1.MemberState_MEMBER_STATE_PENDING:
 				r.dropOut(vol, rep, flintv1.ReplicaStateStale, now)
-			case agentosd.MemberMissing:
+			case agentv1.MemberState_MEMBER_STATE_MISSING:
 				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
 			}
 		}
@@ -176,10 +170,9 @@ func (r *Reconciler) setPending(vol *flintv1.Volume, reason, msg string) {
 func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volume) (ctrl.Result, error) {
 	vol.Status.ObservedGeneration = vol.Generation
 	if !equality.Semantic.DeepEqual(before.Status, vol.Status) {
-		if err := r.Status().Patch(ctx, vol, client.MergeFrom(before)); err != nil {
+		if err := r.patchStatus(ctx, before, vol); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.remember(vol)
 	}
 	if vol.Status.Phase == flintv1.VolumePhaseReady {
 		return ctrl.Result{RequeueAfter: r.Resync}, nil

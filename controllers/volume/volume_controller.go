@@ -43,8 +43,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
-	osdctl "github.com/flint-io/flint/controllers/osd"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Finalizer keeps a Volume until its target and replicas are torn down.
@@ -67,7 +66,7 @@ type Reconciler struct {
 	// once a live read confirms it is still the Volume's.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Agents    *osdctl.Agents
+	Agents    *agentclient.Agents
 	// Leases says when the operator last tried to renew each OSD's lease:
 	// a target moves only once its OSD's lease lapsed and it fenced.
 	Leases *agentclient.Leases
@@ -91,6 +90,9 @@ type Reconciler struct {
 	// replica OSDs this process wrote, ahead of the cache.
 	placeMu sync.Mutex
 	placed  map[string][]string
+	// lastReplicaErrors holds, per Volume uid, the replica errors last
+	// told in an Event.
+	lastReplicaErrors sync.Map
 }
 
 func (r *Reconciler) now() time.Time {
@@ -107,8 +109,23 @@ func (r *Reconciler) now() time.Time {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the phases of one Volume top-down.
+// Reconcile runs the phases of one Volume; a status write that lost to
+// another writer is no error: the Volume is decided again from a fresh
+// read.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+// conflictRetry is how soon a Volume whose status write conflicted is
+// looked at again, once the cache has caught up.
+const conflictRetry = 200 * time.Millisecond
+
+// reconcile runs the phases of one Volume top-down.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// An agent that stops answering must not hold a worker.
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
@@ -135,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if len(vol.Status.Replicas) > 0 && vol.Status.Target == nil {
 		// Replicas recorded without a target (by hand): the first runs it.
-		vol.Status.Target = &flintv1.VolumeTarget{OSD: vol.Status.Replicas[0].OSD, NQN: agentosd.VolumeNQN(string(vol.UID)), Epoch: 1}
+		vol.Status.Target = &flintv1.VolumeTarget{OSD: vol.Status.Replicas[0].OSD, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	}
 	if len(vol.Status.Replicas) == 0 {
 		vol.Status.Target = nil // nothing to serve from
@@ -184,7 +201,7 @@ func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, 
 	}
 	w.pool = &pool
 	var osds flintv1.OSDList
-	if err := r.List(ctx, &osds, client.MatchingLabels{"flint.io/pool": pool.Name}); err != nil {
+	if err := r.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: pool.Name}); err != nil {
 		return nil, err
 	}
 	for i := range osds.Items {
@@ -205,7 +222,18 @@ func (r *Reconciler) recordIntent(ctx context.Context, before, vol *flintv1.Volu
 	if equality.Semantic.DeepEqual(before.Status, vol.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, vol, client.MergeFrom(before)); err != nil {
+	return r.patchStatus(ctx, before, vol)
+}
+
+// patchStatus writes vol's status, changed from before, only if nobody
+// else wrote the Volume since this reconcile read it (or last wrote it):
+// the status carries decisions (placement, the target, its epoch, which
+// replicas are in sync), and a merge patch from a stale cache would
+// replace them whole. A conflict ends the reconcile (see Reconcile).
+func (r *Reconciler) patchStatus(ctx context.Context, before, vol *flintv1.Volume) error {
+	base := before.DeepCopy()
+	base.ResourceVersion = vol.ResourceVersion
+	if err := r.Status().Patch(ctx, vol, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	r.remember(vol)

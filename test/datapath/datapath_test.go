@@ -38,7 +38,8 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 const (
@@ -55,22 +56,22 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	member := func(i int, inSync bool) osd.Member {
-		m := osd.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
+	member := func(i int, inSync bool) storage.Member {
+		m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
 		if i > 0 {
-			e, err := osds[i].ExportReplica(ctx, volume, osd.HostNQN("osd-0"))
+			e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"))
 			must(t, err)
 			m.Export = e
 		}
 		return m
 	}
-	members := []osd.Member{member(0, true), member(1, true), member(2, true)}
-	ensure := func() osd.TargetStatus {
-		st, err := osds[0].EnsureTarget(ctx, osd.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}})
+	members := []storage.Member{member(0, true), member(1, true), member(2, true)}
+	ensure := func() storage.TargetStatus {
+		st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}})
 		must(t, err)
 		return st
 	}
-	waitFor := func(what string, ok func(osd.TargetStatus) bool) {
+	waitFor := func(what string, ok func(storage.TargetStatus) bool) {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
 		for st := ensure(); !ok(st); st = ensure() {
@@ -85,7 +86,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	}
 	dd := newHost(t, lab)
 	target := osds[0].Endpoint()
-	target.NQN = osd.VolumeNQN(volume)
+	target.NQN = agentv1.VolumeNQN(volume)
 
 	// The host writes while every replica is in sync, then again while
 	// replica 2's SPDK is dead: the raid carries on without an I/O error.
@@ -96,14 +97,16 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	dd.write(target, hostNQN, first, 0)
 	lab.Targets[2].Kill()
 	dd.write(target, hostNQN, second, 2*chunk)
-	waitFor("the lost replica leaving the raid", func(st osd.TargetStatus) bool { return st.Members[2].State == osd.MemberMissing })
+	waitFor("the lost replica leaving the raid", func(st storage.TargetStatus) bool {
+		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_MISSING
+	})
 
 	// It comes back with its lvstore on its disk, behind by the second
 	// write, and is rebuilt from the others.
 	lab.Targets[2].Restart(t)
 	must(t, bootstrap(ctx, osds[2]))
 	members[2] = member(2, false)
-	waitFor("the rebuild finishing", func(st osd.TargetStatus) bool { return !st.Degraded() })
+	waitFor("the rebuild finishing", func(st storage.TargetStatus) bool { return !st.Degraded() })
 
 	// Stop the target and read every replica back on its own.
 	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
@@ -128,7 +131,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 
 // bootstrap brings an OSD up, retrying while a restarted SPDK examines
 // its device.
-func bootstrap(ctx context.Context, o *osd.OSD) error {
+func bootstrap(ctx context.Context, o *storage.OSD) error {
 	var err error
 	for range 50 {
 		if _, err = o.Bootstrap(ctx); err == nil {
@@ -164,14 +167,14 @@ type host struct {
 
 // startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's
 // targets, each with a replica of the volume.
-func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*osd.OSD {
-	var osds []*osd.OSD
+func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*storage.OSD {
+	var osds []*storage.OSD
 	for i, target := range lab.Targets {
 		port, _ := strconv.Atoi(spdklab.FreePort(t))
-		o := osd.New(osd.Config{
+		o := storage.New(storage.Config{
 			UID:      fmt.Sprintf("osd-%d", i),
-			Device:   osd.Device{Driver: osd.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
-			Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
+			Device:   storage.Device{Driver: storage.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
+			Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
 		}, target.Client)
 		must(t, bootstrap(ctx, o))
 		_, err := o.CreateReplica(ctx, volume, volSize)
@@ -190,7 +193,7 @@ func newHost(t *testing.T, lab *spdklab.Lab) *host {
 }
 
 // write copies data to the namespace of e at offset.
-func (h *host) write(e osd.Export, nqn string, data []byte, offset int) {
+func (h *host) write(e storage.Export, nqn string, data []byte, offset int) {
 	if h.bin == "" {
 		return
 	}
@@ -200,7 +203,7 @@ func (h *host) write(e osd.Export, nqn string, data []byte, offset int) {
 }
 
 // read returns size bytes of the namespace of e; nil on the double.
-func (h *host) read(e osd.Export, nqn string, size int) []byte {
+func (h *host) read(e storage.Export, nqn string, size int) []byte {
 	if h.bin == "" {
 		return nil
 	}
@@ -211,7 +214,7 @@ func (h *host) read(e osd.Export, nqn string, size int) []byte {
 	return data
 }
 
-func (h *host) run(e osd.Export, nqn string, args ...string) {
+func (h *host) run(e storage.Export, nqn string, args ...string) {
 	h.t.Helper()
 	if out, err := h.try(e, nqn, args...); err != nil {
 		h.t.Fatalf("spdk_dd %v: %v\n%s", args, err, out)
@@ -219,7 +222,7 @@ func (h *host) run(e osd.Export, nqn string, args ...string) {
 }
 
 // tryWrite writes data at offset 0 and returns spdk_dd's error.
-func (h *host) tryWrite(e osd.Export, nqn string, data []byte) error {
+func (h *host) tryWrite(e storage.Export, nqn string, data []byte) error {
 	in := filepath.Join(h.dir, "in.bin")
 	must(h.t, os.WriteFile(in, data, 0o600))
 	out, err := h.try(e, nqn, "--if="+in, "--ob=hn1", "--bs=1048576", fmt.Sprintf("--count=%d", len(data)>>20))
@@ -229,7 +232,7 @@ func (h *host) tryWrite(e osd.Export, nqn string, data []byte) error {
 	return nil
 }
 
-func (h *host) try(e osd.Export, nqn string, args ...string) ([]byte, error) {
+func (h *host) try(e storage.Export, nqn string, args ...string) ([]byte, error) {
 	conf := map[string]any{"subsystems": []any{map[string]any{"subsystem": "bdev", "config": []any{map[string]any{
 		"method": "bdev_nvme_attach_controller",
 		"params": map[string]any{"name": "h", "trtype": e.Transport, "adrfam": "ipv4", "traddr": e.Address, "trsvcid": strconv.Itoa(e.Port), "subnqn": e.NQN, "hostnqn": nqn},

@@ -24,8 +24,9 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/lease"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // TestALapsedLeaseFencesTheTarget: a target whose lease lapses stops
@@ -39,18 +40,18 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 2)
 	osds := startOSDs(ctx, t, lab)
-	e1, err := osds[1].ExportReplica(ctx, volume, osd.HostNQN("osd-0"))
+	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"))
 	must(t, err)
 	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
 	keeper, err := lease.New(file, osds[0], time.Now)
 	must(t, err)
-	spec := osd.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []osd.Member{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.Member{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}
 	ensure := func(confirmed bool) error {
 		return keeper.Serve(volume, confirmed, func() error { _, err := osds[0].EnsureTarget(ctx, spec); return err })
 	}
 	served := func() []string {
-		v, err := osd.VolumesServed(ctx, lab.Targets[0].Client)
+		v, err := storage.VolumesServed(ctx, lab.Targets[0].Client)
 		must(t, err)
 		return v
 	}
@@ -58,12 +59,12 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		return lease.Probe(pctx, file, time.Now(), func(ctx context.Context) ([]string, error) {
-			return osd.VolumesServed(ctx, lab.Targets[0].Client)
+			return storage.VolumesServed(ctx, lab.Targets[0].Client)
 		})
 	}
 	dd := newHost(t, lab)
 	target := osds[0].Endpoint()
-	target.NQN = osd.VolumeNQN(volume)
+	target.NQN = agentv1.VolumeNQN(volume)
 	data := randomChunk(t)
 
 	_, err = keeper.Renew(2 * time.Second)

@@ -24,7 +24,8 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // TestTargetLossMovesTheTarget: the target's SPDK is killed after the host
@@ -42,17 +43,17 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	names := []string{"osd-0", "osd-1", "osd-2"}
 	// exportTo is replica i as a member of the target on OSD target,
 	// exported to that target alone.
-	exportTo := func(i, target int, inSync bool) osd.Member {
-		m := osd.Member{OSD: names[i], InSync: inSync}
+	exportTo := func(i, target int, inSync bool) storage.Member {
+		m := storage.Member{OSD: names[i], InSync: inSync}
 		if i != target {
-			e, err := osds[i].ExportReplica(ctx, volume, osd.HostNQN(names[target]))
+			e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(names[target]))
 			must(t, err)
 			m.Export = e
 		}
 		return m
 	}
-	first := osd.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []osd.Member{exportTo(0, 0, true), exportTo(1, 0, true), exportTo(2, 0, true)}}
+	first := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.Member{exportTo(0, 0, true), exportTo(1, 0, true), exportTo(2, 0, true)}}
 	st, err := osds[0].EnsureTarget(ctx, first)
 	must(t, err)
 	if st.Degraded() {
@@ -64,20 +65,20 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	copy(want, before)
 	copy(want[chunk:], after)
 	target := osds[0].Endpoint()
-	target.NQN = osd.VolumeNQN(volume)
+	target.NQN = agentv1.VolumeNQN(volume)
 	dd.write(target, hostNQN, before, 0)
 
 	// The target's SPDK dies. The new target on OSD 1 assembles from its
 	// own replica; OSD 2's is exported to it alone (fencing the old
 	// target) and rebuilt; OSD 0's is missing.
 	lab.Targets[0].Kill()
-	moved := osd.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
-		Members: []osd.Member{exportTo(1, 1, true), exportTo(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
+	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
+		Members: []storage.Member{exportTo(1, 1, true), exportTo(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		st, err = osds[1].EnsureTarget(ctx, moved)
 		must(t, err)
-		if st.Members[1].State == osd.MemberOnline {
+		if st.Members[1].State == agentv1.MemberState_MEMBER_STATE_ONLINE {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -85,11 +86,11 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if st.Members[0].State != osd.MemberOnline || st.Members[2].State != osd.MemberMissing {
+	if st.Members[0].State != agentv1.MemberState_MEMBER_STATE_ONLINE || st.Members[2].State != agentv1.MemberState_MEMBER_STATE_MISSING {
 		t.Fatalf("moved target = %+v, want osd-1 and osd-2 online, osd-0 missing", st)
 	}
 	target = osds[1].Endpoint()
-	target.NQN = osd.VolumeNQN(volume)
+	target.NQN = agentv1.VolumeNQN(volume)
 	dd.write(target, hostNQN, after, chunk)
 
 	stopped, err := osds[1].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})

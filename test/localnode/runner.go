@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/osd"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
@@ -372,7 +373,7 @@ func (r *Runner) RestartAgent(podName string) error {
 }
 
 func (r *Runner) runs(p *corev1.Pod) bool {
-	return len(r.Pools) == 0 || slices.Contains(r.Pools, p.Labels["flint.io/pool"])
+	return len(r.Pools) == 0 || slices.Contains(r.Pools, p.Labels[flintv1.LabelPool])
 }
 
 // localArgs replaces the in-pod paths and addresses of the agent's flags.

@@ -32,6 +32,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
 	osdctl "github.com/flint-io/flint/controllers/osd"
 	"github.com/flint-io/flint/controllers/pool"
@@ -63,7 +64,7 @@ var _ = Describe("A Pool whose OSDs run", Ordered, func() {
 			var s corev1.Secret
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: osdctl.TLSSecretName(o.Name)}, &s)).To(Succeed())
 			Expect(metav1.GetControllerOf(&s).UID).To(Equal(o.UID))
-			Expect(parseCert(s.Data["tls.crt"]).DNSNames).To(ConsistOf(osdctl.ServerName(o.Name)))
+			Expect(parseCert(s.Data["tls.crt"]).DNSNames).To(ConsistOf(agentclient.ServerName(o.Name)))
 		}
 		// The operator's client certificate is issued when it first dials an
 		// agent.
@@ -235,7 +236,7 @@ var _ = Describe("Device count", Ordered, func() {
 			g.Expect(c).To(ContainElement(MatchFields(IgnoreExtras, Fields{"Type": Equal(flintv1.DeletionBlockedCondition), "Reason": Equal("HoldsReplicas")})))
 		}).Should(Succeed())
 		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKey{Name: "dc-dc-0-2"}, &flintv1.OSD{}) }, "2s").Should(Succeed())
-		Expect(eventsFor("dc-dc-0-2")()).To(ContainElement("DeletionBlocked"))
+		Expect(eventsFor("dc-dc-0-2")()).To(ContainElement("HoldsReplicas"))
 
 		// The replica moved: the OSD goes.
 		setReplicas("vol-dc", nil)
@@ -251,7 +252,7 @@ var _ = Describe("Device count", Ordered, func() {
 				"Reason": Equal("VolumesExist"), "Message": Equal("1 Volumes use the Pool (vol-dc); delete them (or their PersistentVolumeClaims) first"),
 			})))
 		Consistently(osdsOf("dc"), "2s").Should(HaveLen(1))
-		Expect(eventsFor("dc")()).To(ContainElement("DeletionBlocked"))
+		Expect(eventsFor("dc")()).To(ContainElement("VolumesExist"))
 	})
 
 	It("deletes the Pool, then its OSDs, pods and certificates by garbage collection", func() {

@@ -36,7 +36,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/types"
-	agentosd "github.com/flint-io/flint/osd-image/agent/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 const (
@@ -96,7 +96,7 @@ var _ = Describe("A Volume", Ordered, func() {
 				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
 			}
 			g.Expect(got.Status.Capacity.String()).To(Equal("64Mi"))
-			g.Expect(got.Status.Target.NQN).To(Equal(agentosd.VolumeNQN(uidOf("vol-1"))))
+			g.Expect(got.Status.Target.NQN).To(Equal(agentv1.VolumeNQN(uidOf("vol-1"))))
 			g.Expect(got.Status.Target.Endpoints).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"Address": HavePrefix("127.0.1."), "Port": Equal(int32(4420))})))
 		}).Should(Succeed())
 		got := getVolume("vol-1")
@@ -105,10 +105,10 @@ var _ = Describe("A Volume", Ordered, func() {
 			zones[zoneOf(r.OSD)] = true
 		}
 		Expect(zones).To(HaveLen(3))
-		Expect(hostsOf(got.Status.Target.OSD, agentosd.VolumeNQN(uidOf("vol-1")))).To(ConsistOf(hostA))
+		Expect(hostsOf(got.Status.Target.OSD, agentv1.VolumeNQN(uidOf("vol-1")))).To(ConsistOf(hostA))
 		for _, r := range got.Status.Replicas {
 			if r.OSD != got.Status.Target.OSD {
-				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentosd.HostNQN(osdUID(got.Status.Target.OSD))))
+				Expect(hostsOf(r.OSD, agentv1.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentv1.HostNQN(osdUID(got.Status.Target.OSD))))
 			}
 		}
 	})
@@ -116,9 +116,9 @@ var _ = Describe("A Volume", Ordered, func() {
 	It("follows spec.publishedHosts", func() {
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostA, hostB} })
 		target := getVolume("vol-1").Status.Target.OSD
-		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostA, hostB))
+		Eventually(func() []string { return hostsOf(target, agentv1.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostA, hostB))
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostB} })
-		Eventually(func() []string { return hostsOf(target, agentosd.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostB))
+		Eventually(func() []string { return hostsOf(target, agentv1.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostB))
 	})
 
 	It("grows online, and refuses to shrink", func() {
@@ -184,7 +184,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(got)
 		for _, r := range got.Status.Replicas {
 			if r.OSD != moved {
-				Expect(hostsOf(r.OSD, agentosd.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentosd.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
+				Expect(hostsOf(r.OSD, agentv1.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentv1.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
 			}
 		}
 		Expect(eventsFor("vol-1")()).To(ContainElement("ReplicaReplaced"))
@@ -198,7 +198,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		v := getVolume("vol-1")
 		old := v.Status.Target.OSD
 		pod := "osd-" + old
-		Expect(hostsOf(old, agentosd.VolumeNQN(uidOf("vol-1")))).NotTo(BeEmpty(), "the spec needs a published volume")
+		Expect(hostsOf(old, agentv1.VolumeNQN(uidOf("vol-1")))).NotTo(BeEmpty(), "the spec needs a published volume")
 		Expect(node.FreezeAgent(pod, true)).To(Succeed())
 		DeferCleanup(node.FreezeAgent, pod, false)
 
@@ -226,7 +226,7 @@ var _ = Describe("A Volume", Ordered, func() {
 				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
 			}
 		}, "60s").Should(Succeed())
-		Expect(hostsOf(old, agentosd.VolumeNQN(uidOf("vol-1")))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
+		Expect(hostsOf(old, agentv1.VolumeNQN(uidOf("vol-1")))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
 
@@ -301,7 +301,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		Expect(k8sClient.Create(ctx, newVolume(name, "vols", "16Mi"))).To(Succeed())
 		Eventually(func() flintv1.VolumePhase { return getVolume(name).Status.Phase }, "30s").Should(Equal(flintv1.VolumePhaseReady))
 		got := getVolume(name)
-		Expect(got.Status.Target.NQN).To(Equal(agentosd.VolumeNQN(string(got.UID))))
+		Expect(got.Status.Target.NQN).To(Equal(agentv1.VolumeNQN(string(got.UID))))
 		for _, r := range got.Status.Replicas {
 			Expect(lvolsOn(r.OSD)).To(ContainElement(string(got.UID)), "OSD %s", r.OSD)
 		}
@@ -495,8 +495,8 @@ func expectVolumeIdentity(v *flintv1.Volume) {
 	c, cctx := spdkOf(v.Status.Target.OSD)
 	subs, err := c.NvmfGetSubsystems(cctx, v.Status.Target.NQN)
 	Expect(err).NotTo(HaveOccurred())
-	id := agentosd.VolumeIdentity(string(v.UID))
-	low, high := agentosd.CntlidRange(uint32(v.Status.Target.Epoch))
+	id := agentv1.VolumeIdentity(string(v.UID))
+	low, high := agentv1.CntlidRange(uint32(v.Status.Target.Epoch))
 	Expect(subs[0].SerialNumber).To(Equal(id.Serial))
 	Expect([]uint16{subs[0].MinCntlid, subs[0].MaxCntlid}).To(Equal([]uint16{low, high}), "controller ids of epoch %d", v.Status.Target.Epoch)
 	Expect(subs[0].Namespaces).To(HaveLen(1))
@@ -518,7 +518,7 @@ func lvolsOn(osd string) []string {
 
 func lvolSize(osd, volume string) uint64 {
 	c, cctx := spdkOf(osd)
-	b, err := c.BdevGetBdevs(cctx, agentosd.LvstoreName(osdUID(osd))+"/"+volume)
+	b, err := c.BdevGetBdevs(cctx, agentv1.LvstoreName(osdUID(osd))+"/"+volume)
 	Expect(err).NotTo(HaveOccurred())
 	return b[0].SizeBytes()
 }
@@ -537,7 +537,7 @@ func dropMember(name, target, dropped string) {
 	member := ""
 	for _, ctrlr := range ctrlrs {
 		for _, p := range ctrlr.Ctrlrs {
-			if p.Trid.Subnqn == agentosd.ReplicaNQN(uidOf(name)) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
+			if p.Trid.Subnqn == agentv1.ReplicaNQN(uidOf(name)) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
 				member = ctrlr.Name + "n1"
 			}
 		}

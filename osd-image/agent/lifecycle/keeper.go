@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/client"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // ErrStarting is the reason before the first probe.
@@ -40,7 +40,7 @@ var ErrStarting = errors.New("the agent has not probed SPDK yet")
 
 // Keeper probes SPDK and re-bootstraps the OSD on it.
 type Keeper struct {
-	osd      *osd.OSD
+	osd      *storage.OSD
 	spdk     *client.Client
 	logLevel string
 	log      *slog.Logger
@@ -51,7 +51,7 @@ type Keeper struct {
 }
 
 // New returns a Keeper of o on spdk; logLevel is SPDK's log level.
-func New(o *osd.OSD, spdk *client.Client, logLevel string, log *slog.Logger) *Keeper {
+func New(o *storage.OSD, spdk *client.Client, logLevel string, log *slog.Logger) *Keeper {
 	return &Keeper{osd: o, spdk: spdk, logLevel: logLevel, log: log, notReady: ErrStarting}
 }
 

@@ -29,7 +29,8 @@ import (
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/types"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // rig is one SPDK (the double, or a real spdk_tgt under FLINT_SPDK_DIR)
@@ -45,11 +46,11 @@ func newRig(t *testing.T) *rig {
 }
 
 func (r *rig) keeper(uid string) *Keeper {
-	o := osd.New(osd.Config{
+	o := storage.New(storage.Config{
 		UID:      uid,
-		Device:   osd.Device{Driver: osd.DriverAIO, Path: r.device},
-		Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
-		Tuning:   osd.Tuning{IOUnitSize: 16384},
+		Device:   storage.Device{Driver: storage.DriverAIO, Path: r.device},
+		Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
+		Tuning:   storage.Tuning{IOUnitSize: 16384},
 	}, r.spdk.Client)
 	return New(o, r.spdk.Client, "warning", slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
@@ -141,7 +142,7 @@ func TestForeignDeviceKeepsTheAgentNotReady(t *testing.T) {
 	}
 	k := r.keeper("osd-b")
 	err := k.Probe(ctx)
-	if !errors.Is(err, osd.ErrForeignDevice) || !errors.Is(k.Ready(), osd.ErrForeignDevice) {
+	if !errors.Is(err, storage.ErrForeignDevice) || !errors.Is(k.Ready(), storage.ErrForeignDevice) {
 		t.Fatalf("probe = %v, ready = %v; want ErrForeignDevice", err, k.Ready())
 	}
 	if code, body := readyz(k); code != http.StatusServiceUnavailable || !strings.Contains(body, "flint-osd-a") {
@@ -150,5 +151,5 @@ func TestForeignDeviceKeepsTheAgentNotReady(t *testing.T) {
 }
 
 func osdLvstore(uid string) types.LvstoreSelector {
-	return types.LvstoreSelector{LvsName: osd.LvstoreName(uid)}
+	return types.LvstoreSelector{LvsName: agentv1.LvstoreName(uid)}
 }

@@ -34,13 +34,13 @@ import (
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/lease"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // Server implements agentv1.OSDAgentServer.
 type Server struct {
 	agentv1.UnimplementedOSDAgentServer
-	osd   *osd.OSD
+	osd   *storage.OSD
 	spdk  *client.Client
 	ready func() error
 	lease *lease.Keeper
@@ -49,7 +49,7 @@ type Server struct {
 // New returns the API of o, whose SPDK spdk is; ready says whether the OSD
 // is bootstrapped (nil) or why not; l is the OSD's lease, which gates
 // every call that lets hosts reach a target.
-func New(o *osd.OSD, spdk *client.Client, ready func() error, l *lease.Keeper) *Server {
+func New(o *storage.OSD, spdk *client.Client, ready func() error, l *lease.Keeper) *Server {
 	return &Server{osd: o, spdk: spdk, ready: ready, lease: l}
 }
 
@@ -89,16 +89,16 @@ func (s *Server) gate(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 }
 
 // notReadyCode classifies why the OSD is not ready, for the operator.
-func notReadyCode(err error) string {
+func notReadyCode(err error) agentv1.NotReadyCode {
 	switch {
-	case errors.Is(err, osd.ErrForeignDevice):
-		return "ForeignDevice"
-	case errors.Is(err, osd.ErrConflict):
-		return "Conflict"
+	case errors.Is(err, storage.ErrForeignDevice):
+		return agentv1.NotReadyCode_NOT_READY_CODE_FOREIGN_DEVICE
+	case errors.Is(err, storage.ErrConflict):
+		return agentv1.NotReadyCode_NOT_READY_CODE_CONFLICT
 	case errors.Is(err, jsonrpc.ErrDisconnected):
-		return "SPDKDown"
+		return agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN
 	}
-	return "Starting"
+	return agentv1.NotReadyCode_NOT_READY_CODE_STARTING
 }
 
 // statusOf turns an error of the storage operations into the API's code:
@@ -109,15 +109,15 @@ func statusOf(err error) error {
 	}
 	code := codes.Internal
 	switch {
-	case errors.Is(err, osd.ErrInvalid):
+	case errors.Is(err, storage.ErrInvalid):
 		code = codes.InvalidArgument
-	case errors.Is(err, osd.ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, osd.ErrConflict):
+	case errors.Is(err, storage.ErrConflict):
 		code = codes.AlreadyExists
-	case errors.Is(err, osd.ErrInUse), errors.Is(err, osd.ErrForeignDevice):
+	case errors.Is(err, storage.ErrInUse), errors.Is(err, storage.ErrForeignDevice):
 		code = codes.FailedPrecondition
-	case errors.Is(err, osd.ErrTargetLost):
+	case errors.Is(err, storage.ErrTargetLost):
 		code = codes.Aborted
 	case errors.Is(err, lease.ErrLapsed):
 		return agentv1.ErrorWithReason(codes.FailedPrecondition, agentv1.ReasonLeaseLapsed, err.Error())
@@ -231,15 +231,15 @@ func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRe
 
 // EnsureTarget makes this OSD serve a volume.
 func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
-	spec := osd.TargetSpec{Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume()}
+	spec := storage.TargetSpec{Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume()}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
-		spec.Members = append(spec.Members, osd.Member{
+		spec.Members = append(spec.Members, storage.Member{
 			OSD: m.GetOsd(), InSync: m.GetInSync(),
-			Export: osd.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
+			Export: storage.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
 		})
 	}
-	var st osd.TargetStatus
+	var st storage.TargetStatus
 	err := s.lease.Serve(spec.Volume, req.GetConfirmed(), func() (err error) {
 		st, err = s.osd.EnsureTarget(ctx, spec)
 		return err
@@ -263,14 +263,14 @@ func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequ
 	return &agentv1.DeleteTargetResponse{RaidFound: st.RaidFound, InSyncOsds: st.InSync}, nil
 }
 
-func replicaOf(r osd.Replica) *agentv1.Replica {
+func replicaOf(r storage.Replica) *agentv1.Replica {
 	return &agentv1.Replica{VolumeUid: r.Volume, Lvol: r.Lvol, SizeBytes: r.SizeBytes, AllocatedBytes: r.AllocatedBytes}
 }
 
-func snapshotOf(sn osd.Snapshot) *agentv1.Snapshot {
+func snapshotOf(sn storage.Snapshot) *agentv1.Snapshot {
 	return &agentv1.Snapshot{Name: sn.Name, Lvol: sn.Lvol, SizeBytes: sn.SizeBytes, AllocatedBytes: sn.AllocatedBytes}
 }
 
-func exportOf(e osd.Export) *agentv1.Export {
+func exportOf(e storage.Export) *agentv1.Export {
 	return &agentv1.Export{Nqn: e.NQN, Transport: e.Transport, Address: e.Address, Port: uint32(e.Port)}
 }

@@ -41,7 +41,7 @@ import (
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/lifecycle"
-	"github.com/flint-io/flint/osd-image/agent/osd"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 func newCA(t *testing.T, name string) *pki.CA {
@@ -111,9 +111,9 @@ func start(t *testing.T) *fixture {
 	if err := os.Truncate(dev, 1<<30); err != nil {
 		t.Fatal(err)
 	}
-	o := osd.New(osd.Config{
-		UID: "osd-a", Device: osd.Device{Driver: osd.DriverAIO, Path: dev},
-		Listener: osd.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
+	o := storage.New(storage.Config{
+		UID: "osd-a", Device: storage.Device{Driver: storage.DriverAIO, Path: dev},
+		Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
 	}, spdk)
 	keeper := lifecycle.New(o, spdk, "warning", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := keeper.Probe(context.Background()); err != nil {
@@ -212,7 +212,7 @@ func TestCodes(t *testing.T) {
 	f := start(t)
 	c := f.dial(t, clientCert(t, f.ca))
 	st, err := c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
-	if err != nil || !st.GetReady() || st.GetLvstore() != osd.LvstoreName("osd-a") || st.GetTotalBytes() == 0 || st.GetEndpoint().GetPort() != 4420 {
+	if err != nil || !st.GetReady() || st.GetLvstore() != agentv1.LvstoreName("osd-a") || st.GetTotalBytes() == 0 || st.GetEndpoint().GetPort() != 4420 {
 		t.Fatalf("status = %v, %v", st, err)
 	}
 	create := func(size uint64) error {
@@ -314,7 +314,7 @@ func TestCodes(t *testing.T) {
 		t.Fatalf("while not ready: %v, want Unavailable saying why", err)
 	}
 	st, err = c.GetStatus(callCtx(t), &agentv1.GetStatusRequest{})
-	if err != nil || st.GetReady() || !strings.Contains(st.GetNotReadyReason(), "SPDK does not answer") || st.GetNotReadyCode() != "SPDKDown" {
+	if err != nil || st.GetReady() || !strings.Contains(st.GetNotReadyReason(), "SPDK does not answer") || st.GetNotReadyCode() != agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN {
 		t.Fatalf("status while not ready = %v, %v", st, err)
 	}
 }
@@ -340,7 +340,7 @@ func TestLeaseFencesTargets(t *testing.T) {
 	}
 	served := func() []string {
 		t.Helper()
-		v, err := osd.VolumesServed(callCtx(t), f.spdk)
+		v, err := storage.VolumesServed(callCtx(t), f.spdk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +349,7 @@ func TestLeaseFencesTargets(t *testing.T) {
 	probe := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		return lease.Probe(ctx, f.file, f.clock.Now(), func(ctx context.Context) ([]string, error) { return osd.VolumesServed(ctx, f.spdk) })
+		return lease.Probe(ctx, f.file, f.clock.Now(), func(ctx context.Context) ([]string, error) { return storage.VolumesServed(ctx, f.spdk) })
 	}
 	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000}); err != nil {
 		t.Fatal(err)

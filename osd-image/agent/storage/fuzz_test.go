@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Whatever SPDK answers (here: the same answer to every call), the agent's
@@ -41,11 +42,11 @@ func FuzzSPDKAnswers(f *testing.F) {
 		o := New(Config{UID: "osd-0", Device: Device{Driver: DriverAIO, Path: "/dev/null"}, Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420}}, spdk)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		remote := Member{OSD: "osd-1", InSync: true, Export: Export{NQN: ReplicaNQN("v"), Transport: "tcp", Address: "127.0.0.2", Port: 4420}}
+		remote := Member{OSD: "osd-1", InSync: true, Export: Export{NQN: agentv1.ReplicaNQN("v"), Transport: "tcp", Address: "127.0.0.2", Port: 4420}}
 		_, _ = o.Inventory(ctx)
 		_, _ = o.DegradedTargets(ctx)
 		_, _ = o.CreateReplica(ctx, "v", 1<<20)
-		_, _ = o.ExportReplica(ctx, "v", HostNQN("osd-1"))
+		_, _ = o.ExportReplica(ctx, "v", agentv1.HostNQN("osd-1"))
 		_, _ = o.EnsureTarget(ctx, TargetSpec{Volume: "v", Epoch: 1, Members: []Member{{OSD: "osd-0", InSync: true}, remote}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}})
 		_, _ = o.DeleteTarget(ctx, "v", []string{"osd-0", "osd-1"})
 		_ = o.DeleteReplica(ctx, "v")

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // TargetSummary is a raid1 target as SPDK reports it, without the member
@@ -87,7 +88,7 @@ func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
 		return Inventory{}, fmt.Errorf("list subsystems: %w", err)
 	}
 	for _, sub := range subs {
-		volume, ok := strings.CutPrefix(sub.NQN, VolumeNQN(""))
+		volume, ok := strings.CutPrefix(sub.NQN, agentv1.VolumeNQN(""))
 		if ok && len(sub.Namespaces) == 1 && sub.Namespaces[0].BdevName != raidName(volume) {
 			inv.Targets = append(inv.Targets, TargetSummary{Volume: volume, State: types.RaidStateOnline, Members: 1, Online: 1, RebuildPercent: -1})
 		}

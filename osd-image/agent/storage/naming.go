@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package osd is what an OSD agent does to its SPDK: claim the device, own
+// Package storage is what an OSD agent does to its SPDK: claim the device, own
 // one lvstore on it, and keep replicas, their exports and raid1 targets in
 // the state asked for. A volume is known by its key, which names every
 // SPDK object of the volume; the operator gives the Volume's uid, so a
@@ -24,20 +24,14 @@ limitations under the License.
 // different ones fails with ErrConflict. After SPDK restarts, calling the
 // operations again re-creates what SPDK lost (transports, exports,
 // attachments, raids) without touching data on the device.
-package osd
+package storage
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"regexp"
-	"strings"
-
-	"github.com/flint-io/flint/internal/spdk/types"
 )
-
-// NQNPrefix starts every subsystem NQN Flint creates.
-const NQNPrefix = "nqn.2026-01.io.flint"
 
 // MaxVolumeKey is the longest volume key: a Kubernetes uid's 36
 // characters. Every SPDK name derived from a key of this length fits
@@ -55,84 +49,11 @@ func checkVolumeName(name string) error {
 	return nil
 }
 
-// LvstoreName is the lvstore of the OSD with this uid: the name records the
-// owner on the device itself.
-func LvstoreName(osdUID string) string { return "flint-" + osdUID }
-
-// ReplicaNQN is the subsystem that exports a volume's replica to its target.
-func ReplicaNQN(volume string) string { return NQNPrefix + ":replica:" + volume }
-
-// VolumeNQN is the subsystem hosts connect to. It never changes, so a
-// target that moves keeps the namespace of the host's multipath device.
-func VolumeNQN(volume string) string { return NQNPrefix + ":volume:" + volume }
-
-// HostNQN is the NQN an OSD attaches remote replicas with.
-func HostNQN(osdUID string) string { return NQNPrefix + ":osd:" + osdUID }
-
 // VolumeSerial is the 20-character NVMe serial of a subsystem exporting
 // a volume's replica.
 func VolumeSerial(volume string) string {
 	sum := sha256.Sum256([]byte(volume))
 	return "FL" + hex.EncodeToString(sum[:])[:18]
-}
-
-// Identity is what a host compares to tell one namespace from another. A
-// volume has one for its life, derived from its uid, and every target it
-// ever has presents it: the kernel host joins a new target's path to the
-// device in use only when UUID, NGUID and EUI-64 all match, and drops a
-// namespace whose identifiers changed under a path.
-type Identity struct {
-	// UUID, NGUID (32 hex digits) and EUI64 (16 hex digits) identify the
-	// namespace.
-	UUID, NGUID, EUI64 string
-	// Serial is the subsystem's serial number.
-	Serial string
-	// RaidUUID is the uuid of the volume's raid1 bdev.
-	RaidUUID string
-}
-
-// VolumeIdentity derives the identity of the volume with this key (the
-// Volume's uid). Each part hashes the key with its own label, so no two
-// parts share bits.
-func VolumeIdentity(volume string) Identity {
-	part := func(label string) []byte {
-		sum := sha256.Sum256([]byte("flint.io/" + label + "/" + volume))
-		return sum[:16]
-	}
-	eui := part("eui64")[:8]
-	eui[0] = eui[0]&^0x01 | 0x02 // unicast, locally administered: no IEEE OUI is claimed
-	return Identity{
-		UUID:     uuidOf(part("namespace-uuid")),
-		NGUID:    strings.ToUpper(hex.EncodeToString(part("nguid"))),
-		EUI64:    strings.ToUpper(hex.EncodeToString(eui)),
-		Serial:   "FL" + hex.EncodeToString(part("serial"))[:18],
-		RaidUUID: uuidOf(part("raid-uuid")),
-	}
-}
-
-// uuidOf formats 16 bytes as a version-4-shaped UUID (RFC 9562 variant).
-func uuidOf(b []byte) string {
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-// cntlidBlock is how many controller ids one target incarnation numbers
-// its host controllers from: every connect and reconnect of a host takes
-// the next, wrapping within the block.
-const cntlidBlock = 1024
-
-// CntlidRange is the controller-id range of a volume's target in
-// incarnation epoch (1, 2, ...). Consecutive epochs never overlap, so a
-// host that still holds its dead path to the previous target (same NQN)
-// is never handed a controller id that path holds: the kernel refuses a
-// duplicate cntlid within a subsystem. The ranges repeat after 63 epochs,
-// long after any dead path was given up (ctrl_loss_tmo).
-func CntlidRange(epoch uint32) (uint16, uint16) {
-	const blocks = (types.MaxCntlid - types.MinCntlid + 1) / cntlidBlock // 63
-	low := types.MinCntlid + uint16(epoch%blocks)*cntlidBlock
-	return low, low + cntlidBlock - 1
 }
 
 // raidName is the raid1 bdev of a volume on its target.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"bytes"
@@ -27,6 +27,7 @@ import (
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Errors of the OSD's operations, matched with errors.Is. The agent's API
@@ -103,7 +104,7 @@ func New(cfg Config, spdk *client.Client) *OSD {
 const baseBdevName = "flint_base"
 
 // lvs is the name of the OSD's lvstore.
-func (o *OSD) lvs() string { return LvstoreName(o.cfg.UID) }
+func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
 
 // Bootstrap brings SPDK to the OSD's base state: the device claimed, the
 // OSD's lvstore loaded (created on a blank device), the transport up. It

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
@@ -26,12 +26,13 @@ import (
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 const (
 	gib     = 1 << 30
-	hostA   = NQNPrefix + ":osd:a"
-	hostB   = NQNPrefix + ":osd:b"
+	hostA   = agentv1.NQNPrefix + ":osd:a"
+	hostB   = agentv1.NQNPrefix + ":osd:b"
 	osdUID  = "0b9c6f1e-6a55-4c1d-9a51-2f6a3c1e8d01"
 	otherID = "7f1d2e3c-0000-4000-8000-000000000001"
 )
@@ -90,7 +91,7 @@ func TestBootstrapIsIdempotentAndSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Name != LvstoreName(osdUID) || first.TotalBytes() == 0 {
+	if first.Name != agentv1.LvstoreName(osdUID) || first.TotalBytes() == 0 {
 		t.Fatalf("lvstore = %+v", first)
 	}
 	again, err := o.Bootstrap(ctx)
@@ -131,7 +132,7 @@ func TestBootstrapRefusesForeignDevices(t *testing.T) {
 			t.Fatalf("err = %v, want ErrForeignDevice", err)
 		}
 		stores, _ := r.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{})
-		if len(stores) != 1 || stores[0].Name != LvstoreName(otherID) {
+		if len(stores) != 1 || stores[0].Name != agentv1.LvstoreName(otherID) {
 			t.Errorf("the other OSD's lvstore was touched: %+v", stores)
 		}
 	})
@@ -182,7 +183,7 @@ func TestBootstrapDrivers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Name != LvstoreName(osdUID) {
+			if s.Name != agentv1.LvstoreName(osdUID) {
 				t.Errorf("lvstore %+v", s)
 			}
 			if _, err := o.Bootstrap(ctx); err != nil {
@@ -237,7 +238,7 @@ func TestReplicas(t *testing.T) {
 		})
 	}
 	rep, err := o.CreateReplica(ctx, "pvc-1", 300<<20)
-	if err != nil || rep.SizeBytes != 300<<20 || rep.Lvol != LvstoreName(osdUID)+"/pvc-1" {
+	if err != nil || rep.SizeBytes != 300<<20 || rep.Lvol != agentv1.LvstoreName(osdUID)+"/pvc-1" {
 		t.Errorf("replica after grow: %+v, %v", rep, err)
 	}
 }
@@ -258,13 +259,13 @@ func TestExportFencesTheOldTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp.NQN != ReplicaNQN("pvc-1") || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
+	if exp.NQN != agentv1.ReplicaNQN("pvc-1") || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
 		t.Errorf("export = %+v", exp)
 	}
 	if _, err := o.ExportReplica(ctx, "pvc-1", hostB); err != nil {
 		t.Fatal(err)
 	}
-	subs, err := r.spdk.NvmfGetSubsystems(ctx, ReplicaNQN("pvc-1"))
+	subs, err := r.spdk.NvmfGetSubsystems(ctx, agentv1.ReplicaNQN("pvc-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestDeleteReplicaRefusesARaidMember(t *testing.T) {
 	if _, err := r.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: "other", NumBlocks: 16384, BlockSize: 4096}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: raidName("pvc-1"), RaidLevel: "raid1", BaseBdevs: []string{LvstoreName(osdUID) + "/pvc-1", "other"}}); err != nil {
+	if err := r.spdk.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: raidName("pvc-1"), RaidLevel: "raid1", BaseBdevs: []string{agentv1.LvstoreName(osdUID) + "/pvc-1", "other"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.DeleteReplica(ctx, "pvc-1"); !errors.Is(err, ErrInUse) {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 const mib = 1 << 20
@@ -149,7 +150,7 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 		return err
 	}
 	if b.Claimed {
-		if subs, err := o.spdk.NvmfGetSubsystems(ctx, VolumeNQN(volume)); err == nil && len(subs[0].Namespaces) > 0 && subs[0].Namespaces[0].BdevName == b.Name {
+		if subs, err := o.spdk.NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume)); err == nil && len(subs[0].Namespaces) > 0 && subs[0].Namespaces[0].BdevName == b.Name {
 			return fmt.Errorf("%w: replica %s is exported as its volume's target; delete the target first", ErrInUse, volume)
 		}
 		raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
@@ -181,7 +182,7 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 	if err != nil {
 		return Export{}, err
 	}
-	nqn := ReplicaNQN(volume)
+	nqn := agentv1.ReplicaNQN(volume)
 	if err := o.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
 		return Export{}, err
 	}
@@ -193,7 +194,7 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 
 // UnexportReplica deletes a replica's subsystem; a missing one is success.
 func (o *OSD) UnexportReplica(ctx context.Context, volume string) error {
-	return o.deleteSubsystem(ctx, ReplicaNQN(volume))
+	return o.deleteSubsystem(ctx, agentv1.ReplicaNQN(volume))
 }
 
 func (o *OSD) export(nqn string) Export {
@@ -211,7 +212,7 @@ type subsystemSpec struct {
 	NQN, Serial, Model, Bdev string
 	// Identity, when set, is the namespace's: a volume's, the same on
 	// every target. Unset, SPDK derives one from the bdev.
-	Identity *Identity
+	Identity *agentv1.Identity
 	// MinCntlid and MaxCntlid, when set, bound the controller ids the
 	// subsystem hands out.
 	MinCntlid, MaxCntlid uint16
@@ -274,7 +275,7 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 
 // sameIdentity says whether ns presents identity id (SPDK reports hex in
 // upper case).
-func sameIdentity(ns types.NvmfNamespace, id Identity) bool {
+func sameIdentity(ns types.NvmfNamespace, id agentv1.Identity) bool {
 	return strings.EqualFold(ns.UUID, id.UUID) && strings.EqualFold(ns.NGUID, id.NGUID) && strings.EqualFold(ns.EUI64, id.EUI64)
 }
 

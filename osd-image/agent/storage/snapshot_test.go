@@ -14,12 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 func TestSnapshotsAndClones(t *testing.T) {
@@ -72,7 +74,7 @@ func TestSnapshotsAndClones(t *testing.T) {
 		t.Errorf("snap-1 left pvc-1's history when snap-2 merged: %v", err)
 	}
 	s, err := o.CreateSnapshot(ctx, "pvc-1", "snap-2")
-	if err != nil || s.SizeBytes != 64<<20 || s.Lvol != LvstoreName(osdUID)+"/snap-2" {
+	if err != nil || s.SizeBytes != 64<<20 || s.Lvol != agentv1.LvstoreName(osdUID)+"/snap-2" {
 		t.Errorf("snapshot: %+v, %v", s, err)
 	}
 }

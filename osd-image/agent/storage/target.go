@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Reconnect options for remote replicas: a lost replica is retried every
@@ -52,10 +53,10 @@ type Member struct {
 // TargetSpec is the volume a target serves.
 type TargetSpec struct {
 	// Volume is the volume's key; its namespace identity derives from it
-	// (VolumeIdentity).
+	// (agentv1.VolumeIdentity).
 	Volume string
 	// Epoch counts the target's incarnations (1, 2, ...): it picks the
-	// controller-id range of the volume's subsystem (CntlidRange).
+	// controller-id range of the volume's subsystem (agentv1.CntlidRange).
 	Epoch   uint32
 	Members []Member
 	// Hosts are the NQNs allowed to connect: the nodes the volume is
@@ -67,18 +68,10 @@ type TargetSpec struct {
 	Resume bool
 }
 
-// Member states a target reports.
-const (
-	MemberOnline     = "Online"     // an in-sync raid member
-	MemberRebuilding = "Rebuilding" // being resynchronised
-	MemberPending    = "Pending"    // reachable, waiting for its rebuild
-	MemberMissing    = "Missing"    // not reachable
-)
-
 // MemberStatus is one replica's place in the target.
 type MemberStatus struct {
 	OSD            string
-	State          string
+	State          agentv1.MemberState
 	RebuildPercent int
 }
 
@@ -93,7 +86,7 @@ type TargetStatus struct {
 
 // Degraded reports whether any member is not online.
 func (s TargetStatus) Degraded() bool {
-	return slices.ContainsFunc(s.Members, func(m MemberStatus) bool { return m.State != MemberOnline })
+	return slices.ContainsFunc(s.Members, func(m MemberStatus) bool { return m.State != agentv1.MemberState_MEMBER_STATE_ONLINE })
 }
 
 // EnsureTarget makes this OSD serve spec.Volume: remote replicas attached
@@ -143,7 +136,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
 		return TargetStatus{}, err
 	}
-	nqn := VolumeNQN(spec.Volume)
+	nqn := agentv1.VolumeNQN(spec.Volume)
 	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
 		return TargetStatus{}, err
 	}
@@ -156,15 +149,15 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 // volumeSubsystem is the subsystem hosts reach spec's volume by, exporting
 // bdev with the volume's identity and the epoch's controller ids.
 func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
-	id := VolumeIdentity(spec.Volume)
-	low, high := CntlidRange(spec.Epoch)
-	return subsystemSpec{NQN: VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high}
+	id := agentv1.VolumeIdentity(spec.Volume)
+	low, high := agentv1.CntlidRange(spec.Epoch)
+	return subsystemSpec{NQN: agentv1.VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high}
 }
 
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two
 // members, and one copy needs no mirror, so the lvol itself is exported.
 func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Replica, b types.Bdev) (TargetStatus, error) {
-	nqn := VolumeNQN(spec.Volume)
+	nqn := agentv1.VolumeNQN(spec.Volume)
 	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return TargetStatus{}, err
 	}
@@ -173,7 +166,7 @@ func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Rep
 	}
 	return TargetStatus{
 		Export: o.export(nqn), SizeBytes: local.SizeBytes,
-		Members: []MemberStatus{{OSD: o.cfg.UID, State: MemberOnline}},
+		Members: []MemberStatus{{OSD: o.cfg.UID, State: agentv1.MemberState_MEMBER_STATE_ONLINE}},
 	}, nil
 }
 
@@ -227,7 +220,7 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 	e := m.Export
 	_, err := o.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
 		Name: name, Trtype: e.Transport, Adrfam: "ipv4", Traddr: e.Address, Trsvcid: fmt.Sprint(e.Port),
-		Subnqn: e.NQN, Hostnqn: HostNQN(o.cfg.UID),
+		Subnqn: e.NQN, Hostnqn: agentv1.HostNQN(o.cfg.UID),
 		CtrlrLossTimeoutSec: ctrlrLossTimeoutSec, ReconnectDelaySec: reconnectDelaySec, FastIOFailTimeoutSec: fastIOFailTimeoutSec,
 	})
 	if jsonrpc.CodeOf(err) == jsonrpc.CodeIOError {
@@ -286,7 +279,7 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 	if len(placeholders) == len(bases) {
 		return types.RaidBdev{}, fmt.Errorf("%w: no replica of %s that the caller knows in sync is reachable to assemble its raid from", ErrNotFound, spec.Volume)
 	}
-	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: VolumeIdentity(spec.Volume).RaidUUID}
+	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: agentv1.VolumeIdentity(spec.Volume).RaidUUID}
 	if err := o.spdk.BdevRaidCreate(ctx, raid); err != nil {
 		return types.RaidBdev{}, fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
 	}
@@ -391,17 +384,17 @@ func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[strin
 		return TargetStatus{}, fmt.Errorf("read raid %s: %w", r.Name, err)
 	}
 	in := members(r)
-	st := TargetStatus{Export: o.export(VolumeNQN(spec.Volume)), SizeBytes: b[0].SizeBytes()}
+	st := TargetStatus{Export: o.export(agentv1.VolumeNQN(spec.Volume)), SizeBytes: b[0].SizeBytes()}
 	for _, m := range spec.Members {
-		ms := MemberStatus{OSD: m.OSD, State: MemberMissing}
+		ms := MemberStatus{OSD: m.OSD, State: agentv1.MemberState_MEMBER_STATE_MISSING}
 		b, reachable := bdevs[m.OSD]
 		switch {
 		case reachable && rebuilding(r, b):
-			ms.State, ms.RebuildPercent = MemberRebuilding, r.Process.Progress.Percent
+			ms.State, ms.RebuildPercent = agentv1.MemberState_MEMBER_STATE_REBUILDING, r.Process.Progress.Percent
 		case reachable && slices.Contains(in, b):
-			ms.State = MemberOnline
+			ms.State = agentv1.MemberState_MEMBER_STATE_ONLINE
 		case reachable:
-			ms.State = MemberPending
+			ms.State = agentv1.MemberState_MEMBER_STATE_PENDING
 		}
 		st.Members = append(st.Members, ms)
 	}
@@ -423,7 +416,7 @@ type Stopped struct {
 // attachments; the local replica stays. Missing pieces are success.
 // memberOSDs are the uids of the OSDs holding the volume's replicas.
 func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
-	if err := o.deleteSubsystem(ctx, VolumeNQN(volume)); err != nil {
+	if err := o.deleteSubsystem(ctx, agentv1.VolumeNQN(volume)); err != nil {
 		return Stopped{}, err
 	}
 	stopped, err := o.inSyncMembers(ctx, volume, memberOSDs)
@@ -484,7 +477,7 @@ func (o *OSD) FenceTargets(ctx context.Context) ([]string, error) {
 	var volumes []string
 	var errs []error
 	for _, s := range subs {
-		volume, ok := strings.CutPrefix(s.NQN, VolumeNQN(""))
+		volume, ok := strings.CutPrefix(s.NQN, agentv1.VolumeNQN(""))
 		if !ok {
 			continue
 		}
@@ -507,7 +500,7 @@ func VolumesServed(ctx context.Context, spdk interface {
 	}
 	var volumes []string
 	for _, s := range subs {
-		if volume, ok := strings.CutPrefix(s.NQN, VolumeNQN("")); ok && (s.AllowAnyHost || len(s.Hosts) > 0) {
+		if volume, ok := strings.CutPrefix(s.NQN, agentv1.VolumeNQN("")); ok && (s.AllowAnyHost || len(s.Hosts) > 0) {
 			volumes = append(volumes, volume)
 		}
 	}

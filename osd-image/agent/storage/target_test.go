@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package osd
+package storage
 
 import (
 	"context"
@@ -29,6 +29,7 @@ import (
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 const (
@@ -104,7 +105,7 @@ func (c *cluster) exportReplica(i int, inSync bool) Member {
 	if i == 0 {
 		return m
 	}
-	exp, err := c.osds[i].ExportReplica(context.Background(), volume, HostNQN(c.osds[0].cfg.UID))
+	exp, err := c.osds[i].ExportReplica(context.Background(), volume, agentv1.HostNQN(c.osds[0].cfg.UID))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -121,15 +122,15 @@ func (c *cluster) ensure(members ...Member) TargetStatus {
 	return st
 }
 
-func states(st TargetStatus) []string {
-	var s []string
+func states(st TargetStatus) []agentv1.MemberState {
+	var s []agentv1.MemberState
 	for _, m := range st.Members {
 		s = append(s, m.State)
 	}
 	return s
 }
 
-func wantStates(t *testing.T, st TargetStatus, want ...string) {
+func wantStates(t *testing.T, st TargetStatus, want ...agentv1.MemberState) {
 	t.Helper()
 	if got := states(st); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("member states = %v, want %v", got, want)
@@ -143,12 +144,12 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 
 	st := c.ensure(m0, m1, m2)
-	wantStates(t, st, MemberOnline, MemberOnline, MemberOnline)
-	if st.Degraded() || st.Export.NQN != VolumeNQN(volume) || st.Export.Port != 4421 {
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+	if st.Degraded() || st.Export.NQN != agentv1.VolumeNQN(volume) || st.Export.Port != 4421 {
 		t.Fatalf("target status = %+v", st)
 	}
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
-	sub, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN(volume))
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+	sub, err := c.spdks[0].NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume))
 	if err != nil || len(sub[0].HostNQNs()) != 1 || sub[0].HostNQNs()[0] != publishedHost {
 		t.Fatalf("volume subsystem = %+v, %v", sub, err)
 	}
@@ -159,7 +160,7 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	c.targets[2].Kill()
 	c.clock.Advance(ctrlrLossTimeoutSec * time.Second)
 	st = c.ensure(m0, m1, m2)
-	wantStates(t, st, MemberOnline, MemberOnline, MemberMissing)
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
 	if !st.Degraded() {
 		t.Error("a target with a missing member must be degraded")
 	}
@@ -172,10 +173,10 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	c.bootstrap(2)
 	m2 = c.exportReplica(2, false)
 	st = c.ensure(m0, m1, m2)
-	wantStates(t, st, MemberOnline, MemberOnline, MemberRebuilding)
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 	c.clock.Advance(2 * time.Second) // 8192 of 16384 blocks
 	st = c.ensure(m0, m1, m2)
-	if st.Members[2].State != MemberRebuilding || st.Members[2].RebuildPercent != 50 {
+	if st.Members[2].State != agentv1.MemberState_MEMBER_STATE_REBUILDING || st.Members[2].RebuildPercent != 50 {
 		t.Fatalf("rebuild = %+v, want 50%%", st.Members[2])
 	}
 	inv, err := c.osds[0].Inventory(ctx)
@@ -187,7 +188,7 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 		t.Fatalf("inventory during the rebuild = %+v, want its replica and target %+v", inv, want)
 	}
 	c.clock.Advance(2 * time.Second)
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
 	// Teardown: target first, then replicas, all idempotent.
 	uids := []string{m0.OSD, m1.OSD, m2.OSD}
@@ -220,7 +221,7 @@ func TestThreeOSDsReplaceALostReplica(t *testing.T) {
 	c := newCluster(t, 4)
 	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
 	c.targets[2].Kill()
 	c.clock.Advance(ctrlrLossTimeoutSec * time.Second)
@@ -229,14 +230,14 @@ func TestThreeOSDsReplaceALostReplica(t *testing.T) {
 	}
 
 	m3 := c.exportReplica(3, false)
-	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberRebuilding)
+	wantStates(t, c.ensure(m0, m1, m3), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 	c.clock.Advance(2 * time.Second)
 	if st := c.ensure(m0, m1, m3); st.Members[2].RebuildPercent != 50 {
 		t.Fatalf("replacement = %+v, want rebuilt 50%%", st.Members[2])
 	}
 	c.clock.Advance(2 * time.Second)
 	st := c.ensure(m0, m1, m3)
-	wantStates(t, st, MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 	if st.Degraded() {
 		t.Errorf("target with its replacement rebuilt is still degraded: %+v", st)
 	}
@@ -258,7 +259,7 @@ func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 	c.targets[1].Kill()
 	c.bootstrap(0)
 	st := c.ensure(m0, m1, m2)
-	wantStates(t, st, MemberOnline, MemberMissing, MemberOnline)
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING, agentv1.MemberState_MEMBER_STATE_ONLINE)
 	r, err := c.osds[0].raid(ctx, raidName(volume))
 	if err != nil || r.NumBaseBdevs != 3 || r.NumBaseBdevsOperational != 2 {
 		t.Fatalf("re-driven raid = %+v, %v; want 3 slots, one empty", r, err)
@@ -272,9 +273,9 @@ func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 	}
 	c.bootstrap(1)
 	m1 = c.exportReplica(1, false)
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberRebuilding, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING, agentv1.MemberState_MEMBER_STATE_ONLINE)
 	c.clock.Advance(5 * time.Second)
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 }
 
 func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
@@ -313,10 +314,10 @@ func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 	c := newCluster(t, 4)
 	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
 	m3 := c.exportReplica(3, false)
-	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberRebuilding)
+	wantStates(t, c.ensure(m0, m1, m3), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 	if _, err := c.spdks[0].BdevNvmeGetControllers(ctx, remoteName(volume, c.osds[2].cfg.UID)); err == nil {
 		t.Errorf("the moved replica's controller is still attached")
 	}
@@ -325,7 +326,7 @@ func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 		t.Fatalf("raid = %+v, %v; want 3 slots", r, err)
 	}
 	c.clock.Advance(5 * time.Second)
-	wantStates(t, c.ensure(m0, m1, m3), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m3), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 }
 
 // Moving the target: OSD 1 becomes the target with its own replica as the
@@ -340,7 +341,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	c.ensure(m0, m1, m2)
 
 	c.targets[0].Kill()
-	newTarget := HostNQN(c.osds[1].cfg.UID)
+	newTarget := agentv1.HostNQN(c.osds[1].cfg.UID)
 	e2, err := c.osds[2].ExportReplica(ctx, volume, newTarget)
 	if err != nil {
 		t.Fatal(err)
@@ -353,8 +354,8 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStates(t, st, MemberOnline, MemberRebuilding, MemberMissing)
-	if _, err := c.spdks[1].NvmfGetSubsystems(ctx, ReplicaNQN(volume)); err == nil {
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING, agentv1.MemberState_MEMBER_STATE_MISSING)
+	if _, err := c.spdks[1].NvmfGetSubsystems(ctx, agentv1.ReplicaNQN(volume)); err == nil {
 		t.Errorf("the new target's replica is still exported to the old target")
 	}
 
@@ -363,7 +364,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	}
 	c.bootstrap(0)
 	old := c.ensure(m0, m1, m2)
-	wantStates(t, old, MemberOnline, MemberMissing, MemberMissing)
+	wantStates(t, old, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING, agentv1.MemberState_MEMBER_STATE_MISSING)
 }
 
 // wantIdentity checks that spdk's target of the volume presents the volume's
@@ -371,9 +372,9 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 func wantIdentity(t *testing.T, spdk *client.Client, epoch uint32) {
 	t.Helper()
 	ctx := context.Background()
-	id := VolumeIdentity(volume)
-	low, high := CntlidRange(epoch)
-	sub, err := spdk.NvmfGetSubsystems(ctx, VolumeNQN(volume))
+	id := agentv1.VolumeIdentity(volume)
+	low, high := agentv1.CntlidRange(epoch)
+	sub, err := spdk.NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 	c.createReplicas(64 << 20)
 	on := func(target, other int, epoch uint32) TargetSpec {
 		t.Helper()
-		exp, err := c.osds[other].ExportReplica(ctx, volume, HostNQN(c.osds[target].cfg.UID))
+		exp, err := c.osds[other].ExportReplica(ctx, volume, agentv1.HostNQN(c.osds[target].cfg.UID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,8 +413,8 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 		return spec
 	}
 	on(0, 1, 1)
-	a, b := CntlidRange(1)
-	if c, d := CntlidRange(2); c <= b && a <= d {
+	a, b := agentv1.CntlidRange(1)
+	if c, d := agentv1.CntlidRange(2); c <= b && a <= d {
 		t.Fatalf("epochs 1 and 2 share controller ids: %d-%d and %d-%d", a, b, c, d)
 	}
 	on(0, 1, 2)
@@ -424,13 +425,13 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 
 	// A subsystem presenting another namespace (made by hand, say) is never
 	// taken over.
-	nqn := VolumeNQN(volume)
+	nqn := agentv1.VolumeNQN(volume)
 	spdk := c.spdks[1]
 	sub, err := spdk.NvmfGetSubsystems(ctx, nqn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := VolumeIdentity("0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e")
+	foreign := agentv1.VolumeIdentity("0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e")
 	if err := spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
 		t.Fatal(err)
 	}
@@ -453,11 +454,11 @@ func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
 	c := newCluster(t, 3)
 	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 	// A running raid's members are what SPDK says: a caller that lost
 	// track (it thinks none is in sync) does not stop the target.
 	m0.InSync, m1.InSync, m2.InSync = false, false, false
-	wantStates(t, c.ensure(m0, m1, m2), MemberOnline, MemberOnline, MemberOnline)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 	if d, err := c.osds[0].DegradedTargets(ctx); err != nil || len(d) != 0 {
 		t.Fatalf("degraded targets with every member in sync = %v, %v; want none", d, err)
 	}
@@ -525,7 +526,7 @@ func TestResumeRefusesALostRaid(t *testing.T) {
 		t.Fatalf("resume after SPDK restarted: err = %v, want ErrTargetLost", err)
 	}
 	m1.InSync = false
-	wantStates(t, c.ensure(m0, m1), MemberOnline, MemberRebuilding)
+	wantStates(t, c.ensure(m0, m1), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 }
 
 // A volume of one replica is its lvol, exported as the volume: SPDK's
@@ -537,11 +538,11 @@ func TestOneReplicaVolumeExportsItsLvol(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := c.ensure(c.exportReplica(0, true))
-	wantStates(t, st, MemberOnline)
-	if st.SizeBytes != 64<<20 || st.Export.NQN != VolumeNQN(volume) {
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE)
+	if st.SizeBytes != 64<<20 || st.Export.NQN != agentv1.VolumeNQN(volume) {
 		t.Fatalf("target = %+v", st)
 	}
-	subs, err := c.spdks[0].NvmfGetSubsystems(ctx, VolumeNQN(volume))
+	subs, err := c.spdks[0].NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume))
 	if err != nil || len(subs[0].Namespaces) != 1 || fmt.Sprint(subs[0].HostNQNs()) != fmt.Sprint([]string{publishedHost}) {
 		t.Fatalf("volume subsystem = %+v, %v", subs, err)
 	}

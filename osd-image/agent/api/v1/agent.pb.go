@@ -30,6 +30,128 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// MemberState is a replica's place in its volume's target.
+type MemberState int32
+
+const (
+	MemberState_MEMBER_STATE_UNSPECIFIED MemberState = 0
+	// ONLINE: an in-sync raid member.
+	MemberState_MEMBER_STATE_ONLINE MemberState = 1
+	// REBUILDING: being resynchronised from the in-sync members.
+	MemberState_MEMBER_STATE_REBUILDING MemberState = 2
+	// PENDING: reachable, waiting for its rebuild.
+	MemberState_MEMBER_STATE_PENDING MemberState = 3
+	// MISSING: not reachable.
+	MemberState_MEMBER_STATE_MISSING MemberState = 4
+)
+
+// Enum value maps for MemberState.
+var (
+	MemberState_name = map[int32]string{
+		0: "MEMBER_STATE_UNSPECIFIED",
+		1: "MEMBER_STATE_ONLINE",
+		2: "MEMBER_STATE_REBUILDING",
+		3: "MEMBER_STATE_PENDING",
+		4: "MEMBER_STATE_MISSING",
+	}
+	MemberState_value = map[string]int32{
+		"MEMBER_STATE_UNSPECIFIED": 0,
+		"MEMBER_STATE_ONLINE":      1,
+		"MEMBER_STATE_REBUILDING":  2,
+		"MEMBER_STATE_PENDING":     3,
+		"MEMBER_STATE_MISSING":     4,
+	}
+)
+
+func (x MemberState) Enum() *MemberState {
+	p := new(MemberState)
+	*p = x
+	return p
+}
+
+func (x MemberState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MemberState) Descriptor() protoreflect.EnumDescriptor {
+	return file_osd_image_agent_api_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (MemberState) Type() protoreflect.EnumType {
+	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[0]
+}
+
+func (x MemberState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MemberState.Descriptor instead.
+func (MemberState) EnumDescriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
+// NotReadyCode classifies why an OSD is not ready.
+type NotReadyCode int32
+
+const (
+	NotReadyCode_NOT_READY_CODE_UNSPECIFIED NotReadyCode = 0
+	// STARTING: bootstrap in progress; it resolves by itself.
+	NotReadyCode_NOT_READY_CODE_STARTING NotReadyCode = 1
+	// SPDK_DOWN: SPDK does not answer; the kubelet restarts it.
+	NotReadyCode_NOT_READY_CODE_SPDK_DOWN NotReadyCode = 2
+	// FOREIGN_DEVICE: the device holds data this OSD does not own; waiting
+	// will not help.
+	NotReadyCode_NOT_READY_CODE_FOREIGN_DEVICE NotReadyCode = 3
+	// CONFLICT: SPDK runs with settings the OSD cannot change without a
+	// restart.
+	NotReadyCode_NOT_READY_CODE_CONFLICT NotReadyCode = 4
+)
+
+// Enum value maps for NotReadyCode.
+var (
+	NotReadyCode_name = map[int32]string{
+		0: "NOT_READY_CODE_UNSPECIFIED",
+		1: "NOT_READY_CODE_STARTING",
+		2: "NOT_READY_CODE_SPDK_DOWN",
+		3: "NOT_READY_CODE_FOREIGN_DEVICE",
+		4: "NOT_READY_CODE_CONFLICT",
+	}
+	NotReadyCode_value = map[string]int32{
+		"NOT_READY_CODE_UNSPECIFIED":    0,
+		"NOT_READY_CODE_STARTING":       1,
+		"NOT_READY_CODE_SPDK_DOWN":      2,
+		"NOT_READY_CODE_FOREIGN_DEVICE": 3,
+		"NOT_READY_CODE_CONFLICT":       4,
+	}
+)
+
+func (x NotReadyCode) Enum() *NotReadyCode {
+	p := new(NotReadyCode)
+	*p = x
+	return p
+}
+
+func (x NotReadyCode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NotReadyCode) Descriptor() protoreflect.EnumDescriptor {
+	return file_osd_image_agent_api_v1_agent_proto_enumTypes[1].Descriptor()
+}
+
+func (NotReadyCode) Type() protoreflect.EnumType {
+	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[1]
+}
+
+func (x NotReadyCode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NotReadyCode.Descriptor instead.
+func (NotReadyCode) EnumDescriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
 type GetStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -79,10 +201,8 @@ type OSDStatus struct {
 	Targets     []*TargetSummary       `protobuf:"bytes,9,rep,name=targets,proto3" json:"targets,omitempty"`
 	// not_ready_reason says why ready is false, and what to do.
 	NotReadyReason string `protobuf:"bytes,10,opt,name=not_ready_reason,json=notReadyReason,proto3" json:"not_ready_reason,omitempty"`
-	// not_ready_code classifies it: SPDKDown, ForeignDevice (the device holds
-	// data this OSD does not own; waiting will not help), Conflict (SPDK runs
-	// with settings the OSD cannot change without a restart), Starting.
-	NotReadyCode string `protobuf:"bytes,11,opt,name=not_ready_code,json=notReadyCode,proto3" json:"not_ready_code,omitempty"`
+	// not_ready_code classifies it.
+	NotReadyCode NotReadyCode `protobuf:"varint,14,opt,name=not_ready_code,json=notReadyCode,proto3,enum=flint.agent.v1.NotReadyCode" json:"not_ready_code,omitempty"`
 	// lease_expiry_unix_ms is when the OSD's lease lapses (lapsed).
 	LeaseExpiryUnixMs int64 `protobuf:"varint,12,opt,name=lease_expiry_unix_ms,json=leaseExpiryUnixMs,proto3" json:"lease_expiry_unix_ms,omitempty"`
 	// fenced_volumes are the volumes whose targets were fenced when the
@@ -192,11 +312,11 @@ func (x *OSDStatus) GetNotReadyReason() string {
 	return ""
 }
 
-func (x *OSDStatus) GetNotReadyCode() string {
+func (x *OSDStatus) GetNotReadyCode() NotReadyCode {
 	if x != nil {
 		return x.NotReadyCode
 	}
-	return ""
+	return NotReadyCode_NOT_READY_CODE_UNSPECIFIED
 }
 
 func (x *OSDStatus) GetLeaseExpiryUnixMs() int64 {
@@ -1201,11 +1321,10 @@ func (x *EnsureTargetRequest) GetConfirmed() bool {
 }
 
 type MemberStatus struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Osd   string                 `protobuf:"bytes,1,opt,name=osd,proto3" json:"osd,omitempty"`
-	// state is Online, Rebuilding, Pending or Missing.
-	State          string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	RebuildPercent uint32 `protobuf:"varint,3,opt,name=rebuild_percent,json=rebuildPercent,proto3" json:"rebuild_percent,omitempty"`
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Osd            string                 `protobuf:"bytes,1,opt,name=osd,proto3" json:"osd,omitempty"`
+	RebuildPercent uint32                 `protobuf:"varint,3,opt,name=rebuild_percent,json=rebuildPercent,proto3" json:"rebuild_percent,omitempty"`
+	State          MemberState            `protobuf:"varint,4,opt,name=state,proto3,enum=flint.agent.v1.MemberState" json:"state,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1247,18 +1366,18 @@ func (x *MemberStatus) GetOsd() string {
 	return ""
 }
 
-func (x *MemberStatus) GetState() string {
-	if x != nil {
-		return x.State
-	}
-	return ""
-}
-
 func (x *MemberStatus) GetRebuildPercent() uint32 {
 	if x != nil {
 		return x.RebuildPercent
 	}
 	return 0
+}
+
+func (x *MemberStatus) GetState() MemberState {
+	if x != nil {
+		return x.State
+	}
+	return MemberState_MEMBER_STATE_UNSPECIFIED
 }
 
 type TargetStatus struct {
@@ -1447,7 +1566,7 @@ var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
 const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\"osd-image/agent/api/v1/agent.proto\x12\x0eflint.agent.v1\"\x12\n" +
-	"\x10GetStatusRequest\"\xa0\x04\n" +
+	"\x10GetStatusRequest\"\xc4\x04\n" +
 	"\tOSDStatus\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12!\n" +
 	"\fspdk_version\x18\x02 \x01(\tR\vspdkVersion\x12\x18\n" +
@@ -1461,10 +1580,10 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\tsnapshots\x18\b \x03(\v2\x18.flint.agent.v1.SnapshotR\tsnapshots\x127\n" +
 	"\atargets\x18\t \x03(\v2\x1d.flint.agent.v1.TargetSummaryR\atargets\x12(\n" +
 	"\x10not_ready_reason\x18\n" +
-	" \x01(\tR\x0enotReadyReason\x12$\n" +
-	"\x0enot_ready_code\x18\v \x01(\tR\fnotReadyCode\x12/\n" +
+	" \x01(\tR\x0enotReadyReason\x12B\n" +
+	"\x0enot_ready_code\x18\x0e \x01(\x0e2\x1c.flint.agent.v1.NotReadyCodeR\fnotReadyCode\x12/\n" +
 	"\x14lease_expiry_unix_ms\x18\f \x01(\x03R\x11leaseExpiryUnixMs\x12%\n" +
-	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumes\"4\n" +
+	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumesJ\x04\b\v\x10\f\"4\n" +
 	"\x11RenewLeaseRequest\x12\x1f\n" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
 	"durationMs\"l\n" +
@@ -1536,11 +1655,11 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x12\x16\n" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\rR\x05epoch\x12\x1c\n" +
-	"\tconfirmed\x18\a \x01(\bR\tconfirmedJ\x04\b\x05\x10\x06\"_\n" +
+	"\tconfirmed\x18\a \x01(\bR\tconfirmedJ\x04\b\x05\x10\x06\"\x82\x01\n" +
 	"\fMemberStatus\x12\x10\n" +
-	"\x03osd\x18\x01 \x01(\tR\x03osd\x12\x14\n" +
-	"\x05state\x18\x02 \x01(\tR\x05state\x12'\n" +
-	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\"\xb1\x01\n" +
+	"\x03osd\x18\x01 \x01(\tR\x03osd\x12'\n" +
+	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\x121\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05stateJ\x04\b\x02\x10\x03\"\xb1\x01\n" +
 	"\fTargetStatus\x12.\n" +
 	"\x06export\x18\x01 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x126\n" +
 	"\amembers\x18\x02 \x03(\v2\x1c.flint.agent.v1.MemberStatusR\amembers\x12\x1a\n" +
@@ -1556,7 +1675,19 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"raid_found\x18\x01 \x01(\bR\traidFound\x12 \n" +
 	"\fin_sync_osds\x18\x02 \x03(\tR\n" +
-	"inSyncOsds2\xa8\a\n" +
+	"inSyncOsds*\x95\x01\n" +
+	"\vMemberState\x12\x1c\n" +
+	"\x18MEMBER_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13MEMBER_STATE_ONLINE\x10\x01\x12\x1b\n" +
+	"\x17MEMBER_STATE_REBUILDING\x10\x02\x12\x18\n" +
+	"\x14MEMBER_STATE_PENDING\x10\x03\x12\x18\n" +
+	"\x14MEMBER_STATE_MISSING\x10\x04*\xa9\x01\n" +
+	"\fNotReadyCode\x12\x1e\n" +
+	"\x1aNOT_READY_CODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17NOT_READY_CODE_STARTING\x10\x01\x12\x1c\n" +
+	"\x18NOT_READY_CODE_SPDK_DOWN\x10\x02\x12!\n" +
+	"\x1dNOT_READY_CODE_FOREIGN_DEVICE\x10\x03\x12\x1b\n" +
+	"\x17NOT_READY_CODE_CONFLICT\x10\x042\xa8\a\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
@@ -1583,68 +1714,73 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescData
 }
 
+var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
-	(*GetStatusRequest)(nil),       // 0: flint.agent.v1.GetStatusRequest
-	(*OSDStatus)(nil),              // 1: flint.agent.v1.OSDStatus
-	(*RenewLeaseRequest)(nil),      // 2: flint.agent.v1.RenewLeaseRequest
-	(*RenewLeaseResponse)(nil),     // 3: flint.agent.v1.RenewLeaseResponse
-	(*TargetSummary)(nil),          // 4: flint.agent.v1.TargetSummary
-	(*CreateReplicaRequest)(nil),   // 5: flint.agent.v1.CreateReplicaRequest
-	(*ResizeReplicaRequest)(nil),   // 6: flint.agent.v1.ResizeReplicaRequest
-	(*DeleteReplicaRequest)(nil),   // 7: flint.agent.v1.DeleteReplicaRequest
-	(*DeleteReplicaResponse)(nil),  // 8: flint.agent.v1.DeleteReplicaResponse
-	(*Replica)(nil),                // 9: flint.agent.v1.Replica
-	(*CreateSnapshotRequest)(nil),  // 10: flint.agent.v1.CreateSnapshotRequest
-	(*Snapshot)(nil),               // 11: flint.agent.v1.Snapshot
-	(*CloneSnapshotRequest)(nil),   // 12: flint.agent.v1.CloneSnapshotRequest
-	(*DeleteSnapshotRequest)(nil),  // 13: flint.agent.v1.DeleteSnapshotRequest
-	(*DeleteSnapshotResponse)(nil), // 14: flint.agent.v1.DeleteSnapshotResponse
-	(*ExportReplicaRequest)(nil),   // 15: flint.agent.v1.ExportReplicaRequest
-	(*Export)(nil),                 // 16: flint.agent.v1.Export
-	(*Member)(nil),                 // 17: flint.agent.v1.Member
-	(*EnsureTargetRequest)(nil),    // 18: flint.agent.v1.EnsureTargetRequest
-	(*MemberStatus)(nil),           // 19: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),           // 20: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),    // 21: flint.agent.v1.DeleteTargetRequest
-	(*DeleteTargetResponse)(nil),   // 22: flint.agent.v1.DeleteTargetResponse
+	(MemberState)(0),               // 0: flint.agent.v1.MemberState
+	(NotReadyCode)(0),              // 1: flint.agent.v1.NotReadyCode
+	(*GetStatusRequest)(nil),       // 2: flint.agent.v1.GetStatusRequest
+	(*OSDStatus)(nil),              // 3: flint.agent.v1.OSDStatus
+	(*RenewLeaseRequest)(nil),      // 4: flint.agent.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),     // 5: flint.agent.v1.RenewLeaseResponse
+	(*TargetSummary)(nil),          // 6: flint.agent.v1.TargetSummary
+	(*CreateReplicaRequest)(nil),   // 7: flint.agent.v1.CreateReplicaRequest
+	(*ResizeReplicaRequest)(nil),   // 8: flint.agent.v1.ResizeReplicaRequest
+	(*DeleteReplicaRequest)(nil),   // 9: flint.agent.v1.DeleteReplicaRequest
+	(*DeleteReplicaResponse)(nil),  // 10: flint.agent.v1.DeleteReplicaResponse
+	(*Replica)(nil),                // 11: flint.agent.v1.Replica
+	(*CreateSnapshotRequest)(nil),  // 12: flint.agent.v1.CreateSnapshotRequest
+	(*Snapshot)(nil),               // 13: flint.agent.v1.Snapshot
+	(*CloneSnapshotRequest)(nil),   // 14: flint.agent.v1.CloneSnapshotRequest
+	(*DeleteSnapshotRequest)(nil),  // 15: flint.agent.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil), // 16: flint.agent.v1.DeleteSnapshotResponse
+	(*ExportReplicaRequest)(nil),   // 17: flint.agent.v1.ExportReplicaRequest
+	(*Export)(nil),                 // 18: flint.agent.v1.Export
+	(*Member)(nil),                 // 19: flint.agent.v1.Member
+	(*EnsureTargetRequest)(nil),    // 20: flint.agent.v1.EnsureTargetRequest
+	(*MemberStatus)(nil),           // 21: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 22: flint.agent.v1.TargetStatus
+	(*DeleteTargetRequest)(nil),    // 23: flint.agent.v1.DeleteTargetRequest
+	(*DeleteTargetResponse)(nil),   // 24: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
-	16, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
-	9,  // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
-	11, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
-	4,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
-	16, // 4: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
-	17, // 5: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	16, // 6: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	19, // 7: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
-	0,  // 8: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	5,  // 9: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	6,  // 10: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	7,  // 11: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	10, // 12: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
-	12, // 13: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
-	13, // 14: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	15, // 15: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	18, // 16: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	21, // 17: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	2,  // 18: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	1,  // 19: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	9,  // 20: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	9,  // 21: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	8,  // 22: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	11, // 23: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	9,  // 24: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	14, // 25: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	16, // 26: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	20, // 27: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	22, // 28: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	3,  // 29: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	19, // [19:30] is the sub-list for method output_type
-	8,  // [8:19] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	18, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
+	11, // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
+	13, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
+	6,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
+	1,  // 4: flint.agent.v1.OSDStatus.not_ready_code:type_name -> flint.agent.v1.NotReadyCode
+	18, // 5: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
+	19, // 6: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
+	0,  // 7: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
+	18, // 8: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	21, // 9: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	2,  // 10: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
+	7,  // 11: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	8,  // 12: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	9,  // 13: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	12, // 14: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	14, // 15: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	15, // 16: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	17, // 17: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	20, // 18: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	23, // 19: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	4,  // 20: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	3,  // 21: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	11, // 22: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	11, // 23: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	10, // 24: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	13, // 25: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	11, // 26: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	16, // 27: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	18, // 28: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	22, // 29: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	24, // 30: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	5,  // 31: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	21, // [21:32] is the sub-list for method output_type
+	10, // [10:21] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_osd_image_agent_api_v1_agent_proto_init() }
@@ -1657,13 +1793,14 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_osd_image_agent_api_v1_agent_proto_goTypes,
 		DependencyIndexes: file_osd_image_agent_api_v1_agent_proto_depIdxs,
+		EnumInfos:         file_osd_image_agent_api_v1_agent_proto_enumTypes,
 		MessageInfos:      file_osd_image_agent_api_v1_agent_proto_msgTypes,
 	}.Build()
 	File_osd_image_agent_api_v1_agent_proto = out.File

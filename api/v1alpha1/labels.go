@@ -1,0 +1,27 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Labels the operator puts on what it creates, and selects by.
+const (
+	// LabelPool names the Pool an OSD, or an OSD's pod, belongs to.
+	LabelPool = "flint.io/pool"
+	// LabelNode names the node an OSD's device is on.
+	LabelNode = "flint.io/node"
+	// LabelOSD names the OSD a pod or Secret belongs to.
+	LabelOSD = "flint.io/osd"
+)

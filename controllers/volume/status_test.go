@@ -1,0 +1,94 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package volume
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+)
+
+// A status written from a read that another writer has since overtaken is
+// refused, not merged over the other writer's decisions; from the latest
+// read (or this reconcile's own last write) it goes through.
+func TestStatusWritesLoseToNewerWrites(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := flintv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&flintv1.Volume{}).
+		WithObjects(&flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v"}}).Build()
+	r := &Reconciler{Client: c}
+	read := func() *flintv1.Volume {
+		var v flintv1.Volume
+		if err := c.Get(ctx, client.ObjectKey{Name: "v"}, &v); err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	stale, other := read(), read()
+
+	before := other.DeepCopy()
+	other.Status.Replicas = []flintv1.ReplicaStatus{{OSD: "osd-a", State: flintv1.ReplicaStateOnline}}
+	if err := r.patchStatus(ctx, before, other); err != nil {
+		t.Fatal(err)
+	}
+	before = stale.DeepCopy()
+	stale.Status.Replicas = []flintv1.ReplicaStatus{{OSD: "osd-b", State: flintv1.ReplicaStateCreating}}
+	if err := r.patchStatus(ctx, before, stale); !apierrors.IsConflict(err) {
+		t.Fatalf("a write from a stale read: err = %v, want a conflict", err)
+	}
+	if got := read().Status.Replicas; len(got) != 1 || got[0].OSD != "osd-a" {
+		t.Fatalf("replicas = %+v, want the newer write's", got)
+	}
+	// The writer that won writes again from its own last write.
+	before = other.DeepCopy()
+	other.Status.Phase = flintv1.VolumePhaseReady
+	if err := r.patchStatus(ctx, before, other); err != nil {
+		t.Fatalf("a second write from the writer's own last write: %v", err)
+	}
+}
+
+// A replica error that lasts is told once; a change, or its return after
+// it cleared, is told again.
+func TestReplicaErrorsAreToldOnTransitions(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Recorder: rec}
+	vol := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v", UID: "uid-v"}}
+	for _, failures := range [][]string{{"a"}, {"a"}, {"a", "b"}, nil, nil, {"a"}} {
+		r.replicaErrors(vol, failures)
+	}
+	close(rec.Events)
+	var told []string
+	for e := range rec.Events {
+		told = append(told, e)
+	}
+	want := []string{"Warning ReplicaError a", "Warning ReplicaError a; b", "Warning ReplicaError a"}
+	if !reflect.DeepEqual(told, want) {
+		t.Fatalf("events = %q, want %q", told, want)
+	}
+}
