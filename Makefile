@@ -91,10 +91,11 @@ bench-provision: ## Create N Volumes (default 1000) over 30 OSDs (agents over SP
 ##@ Lint
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet, staticcheck and golangci-lint (.golangci.yml; pinned in hack/tools/golangci-lint).
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
+	go tool -modfile=hack/tools/golangci-lint/go.mod golangci-lint run ./...
 
 ##@ Run
 

@@ -195,7 +195,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 
 // NodePublishVolume bind-mounts the staged filesystem, or the raw device,
 // at the target path.
-func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id, targetPath := req.GetVolumeId(), req.GetTargetPath()
 	if err := requireField(id, "volume id"); err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func makeFile(path string) error {
 }
 
 // NodeUnpublishVolume unmounts and removes the target path.
-func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, targetPath := req.GetVolumeId(), req.GetTargetPath()
 	if err := requireField(id, "volume id"); err != nil {
 		return nil, err
@@ -326,7 +326,7 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 
 // NodeGetVolumeStats reports space and inodes (filesystem) or size
 // (block).
-func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
 	if err := requireField(id, "volume id"); err != nil {
 		return nil, err
@@ -367,7 +367,7 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 
 // NodeGetVolumeHealth reports the health of the volume's connection: no
 // live path to its target makes it INACCESSIBLE.
-func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+func (n *Node) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	id := req.GetVolumeId()
 	if err := requireField(id, "volume id"); err != nil {
 		return nil, err
@@ -462,7 +462,7 @@ func deviceSize(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return f.Seek(0, io.SeekEnd)
 }
 

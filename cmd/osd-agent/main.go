@@ -95,7 +95,7 @@ func checkLease(args []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		spdk := client.New(socket)
-		defer spdk.Close()
+		defer func() { _ = spdk.Close() }()
 		if startup {
 			_, err := spdk.SpdkGetVersion(ctx)
 			return err
@@ -217,14 +217,14 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	}
 	httpServer := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = httpServer.Serve(httpLis) }()
-	defer httpServer.Close()
+	defer func() { _ = httpServer.Close() }()
 
 	cfg, err := resolve(ctx, f, log)
 	if err != nil {
 		return err
 	}
 	spdk := client.New(f.socket)
-	defer spdk.Close()
+	defer func() { _ = spdk.Close() }()
 	o := storage.New(cfg, spdk)
 	keeper := lifecycle.New(o, spdk, f.logLevel, log)
 	keeperReady := keeper.Ready

@@ -127,14 +127,13 @@ func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetS
 	meta.SetStatusCondition(&st.Conditions, degraded)
 
 	ready := metav1.Condition{Type: flintv1.ReadyCondition, ObservedGeneration: vol.Generation}
-	switch {
-	case ts == nil:
+	if ts == nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
 		st.Phase = flintv1.VolumePhaseFailed
 		if creating {
 			st.Phase = flintv1.VolumePhaseCreating
 		}
-	default:
+	} else {
 		ready.Status, ready.Reason = metav1.ConditionTrue, "Serving"
 		e := st.Target.Endpoints[0]
 		ready.Message = fmt.Sprintf("OSD %s serves %s at %s:%d over %s to %d hosts", st.Target.OSD, st.Capacity.String(), e.Address, e.Port, e.Transport, len(vol.Spec.PublishedHosts))

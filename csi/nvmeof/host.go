@@ -122,7 +122,7 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path) error {
 	if err != nil {
 		return fmt.Errorf("open the kernel NVMe-oF host: %w (load nvme-%s: modprobe nvme-%s)", err, p.Transport, p.Transport)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the connect is decided by the write
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.WriteString(strings.Join(opts, ","))

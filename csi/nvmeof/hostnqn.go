@@ -60,7 +60,7 @@ func HostNQN(path string) (string, error) {
 	// Written aside and linked into place: two plugins starting at once
 	// agree on whichever NQN landed first.
 	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-	defer os.Remove(tmp)
+	defer func() { _ = os.Remove(tmp) }() // gone once renamed
 	if err := os.WriteFile(tmp, []byte(nqn+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("persist the host NQN: %w", err)
 	}

@@ -50,7 +50,7 @@ func (c *Command) Parse(args []string, stdout io.Writer) (done bool, err error) 
 	showVersion := c.Flags.Bool("version", false, "print the version and exit")
 	c.Flags.SetOutput(stdout)
 	c.Flags.Usage = func() {
-		fmt.Fprintf(stdout, "%s - %s\n\n%s\n\nUsage: %s [flags]\n\nFlags:\n", c.Name, c.Summary, c.Description, c.Name)
+		_, _ = fmt.Fprintf(stdout, "%s - %s\n\n%s\n\nUsage: %s [flags]\n\nFlags:\n", c.Name, c.Summary, c.Description, c.Name)
 		c.Flags.PrintDefaults()
 	}
 	if err := c.Flags.Parse(args); err != nil {
@@ -60,7 +60,7 @@ func (c *Command) Parse(args []string, stdout io.Writer) (done bool, err error) 
 		return true, err
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, version.String(c.Name))
+		_, _ = fmt.Fprintln(stdout, version.String(c.Name))
 		return true, nil
 	}
 	return false, nil

@@ -252,7 +252,7 @@ func (r *Runner) startAgent(p *pod) error {
 	if err != nil {
 		return err
 	}
-	defer log.Close()
+	defer func() { _ = log.Close() }()
 	cmd := exec.Command(r.AgentBinary, p.args...)
 	cmd.Env = append(os.Environ(), "POD_IP="+p.ip)
 	cmd.Stdout, cmd.Stderr = log, log

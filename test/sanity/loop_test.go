@@ -70,11 +70,11 @@ func (a *loopAttacher) subsystem(ctx context.Context, t csi.Target) (types.NvmfS
 		c := spdkclient.New(a.nodes.Socket("osd-" + o.Name))
 		subs, err := c.NvmfGetSubsystems(ctx, t.NQN)
 		if err != nil {
-			c.Close()
+			_ = c.Close()
 			return types.NvmfSubsystem{}, nil, fmt.Errorf("connect %s: no such subsystem on %s:%d: %w", t.NQN, ep.Address, ep.Port, err)
 		}
 		if !slices.Contains(subs[0].HostNQNs(), a.hostNQN) {
-			c.Close()
+			_ = c.Close()
 			return types.NvmfSubsystem{}, nil, fmt.Errorf("connect %s: the target refused host %s (allowed: %v)", t.NQN, a.hostNQN, subs[0].HostNQNs())
 		}
 		return subs[0], c, nil
@@ -88,7 +88,7 @@ func (a *loopAttacher) size(ctx context.Context, t csi.Target) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if len(sub.Namespaces) == 0 {
 		return 0, fmt.Errorf("subsystem %s has no namespace", t.NQN)
 	}
@@ -153,11 +153,11 @@ func (a *loopAttacher) Refresh(ctx context.Context, t csi.Target) error {
 }
 
 func (a *loopAttacher) Health(t csi.Target) []*csispec.VolumeHealth_VolumeHealthEntry {
-	if _, c, err := a.subsystem(context.Background(), t); err != nil {
+	_, c, err := a.subsystem(context.Background(), t)
+	if err != nil {
 		return []*csispec.VolumeHealth_VolumeHealthEntry{{Status: csispec.VolumeHealthErrorType_INACCESSIBLE, Reason: "NotConnected", Message: err.Error()}}
-	} else {
-		c.Close()
 	}
+	_ = c.Close()
 	return nil
 }
 
@@ -166,7 +166,7 @@ func truncate(path string, size int64) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if fi, err := f.Stat(); err != nil || fi.Size() >= size {
 		return err
 	}

@@ -35,7 +35,7 @@ func emptyLists(t *testing.T) string {
 
 func TestLookupsByNameNeverAnswerAnEmptyList(t *testing.T) {
 	c := New(emptyLists(t))
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	lookups := map[string]func(string) (int, error){

@@ -107,7 +107,7 @@ func (f *fakeSPDK) listen() {
 }
 
 func (f *fakeSPDK) serve(c net.Conn) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	dec := json.NewDecoder(c)
 	var wmu sync.Mutex
 	for {
@@ -147,7 +147,7 @@ func TestCallMatchesAnswersOutOfOrder(t *testing.T) {
 		return 0
 	}
 	c := NewClient(f.socket)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 
 	var wg sync.WaitGroup
 	results := make([]string, 20)
@@ -176,7 +176,7 @@ func TestCallMatchesAnswersOutOfOrder(t *testing.T) {
 func TestCallOmitsNilParamsAndReportsSPDKErrors(t *testing.T) {
 	f := startFake(t, filepath.Join(t.TempDir(), "spdk.sock"))
 	c := NewClient(f.socket)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Call(context.Background(), "list", nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestCallHonoursDeadline(t *testing.T) {
 	f := startFake(t, filepath.Join(t.TempDir(), "spdk.sock"))
 	f.silent = true
 	c := NewClient(f.socket)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -225,7 +225,7 @@ func TestCallRedialsAfterSPDKRestarts(t *testing.T) {
 		return 0
 	}
 	c := NewClient(socket)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Call(context.Background(), "ping", nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func FuzzAnswer(f *testing.F) {
 	f.Add([]byte("\x00}"))
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		c := jsonrpc.NewClient(spdktest.AnsweringOnce(t, func(string) []byte { return tail }))
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		for range 2 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			var result any

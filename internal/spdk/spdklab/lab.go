@@ -116,7 +116,10 @@ func startReal(t *testing.T, spdkDir, socket, name string) *Target {
 type Process struct {
 	bin, socket string
 	cmd         *exec.Cmd
-	exited      chan error
+	// exited is closed once the process is reaped; waitErr is then its
+	// exit status.
+	exited  chan struct{}
+	waitErr error
 }
 
 // StartProcess runs spdkDir's spdk_tgt on socket, logging beside it, and
@@ -137,15 +140,16 @@ func (p *Process) start() error {
 	if err != nil {
 		return err
 	}
-	defer log.Close()
+	defer func() { _ = log.Close() }()
 	cmd := exec.Command(p.bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", p.socket)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.bin, err)
 	}
-	p.cmd, p.exited = cmd, make(chan error, 1)
-	go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(cmd, p.exited)
+	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
+	go func() { p.waitErr = cmd.Wait(); close(exited) }()
 	return p.waitReady(logPath)
 }
 
@@ -153,7 +157,7 @@ func (p *Process) start() error {
 func (p *Process) Kill() {
 	if p.cmd != nil {
 		_ = p.cmd.Process.Kill()
-		<-p.exited
+		<-p.exited // killed: its exit status says nothing
 		p.cmd = nil
 	}
 }
@@ -180,15 +184,14 @@ func (p *Process) Restart() error {
 // the process exits first.
 func (p *Process) waitReady(logPath string) error {
 	c := client.New(p.socket)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-p.exited:
-			p.exited <- err // Kill waits on it too
+		case <-p.exited:
 			p.cmd = nil
 			data, _ := os.ReadFile(logPath)
-			return fmt.Errorf("spdk_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", err, data)
+			return fmt.Errorf("spdk_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", p.waitErr, data)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -214,7 +217,7 @@ func (l *Lab) Image(t *testing.T, name string, size int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +231,6 @@ func FreePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }

@@ -57,7 +57,7 @@ func answering(tb testing.TB, tail func(method string) []byte, once bool) string
 				return
 			}
 			go func() {
-				defer conn.Close()
+				defer func() { _ = conn.Close() }()
 				dec := json.NewDecoder(conn)
 				for {
 					var req struct {

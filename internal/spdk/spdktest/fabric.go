@@ -282,7 +282,7 @@ func (t *Target) serve(c net.Conn) {
 		if err := dec.Decode(&req); err != nil {
 			return
 		}
-		result, rerr := t.Handle(context.Background(), req.Method, req.Params)
+		result, rerr := t.handle(context.Background(), req.Method, req.Params)
 		resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
 		if rerr != nil {
 			resp["error"] = rerr
@@ -295,9 +295,9 @@ func (t *Target) serve(c net.Conn) {
 	}
 }
 
-// Handle runs one call the way the RPC server does. It is exported for
-// tests that replay recorded calls without a socket.
-func (t *Target) Handle(_ context.Context, method string, params json.RawMessage) (any, *rpcError) {
+// handle runs one call the way the RPC server does; tests replay
+// recorded calls through it without a socket.
+func (t *Target) handle(_ context.Context, method string, params json.RawMessage) (any, *rpcError) {
 	f := t.fabric
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -147,7 +147,7 @@ func nvmfCreateTransport(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	trtype := strings.ToUpper(req.Trtype)
-	if trtype != "TCP" && !(trtype == "RDMA" && t.rdma) {
+	if trtype != "TCP" && (trtype != "RDMA" || !t.rdma) {
 		return nil, errf(-32602, "Invalid transport type '%s'", req.Trtype)
 	}
 	if t.st.transport(trtype) != nil {
@@ -347,7 +347,9 @@ func nvmfSubsystemAddNs(t *Target, p json.RawMessage) (any, error) {
 		return nil, errInvalidParams()
 	}
 	if ns.NSID == 0 {
-		for ns.NSID = 1; s.namespace(ns.NSID) != nil; ns.NSID++ {
+		ns.NSID = 1
+		for s.namespace(ns.NSID) != nil {
+			ns.NSID++
 		}
 		if ns.NSID > s.maxNS {
 			return nil, errInvalidParams()

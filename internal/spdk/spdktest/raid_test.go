@@ -35,7 +35,7 @@ func TestRaidRebuildFollowsTheClock(t *testing.T) {
 	}
 	defer tg.Kill()
 	call := func(method, params string) (any, *rpcError) {
-		return tg.Handle(context.Background(), method, json.RawMessage(params))
+		return tg.handle(context.Background(), method, json.RawMessage(params))
 	}
 	for _, m := range []string{"m0", "m1", "m2"} {
 		if _, err := call("bdev_malloc_create", `{"name":"`+m+`","num_blocks":4096,"block_size":4096}`); err != nil {

@@ -154,7 +154,7 @@ func replay(t *testing.T, file string) {
 			continue
 		}
 		params := m.rewriteRequest(l.Request.Params, dir)
-		res, rerr := target(l.Target).Handle(context.Background(), l.Request.Method, params)
+		res, rerr := target(l.Target).handle(context.Background(), l.Request.Method, params)
 		compared++
 		if l.Response.Error != nil {
 			if rerr == nil {
@@ -199,7 +199,7 @@ func readTranscript(t *testing.T, path string) []transcriptLine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var lines []transcriptLine
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)

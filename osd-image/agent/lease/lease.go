@@ -54,11 +54,11 @@ func (f File) Write(expiry time.Time) error {
 		return err
 	}
 	if _, err := w.WriteString(expiry.UTC().Format(time.RFC3339Nano) + "\n"); err != nil {
-		w.Close()
+		_ = w.Close() // the write failed first: that is the error
 		return err
 	}
 	if err := w.Sync(); err != nil {
-		w.Close()
+		_ = w.Close() // the sync failed first: that is the error
 		return err
 	}
 	if err := w.Close(); err != nil {

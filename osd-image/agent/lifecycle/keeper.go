@@ -63,7 +63,7 @@ func (k *Keeper) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		k.Probe(ctx)
+		_ = k.Probe(ctx) // the outcome is the readiness reason, logged when it changes
 		select {
 		case <-ctx.Done():
 			return

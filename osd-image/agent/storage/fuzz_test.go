@@ -38,7 +38,7 @@ func FuzzSPDKAnswers(f *testing.F) {
 	f.Add([]byte(`"result":[{"nqn":"nqn.2026-01.io.flint:volume:v","namespaces":[],"listen_addresses":[{}]}]}`))
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		spdk := client.New(spdktest.AnsweringOnce(t, func(string) []byte { return tail }))
-		defer spdk.Close()
+		defer func() { _ = spdk.Close() }()
 		o := New(Config{UID: "osd-0", Device: Device{Driver: DriverAIO, Path: "/dev/null"}, Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420}}, spdk)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -240,7 +240,7 @@ func (o *OSD) checkBlank() error {
 	if err != nil {
 		return fmt.Errorf("open %s to check it is blank: %w", d.Path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, blankProbe)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {

@@ -67,7 +67,7 @@ func (r *rig) file(name string, size int64) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := f.Truncate(size); err != nil {
 		r.t.Fatal(err)
 	}

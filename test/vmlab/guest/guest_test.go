@@ -186,7 +186,7 @@ func writeSynced(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := f.WriteAt(data, 0); err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (v *volume) checkOnTarget(t *testing.T, want []byte, name string) {
 	}
 	f, err := os.Open(src)
 	must(t, err, "open the target's copy")
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	got := make([]byte, len(want))
 	_, err = io.ReadFull(f, got)
 	must(t, err, "read the target's copy")
@@ -377,7 +377,7 @@ func startWriter(t *testing.T, path string, chunk, chunks int) *writer {
 			w.done <- err
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		for i := range chunks {
 			if _, err := f.WriteAt(w.data[i*chunk:(i+1)*chunk], int64(i*chunk)); err != nil {
 				w.done <- fmt.Errorf("chunk %d: %w", i, err)
@@ -520,7 +520,7 @@ func TestTargetRecreated(t *testing.T) {
 func kernelLogged(t *testing.T, msg string) bool {
 	f, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	must(t, err, "open the kernel log")
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, 8192)
 	for {
 		n, err := f.Read(buf)

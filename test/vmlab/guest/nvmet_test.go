@@ -84,7 +84,7 @@ func newSubsystem(t *testing.T, nqn, host string, sizeMiB int64) *subsystem {
 	if err := f.Truncate(sizeMiB << 20); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	_ = f.Close()
 	s.loop = run(t, "losetup", "--find", "--show", s.image)
 	s.configure(1)
 	t.Cleanup(s.remove)
@@ -158,11 +158,11 @@ func (s *subsystem) hide(id int) {
 	}
 }
 
-// renumber makes controllers created from now on take ids from min: a
+// renumber makes controllers created from now on take ids from lowest: a
 // moved target must not hand the host a controller id its dead path still
 // holds (the host rejects a duplicate cntlid within a subsystem).
-func (s *subsystem) renumber(min int) {
-	write(s.t, filepath.Join(nvmetRoot, "subsystems", s.nqn, "attr_cntlid_min"), fmt.Sprint(min))
+func (s *subsystem) renumber(lowest int) {
+	write(s.t, filepath.Join(nvmetRoot, "subsystems", s.nqn, "attr_cntlid_min"), fmt.Sprint(lowest))
 }
 
 // recreate deletes the subsystem, as a lost target's is gone, and creates

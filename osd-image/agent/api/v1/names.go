@@ -14,6 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Package agentv1 is the operator–agent contract: the OSD agent's gRPC API
+// (agent.proto and the Go generated from it), its error reasons, the names
+// and identities both sides derive, and the check of an export before the
+// operator records it. The operator imports this package and no other part
+// of the agent.
 package agentv1
 
 import (
