@@ -34,3 +34,21 @@ const (
 	// must be replaced finds no OSD to go to.
 	ReplacementBlockedCondition = "ReplacementBlocked"
 )
+
+// Pool preflight condition types: each is True while its check fails,
+// with a message that says what to do; its reason is its type.
+const (
+	PoolNoNodesSelectedCondition            = "NoNodesSelected"
+	PoolHugePagesInsufficientCondition      = "HugePagesInsufficient"
+	PoolDeviceResourceMissingCondition      = "DeviceResourceMissing"
+	PoolRDMAResourceMissingCondition        = "RDMAResourceMissing"
+	PoolNetworkAttachmentMissingCondition   = "NetworkAttachmentMissing"
+	PoolInsufficientFailureDomainsCondition = "InsufficientFailureDomains"
+)
+
+// PoolPreflightConditions lists the preflight condition types in the order
+// they are reported.
+var PoolPreflightConditions = []string{
+	PoolNoNodesSelectedCondition, PoolDeviceResourceMissingCondition, PoolHugePagesInsufficientCondition,
+	PoolRDMAResourceMissingCondition, PoolNetworkAttachmentMissingCondition, PoolInsufficientFailureDomainsCondition,
+}

@@ -29,7 +29,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -39,10 +38,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/flint-io/flint/internal/cli"
 	"github.com/flint-io/flint/internal/fabric"
@@ -192,11 +193,11 @@ func runAgent(args []string) {
 	cmd.MainArgs(args, func() error {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		return serve(ctx, f, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+		return serve(ctx, f, zap.New().WithName("osd-agent"))
 	})
 }
 
-func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
+func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	if f.uid == "" {
 		return errors.New("--osd-uid is required")
 	}
@@ -243,7 +244,7 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 		return err
 	}
 	go leases.Run(ctx, f.probeInterval/2, func(err error) {
-		log.Warn("Fencing failed; the SPDK container's liveness probe stops SPDK", "err", err)
+		log.Error(err, "Fencing failed; the SPDK container's liveness probe stops SPDK")
 	})
 	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready, leases), f.tlsDir)
 	if err != nil {
@@ -258,7 +259,7 @@ func serve(ctx context.Context, f agentFlags, log *slog.Logger) error {
 // resolve turns the flags into the OSD's config, waiting for what the pod
 // gets later than the agent starts: the SPDK container's device hand-off
 // and Multus' network status.
-func resolve(ctx context.Context, f agentFlags, log *slog.Logger) (storage.Config, error) {
+func resolve(ctx context.Context, f agentFlags, log logr.Logger) (storage.Config, error) {
 	for {
 		cfg, err := config(f)
 		if err == nil {
@@ -268,7 +269,7 @@ func resolve(ctx context.Context, f agentFlags, log *slog.Logger) (storage.Confi
 		if errors.As(err, &permanent) {
 			return storage.Config{}, err
 		}
-		log.Warn("waiting", "reason", err)
+		log.Info("waiting", "reason", err.Error())
 		select {
 		case <-ctx.Done():
 			return storage.Config{}, ctx.Err()

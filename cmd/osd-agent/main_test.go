@@ -22,7 +22,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -95,7 +95,7 @@ func TestAgent(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- serve(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() { done <- serve(ctx, f, logr.Discard()) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

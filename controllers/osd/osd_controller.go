@@ -165,9 +165,9 @@ type observation struct {
 func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) observation {
 	switch {
 	case !pod.DeletionTimestamp.IsZero():
-		return observation{phase: flintv1.OSDPhasePending, reason: "PodTerminating", detail: fmt.Sprintf("pod %s is terminating; its successor starts when it is gone", pod.Name)}
+		return observation{phase: flintv1.OSDPhasePending, reason: flintv1.OSDPodTerminatingReason, detail: fmt.Sprintf("pod %s is terminating; its successor starts when it is gone", pod.Name)}
 	case pod.Status.Phase == corev1.PodFailed:
-		return observation{phase: flintv1.OSDPhaseFailed, reason: "PodFailed", detail: fmt.Sprintf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)}
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDPodFailedReason, detail: fmt.Sprintf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)}
 	case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
 		return pendingObservation(pod)
 	}
@@ -175,19 +175,19 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	defer cancel()
 	agent, err := r.Agents.ForPod(ctx, osd, pod)
 	if err != nil {
-		return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentUnreachable", detail: err.Error()}
+		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDAgentUnreachableReason, detail: err.Error()}
 	}
 	st, err := agent.GetStatus(ctx, &agentv1.GetStatusRequest{})
 	if err != nil {
-		return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentUnreachable", detail: fmt.Sprintf("the agent in pod %s does not answer at %s: %v", pod.Name, pod.Status.PodIP, err)}
+		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDAgentUnreachableReason, detail: fmt.Sprintf("the agent in pod %s does not answer at %s: %v", pod.Name, pod.Status.PodIP, err)}
 	}
 	if !st.GetReady() {
 		return notReadyObservation(st)
 	}
 	if err := st.GetEndpoint().Validate(); err != nil {
-		return observation{phase: flintv1.OSDPhaseFailed, reason: "BadEndpoint", detail: fmt.Sprintf("the agent in pod %s reports an endpoint no host can connect to (%v); check the agent's --transport, --port and storage network", pod.Name, err)}
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDBadEndpointReason, detail: fmt.Sprintf("the agent in pod %s reports an endpoint no host can connect to (%v); check the agent's --transport, --port and storage network", pod.Name, err)}
 	}
-	out := observation{phase: flintv1.OSDPhaseReady, reason: "Serving", detail: "SPDK serves the device's lvstore", status: statusFromAgent(st), agent: agent, inventory: st}
+	out := observation{phase: flintv1.OSDPhaseReady, reason: flintv1.OSDServingReason, detail: "SPDK serves the device's lvstore", status: statusFromAgent(st), agent: agent, inventory: st}
 	for _, t := range st.GetTargets() {
 		if t.GetOnline() < t.GetMembers() {
 			out.targetsDegraded++
@@ -205,15 +205,15 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 func pendingObservation(pod *corev1.Pod) observation {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return observation{phase: flintv1.OSDPhasePending, reason: "Unschedulable", detail: fmt.Sprintf("pod %s cannot be scheduled: %s", pod.Name, c.Message)}
+			return observation{phase: flintv1.OSDPhasePending, reason: flintv1.OSDUnschedulableReason, detail: fmt.Sprintf("pod %s cannot be scheduled: %s", pod.Name, c.Message)}
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
-			return observation{phase: flintv1.OSDPhaseStarting, reason: "ContainerWaiting", detail: fmt.Sprintf("container %s of pod %s waits: %s %s", cs.Name, pod.Name, w.Reason, w.Message)}
+			return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDContainerWaitingReason, detail: fmt.Sprintf("container %s of pod %s waits: %s %s", cs.Name, pod.Name, w.Reason, w.Message)}
 		}
 	}
-	return observation{phase: flintv1.OSDPhasePending, reason: "PodNotRunning", detail: fmt.Sprintf("pod %s is %s", pod.Name, pod.Status.Phase)}
+	return observation{phase: flintv1.OSDPhasePending, reason: flintv1.OSDPodNotRunningReason, detail: fmt.Sprintf("pod %s is %s", pod.Name, pod.Status.Phase)}
 }
 
 // notReadyObservation: an agent that refuses the device or SPDK's settings
@@ -221,11 +221,11 @@ func pendingObservation(pod *corev1.Pod) observation {
 func notReadyObservation(st *agentv1.OSDStatus) observation {
 	switch st.GetNotReadyCode() {
 	case agentv1.NotReadyCode_NOT_READY_CODE_FOREIGN_DEVICE:
-		return observation{phase: flintv1.OSDPhaseFailed, reason: "ForeignDevice", detail: st.GetNotReadyReason()}
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDForeignDeviceReason, detail: st.GetNotReadyReason()}
 	case agentv1.NotReadyCode_NOT_READY_CODE_CONFLICT:
-		return observation{phase: flintv1.OSDPhaseFailed, reason: "Conflict", detail: st.GetNotReadyReason()}
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDConflictReason, detail: st.GetNotReadyReason()}
 	case agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN:
-		return observation{phase: flintv1.OSDPhaseStarting, reason: "SPDKDown", detail: st.GetNotReadyReason()}
+		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDSPDKDownReason, detail: st.GetNotReadyReason()}
 	}
-	return observation{phase: flintv1.OSDPhaseStarting, reason: "AgentNotReady", detail: st.GetNotReadyReason()}
+	return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDAgentNotReadyReason, detail: st.GetNotReadyReason()}
 }

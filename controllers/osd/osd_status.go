@@ -94,11 +94,11 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 		before := osd.DeepCopy()
 		msg := fmt.Sprintf("the OSD holds %d replicas; it is deleted once the Volume controller has moved them (set spec.drain to move them first)", held)
 		changed := meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
-			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "HoldsReplicas", Message: msg, ObservedGeneration: osd.Generation,
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.OSDHoldsReplicasReason, Message: msg, ObservedGeneration: osd.Generation,
 		})
 		osd.Status.Phase = flintv1.OSDPhaseDraining
 		if changed {
-			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, "HoldsReplicas", "Delete", "%s", msg)
+			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, flintv1.OSDHoldsReplicasReason, "Delete", "%s", msg)
 		}
 		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err

@@ -243,9 +243,9 @@ func (r *Reconciler) finalize(ctx context.Context, pool *flintv1.Pool) error {
 		msg := fmt.Sprintf("%d Volumes use the Pool (%s); delete them (or their PersistentVolumeClaims) first", n, strings.Join(names, ", "))
 		before := pool.DeepCopy()
 		if meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "VolumesExist", Message: msg, ObservedGeneration: pool.Generation,
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.PoolVolumesExistReason, Message: msg, ObservedGeneration: pool.Generation,
 		}) {
-			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, "VolumesExist", "Delete", "%s", msg)
+			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, flintv1.PoolVolumesExistReason, "Delete", "%s", msg)
 		}
 		return r.Status().Patch(ctx, pool, client.MergeFrom(before))
 	}

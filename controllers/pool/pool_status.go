@@ -78,7 +78,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *pr
 	st.Capacity = &flintv1.PoolCapacity{Raw: *raw, Usable: *usable, Allocated: *allocated}
 	st.Volumes = int32(len(w.volumes))
 
-	for _, reason := range Reasons {
+	for _, reason := range flintv1.PoolPreflightConditions {
 		if msg := pf.message(reason); msg != "" {
 			r.setCondition(pool, reason, metav1.ConditionTrue, reason, msg)
 		} else {
@@ -112,7 +112,7 @@ func (r *Reconciler) setCondition(pool *flintv1.Pool, typ string, status metav1.
 // setReady: a Pool is Ready when it can place a volume: serving OSDs in
 // at least replicas failure domains, and no preflight failure.
 func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
-	for _, reason := range Reasons {
+	for _, reason := range flintv1.PoolPreflightConditions {
 		if msg := pf.message(reason); msg != "" {
 			r.setCondition(pool, flintv1.ReadyCondition, metav1.ConditionFalse, reason, msg)
 			return
@@ -125,13 +125,13 @@ func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
 		}
 	}
 	if int32(len(nodes)) < pool.Spec.Replicas {
-		r.setCondition(pool, flintv1.ReadyCondition, metav1.ConditionFalse, "OSDsNotReady",
+		r.setCondition(pool, flintv1.ReadyCondition, metav1.ConditionFalse, flintv1.PoolOSDsNotReadyReason,
 			fmt.Sprintf("%d of %d OSDs are ready, on %d nodes; volumes need %d: see the OSDs' Ready conditions (kubectl get osds -l %s=%s -o wide)",
 				pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.OSDs.Total, len(nodes), pool.Spec.Replicas, flintv1.LabelPool, pool.Name))
 		return
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-		Type: flintv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Provisionable", ObservedGeneration: pool.Generation,
+		Type: flintv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: flintv1.PoolProvisionableReason, ObservedGeneration: pool.Generation,
 		Message: fmt.Sprintf("%d OSDs serve %s usable", pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.Capacity.Usable.String()),
 	})
 }
@@ -148,16 +148,16 @@ func (r *Reconciler) setDegraded(pool *flintv1.Pool, draining []string) {
 		problems = append(problems, "left the Pool's devices and drain before deletion: "+strings.Join(draining, ", "))
 	}
 	if len(problems) == 0 {
-		reason := "AllOSDsReady"
+		reason := flintv1.PoolAllOSDsReadyReason
 		if c.Total == 0 {
-			reason = "NoOSDs" // nothing to be degraded; Ready says why there are none
+			reason = flintv1.PoolNoOSDsReason // nothing to be degraded; Ready says why there are none
 		}
 		meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: pool.Generation})
 		return
 	}
-	reason := "OSDsNotReady"
+	reason := flintv1.PoolOSDsNotReadyReason
 	if len(draining) > 0 {
-		reason = "OSDsDraining"
+		reason = flintv1.PoolOSDsDrainingReason
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
 		Type: flintv1.DegradedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: strings.Join(problems, "; "), ObservedGeneration: pool.Generation,
@@ -176,7 +176,7 @@ func (r *Reconciler) exportMetrics(pool *flintv1.Pool, pf *preflight, osds map[f
 	for p, n := range vols {
 		metrics.PoolVolumes.WithLabelValues(pool.Name, string(p)).Set(float64(n))
 	}
-	for _, reason := range Reasons {
+	for _, reason := range flintv1.PoolPreflightConditions {
 		v := 0.0
 		if pf.message(reason) != "" {
 			v = 1

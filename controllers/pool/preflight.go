@@ -35,20 +35,6 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
-// Preflight reasons: each becomes a Pool condition of that type, True while
-// it fails, with a message that says what to do.
-const (
-	NoNodesSelected            = "NoNodesSelected"
-	HugePagesInsufficient      = "HugePagesInsufficient"
-	DeviceResourceMissing      = "DeviceResourceMissing"
-	RDMAResourceMissing        = "RDMAResourceMissing"
-	NetworkAttachmentMissing   = "NetworkAttachmentMissing"
-	InsufficientFailureDomains = "InsufficientFailureDomains"
-)
-
-// Reasons lists every preflight reason, in the order they are reported.
-var Reasons = []string{NoNodesSelected, DeviceResourceMissing, HugePagesInsufficient, RDMAResourceMissing, NetworkAttachmentMissing, InsufficientFailureDomains}
-
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
 
 // preflight is what blocks a Pool: failed checks by reason, and the nodes
@@ -69,7 +55,7 @@ func (p *preflight) message(reason string) string { return strings.Join(p.failur
 func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *preflight {
 	p := &preflight{failures: map[string][]string{}, blockedNodes: map[string]bool{}}
 	if len(nodes) == 0 {
-		p.fail(NoNodesSelected, "no node matches nodeSelector %q; label the storage nodes or fix the selector", labels.SelectorFromSet(pool.Spec.NodeSelector).String())
+		p.fail(flintv1.PoolNoNodesSelectedCondition, "no node matches nodeSelector %q; label the storage nodes or fix the selector", labels.SelectorFromSet(pool.Spec.NodeSelector).String())
 		return p
 	}
 	spec := pool.Spec
@@ -78,7 +64,7 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 		for _, n := range spec.Devices.Nodes {
 			listed = append(listed, n.Node)
 		}
-		p.fail(NoNodesSelected, "devices are listed for nodes %s, but no node matching nodeSelector %q has one of those names: fix spec.devices.nodes, the selector or the nodes' labels",
+		p.fail(flintv1.PoolNoNodesSelectedCondition, "devices are listed for nodes %s, but no node matching nodeSelector %q has one of those names: fix spec.devices.nodes, the selector or the nodes' labels",
 			strings.Join(listed, ", "), labels.SelectorFromSet(spec.NodeSelector).String())
 		return p
 	}
@@ -89,7 +75,7 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 	for _, n := range nodes {
 		osds := perNode[n.Name]
 		if spec.Devices.ResourceName != "" && allocatable(n, spec.Devices.ResourceName) == 0 {
-			p.fail(DeviceResourceMissing, "node %s advertises no %s: run the device plugin there and bind its NVMe devices to vfio-pci", n.Name, spec.Devices.ResourceName)
+			p.fail(flintv1.PoolDeviceResourceMissingCondition, "node %s advertises no %s: run the device plugin there and bind its NVMe devices to vfio-pci", n.Name, spec.Devices.ResourceName)
 			continue
 		}
 		if osds == 0 {
@@ -104,14 +90,14 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 				page := resource.MustParse(size)
 				missing := need.Value() - have.Value()
 				pages := (missing + page.Value() - 1) / page.Value()
-				p.fail(HugePagesInsufficient, "node %s has %s of %s allocatable, its %d OSDs need %s: add %d pages of %s (vm.nr_hugepages) and restart the kubelet",
+				p.fail(flintv1.PoolHugePagesInsufficientCondition, "node %s has %s of %s allocatable, its %d OSDs need %s: add %d pages of %s (vm.nr_hugepages) and restart the kubelet",
 					n.Name, have.String(), res, osds, need.String(), pages, size)
 				p.blockedNodes[n.Name] = true
 			}
 		}
 		if nw := spec.Network; nw.Transport == flintv1.TransportRDMA && nw.ResourceName != "" {
 			if have := allocatable(n, nw.ResourceName); have < osds {
-				p.fail(RDMAResourceMissing, "node %s has %d %s allocatable, its %d OSDs need one RDMA VF each: configure the SR-IOV device plugin to expose more VFs", n.Name, have, nw.ResourceName, osds)
+				p.fail(flintv1.PoolRDMAResourceMissingCondition, "node %s has %d %s allocatable, its %d OSDs need one RDMA VF each: configure the SR-IOV device plugin to expose more VFs", n.Name, have, nw.ResourceName, osds)
 				p.blockedNodes[n.Name] = true
 			}
 		}
@@ -134,9 +120,9 @@ func checkAttachment(ctx context.Context, c client.Reader, pool *flintv1.Pool, n
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad)
 	switch {
 	case meta.IsNoMatchError(err):
-		p.fail(NetworkAttachmentMissing, "the cluster has no NetworkAttachmentDefinition kind: install Multus, then create %s/%s", ns, name)
+		p.fail(flintv1.PoolNetworkAttachmentMissingCondition, "the cluster has no NetworkAttachmentDefinition kind: install Multus, then create %s/%s", ns, name)
 	case apierrors.IsNotFound(err):
-		p.fail(NetworkAttachmentMissing, "NetworkAttachmentDefinition %s/%s does not exist: create it (OSD pods attach to it by that name)", ns, name)
+		p.fail(flintv1.PoolNetworkAttachmentMissingCondition, "NetworkAttachmentDefinition %s/%s does not exist: create it (OSD pods attach to it by that name)", ns, name)
 	case err != nil:
 		return fmt.Errorf("read NetworkAttachmentDefinition %s/%s: %w", ns, name, err)
 	}
@@ -146,7 +132,7 @@ func checkAttachment(ctx context.Context, c client.Reader, pool *flintv1.Pool, n
 // checkFailureDomains: replicas go to distinct failure domains, so the
 // nodes that get OSDs must span at least replicas of them.
 func checkFailureDomains(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD, p *preflight) {
-	if p.message(NoNodesSelected) != "" {
+	if p.message(flintv1.PoolNoNodesSelectedCondition) != "" {
 		return
 	}
 	key := pool.Spec.FailureDomain
@@ -189,5 +175,5 @@ func checkFailureDomains(pool *flintv1.Pool, nodes []corev1.Node, want []desired
 	if len(unlabelled) > 0 {
 		msg += fmt.Sprintf(" (nodes without the %s label: %v)", key, unlabelled)
 	}
-	p.fail(InsufficientFailureDomains, "%s", msg)
+	p.fail(flintv1.PoolInsufficientFailureDomainsCondition, "%s", msg)
 }

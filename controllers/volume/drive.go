@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -44,7 +45,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		if t != nil {
 			phase = orUnknown(string(t.Status.Phase))
 		}
-		return nil, &problem{"TargetUnavailable", fmt.Sprintf("the target's OSD %s is %s; the target moves to an OSD with an in-sync replica after %s", vol.Status.Target.OSD, phase, r.TargetGrace)}
+		return nil, &problem{flintv1.VolumeTargetUnavailableReason, fmt.Sprintf("the target's OSD %s is %s; the target moves to an OSD with an in-sync replica after %s", vol.Status.Target.OSD, phase, r.TargetGrace)}
 	}
 	targetHost := agentv1.HostNQN(string(t.UID))
 	var members []*agentv1.Member
@@ -85,7 +86,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	r.replicaErrors(vol, failures)
 	agent, err := r.Agents.For(ctx, t)
 	if err != nil {
-		return nil, &problem{"TargetUnavailable", err.Error()}
+		return nil, &problem{flintv1.VolumeTargetUnavailableReason, err.Error()}
 	}
 	req := &agentv1.EnsureTargetRequest{
 		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
@@ -97,10 +98,10 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		// may differ in the writes that were in flight.
 		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name, present)
 		if rerr != nil {
-			return nil, &problem{"TargetError", fmt.Sprintf("record the replica the lost target is re-assembled from: %v", rerr)}
+			return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("record the replica the lost target is re-assembled from: %v", rerr)}
 		}
 		if !ok {
-			return nil, &problem{"TargetLost", "SPDK on the target's OSD lost the raid, and no in-sync replica was confirmed on its OSD yet; the target is re-assembled once one is"}
+			return nil, &problem{flintv1.VolumeTargetLostReason, "SPDK on the target's OSD lost the raid, and no in-sync replica was confirmed on its OSD yet; the target is re-assembled once one is"}
 		}
 		for j, m := range req.Members {
 			m.InSync = inSync(vol.Status.Replicas[memberReplica[j]].State)
@@ -113,12 +114,12 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	}
 	switch {
 	case agentv1.ReasonOf(err) == agentv1.ReasonLeaseLapsed:
-		return nil, &problem{"TargetFenced", fmt.Sprintf("OSD %s fenced the target when its lease lapsed; it serves hosts again once the operator renewed the lease: %s", t.Name, status.Convert(err).Message())}
+		return nil, &problem{flintv1.VolumeTargetFencedReason, fmt.Sprintf("OSD %s fenced the target when its lease lapsed; it serves hosts again once the operator renewed the lease: %s", t.Name, status.Convert(err).Message())}
 	case err != nil:
-		return nil, &problem{"TargetError", fmt.Sprintf("the target on OSD %s: %v", t.Name, status.Convert(err).Message())}
+		return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("the target on OSD %s: %v", t.Name, status.Convert(err).Message())}
 	}
 	if err := ts.GetExport().Validate(); err != nil {
-		return nil, &problem{"TargetError", fmt.Sprintf("the target on OSD %s reports an export no host can connect to (%v); it is not recorded", t.Name, err)}
+		return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("the target on OSD %s reports an export no host can connect to (%v); it is not recorded", t.Name, err)}
 	}
 	return ts, nil
 }
@@ -206,6 +207,7 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 	if err := r.recordIntent(ctx, before, vol); err != nil {
 		return false, err
 	}
+	log.FromContext(ctx).Info("Target re-assembled from one replica", "target", target, "source", source, "epoch", vol.Status.Target.Epoch)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "TargetReassembled", "EnsureTarget",
 		"SPDK on the target's OSD %s restarted and lost the raid: it is assembled from the replica on %s alone; the others resynchronise from it", target, source)
 	return true, nil

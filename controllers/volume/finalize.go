@@ -45,8 +45,8 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 	before := vol.DeepCopy()
 	if hosts := vol.Spec.PublishedHosts; len(hosts) > 0 {
 		msg := fmt.Sprintf("the Volume is published to %d hosts (%s): unpublish it (stop the pods that use it) and it is deleted", len(hosts), strings.Join(hosts, ", "))
-		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: "Published", Message: msg, ObservedGeneration: vol.Generation}) {
-			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "Published", "Delete", "%s", msg)
+		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumePublishedReason, Message: msg, ObservedGeneration: vol.Generation}) {
+			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.VolumePublishedReason, "Delete", "%s", msg)
 		}
 		return r.writeStatus(ctx, before, vol)
 	}

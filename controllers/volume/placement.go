@@ -46,7 +46,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	p := offer(w, size, nil)
 	chosen := p.choose(n, nil)
 	if len(chosen) < n {
-		r.setPending(vol, "NoPlacement", p.shortfall(w.pool.Name, n, size, nil))
+		r.setPending(vol, flintv1.VolumeNoPlacementReason, p.shortfall(w.pool.Name, n, size, nil))
 		return false, nil
 	}
 	now := r.now()

@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -131,6 +132,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 			t.OSD, r.TargetGrace, next, t.OSD, next)
 	}
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: epoch(t) + 1}
+	log.FromContext(ctx).Info("Target moves", "from", t.OSD, "to", next, "planned", planned, "epoch", vol.Status.Target.Epoch)
 	return nil
 }
 
@@ -209,7 +211,7 @@ func (r *Reconciler) replaceReplicas(ctx context.Context, vol *flintv1.Volume, w
 			meta.RemoveStatusCondition(&vol.Status.Conditions, flintv1.ReplacementBlockedCondition)
 			return err
 		}
-		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: "NoPlacement", Message: blocked, ObservedGeneration: vol.Generation}) {
+		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumeNoPlacementReason, Message: blocked, ObservedGeneration: vol.Generation}) {
 			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplacementBlocked", "ReplaceReplica", "%s", blocked)
 		}
 		return nil
@@ -244,6 +246,7 @@ func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world,
 	}
 	next := chosen[0]
 	vol.Status.Replicas[i] = newReplica(vol, w.osds[next], flintv1.ReplicaStateStale, r.now())
+	log.FromContext(ctx).Info("Replica replaced", "from", old.OSD, "to", next, "why", why)
 	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaReplaced", "ReplaceReplica", "the replica on OSD %s is replaced by one on OSD %s: %s", old.OSD, next, why)
 	return "", nil

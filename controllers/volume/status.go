@@ -119,9 +119,9 @@ func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetS
 		}
 		lagging = append(lagging, fmt.Sprintf("%s %s", rep.OSD, rep.State))
 	}
-	degraded := metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: "AllReplicasInSync", ObservedGeneration: vol.Generation}
+	degraded := metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: flintv1.VolumeAllReplicasInSyncReason, ObservedGeneration: vol.Generation}
 	if online < want && !creating {
-		degraded.Status, degraded.Reason = metav1.ConditionTrue, "ReplicasNotInSync"
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, flintv1.VolumeReplicasNotInSyncReason
 		degraded.Message = fmt.Sprintf("%d of %d replicas in sync; %s", online, want, strings.Join(lagging, ", "))
 	}
 	meta.SetStatusCondition(&st.Conditions, degraded)
@@ -134,7 +134,7 @@ func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetS
 			st.Phase = flintv1.VolumePhaseCreating
 		}
 	} else {
-		ready.Status, ready.Reason = metav1.ConditionTrue, "Serving"
+		ready.Status, ready.Reason = metav1.ConditionTrue, flintv1.VolumeServingReason
 		e := st.Target.Endpoints[0]
 		ready.Message = fmt.Sprintf("OSD %s serves %s at %s:%d over %s to %d hosts", st.Target.OSD, st.Capacity.String(), e.Address, e.Port, e.Transport, len(vol.Spec.PublishedHosts))
 		switch {

@@ -147,7 +147,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := vol.DeepCopy()
 	if w.pool == nil {
-		r.setPending(&vol, "PoolNotFound", fmt.Sprintf("Pool %s does not exist: create it, or recreate the Volume in an existing Pool", vol.Spec.Pool))
+		r.setPending(&vol, flintv1.VolumePoolNotFoundReason, fmt.Sprintf("Pool %s does not exist: create it, or recreate the Volume in an existing Pool", vol.Spec.Pool))
 		return r.writeStatus(ctx, before, &vol)
 	}
 	if len(vol.Status.Replicas) > 0 && vol.Status.Target == nil {

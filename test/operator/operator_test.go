@@ -35,7 +35,6 @@ import (
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
 	osdctl "github.com/flint-io/flint/controllers/osd"
-	"github.com/flint-io/flint/controllers/pool"
 )
 
 var _ = Describe("A Pool whose OSDs run", Ordered, func() {
@@ -151,26 +150,26 @@ var _ = Describe("Preflight", func() {
 			Expect(gatherMetric(`flint_pool_preflight_failures`, `pool="`+name+`"`, `reason="`+reason+`"`)).To(Equal("1"))
 		},
 		Entry("no node selected", "pf-none", map[string]map[string]string{}, func(*flintv1.Pool) {},
-			pool.NoNodesSelected, "no node matches nodeSelector"),
+			flintv1.PoolNoNodesSelectedCondition, "no node matches nodeSelector"),
 		Entry("devices listed for nodes it does not select", "pf-list", map[string]map[string]string{"pf-list-0": {}}, func(p *flintv1.Pool) {
 			p.Spec.Devices = flintv1.PoolDevices{Driver: flintv1.DriverAIO, Nodes: []flintv1.NodeDevices{{Node: "worker-a", Devices: []string{"/dev/nvme1n1"}}}}
-		}, pool.NoNodesSelected, `devices are listed for nodes worker-a, but no node matching nodeSelector "flint.io/test=pf-list" has one of those names`),
+		}, flintv1.PoolNoNodesSelectedCondition, `devices are listed for nodes worker-a, but no node matching nodeSelector "flint.io/test=pf-list" has one of those names`),
 		Entry("too few hugepages", "pf-huge", map[string]map[string]string{"pf-huge-0": {"hugepages-2Mi": "512Mi"}}, func(p *flintv1.Pool) {
 			p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
-		}, pool.HugePagesInsufficient, "node pf-huge-0 has 512Mi of hugepages-2Mi allocatable, its 1 OSDs need 1Gi: add 256 pages of 2Mi"),
+		}, flintv1.PoolHugePagesInsufficientCondition, "node pf-huge-0 has 512Mi of hugepages-2Mi allocatable, its 1 OSDs need 1Gi: add 256 pages of 2Mi"),
 		Entry("no device plugin devices", "pf-dev", map[string]map[string]string{"pf-dev-0": {"hugepages-2Mi": "4Gi"}}, func(p *flintv1.Pool) {
 			p.Spec.Devices = flintv1.PoolDevices{Driver: flintv1.DriverPCIe, ResourceName: "flint.io/nvme"}
 			p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
-		}, pool.DeviceResourceMissing, "node pf-dev-0 advertises no flint.io/nvme"),
+		}, flintv1.PoolDeviceResourceMissingCondition, "node pf-dev-0 advertises no flint.io/nvme"),
 		Entry("no RDMA VF", "pf-vf", map[string]map[string]string{"pf-vf-0": {}}, func(p *flintv1.Pool) {
 			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "flint-system/rdma", ResourceName: "nvidia.com/rdma_vf", Port: 4420}
-		}, pool.RDMAResourceMissing, "node pf-vf-0 has 0 nvidia.com/rdma_vf allocatable, its 1 OSDs need one RDMA VF each"),
+		}, flintv1.PoolRDMAResourceMissingCondition, "node pf-vf-0 has 0 nvidia.com/rdma_vf allocatable, its 1 OSDs need one RDMA VF each"),
 		Entry("no NetworkAttachmentDefinition", "pf-nad", map[string]map[string]string{"pf-nad-0": {"nvidia.com/rdma_vf": "4"}}, func(p *flintv1.Pool) {
 			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "storage-rdma", ResourceName: "nvidia.com/rdma_vf", Port: 4420}
-		}, pool.NetworkAttachmentMissing, "NetworkAttachmentDefinition flint-system/storage-rdma does not exist"),
+		}, flintv1.PoolNetworkAttachmentMissingCondition, "NetworkAttachmentDefinition flint-system/storage-rdma does not exist"),
 		Entry("too few failure domains", "pf-fd", map[string]map[string]string{"pf-fd-0": {}, "pf-fd-1": {}}, func(p *flintv1.Pool) {
 			p.Spec.Replicas = 3
-		}, pool.InsufficientFailureDomains, "replicas 3 needs OSDs in 3 distinct kubernetes.io/hostname values; the Pool's usable OSD nodes span 2 (pf-fd-0, pf-fd-1)"),
+		}, flintv1.PoolInsufficientFailureDomainsCondition, "replicas 3 needs OSDs in 3 distinct kubernetes.io/hostname values; the Pool's usable OSD nodes span 2 (pf-fd-0, pf-fd-1)"),
 	)
 
 	It("creates no OSD on a node that fails, and recovers when it is fixed", func() {
@@ -178,11 +177,11 @@ var _ = Describe("Preflight", func() {
 		p := mallocPool("pf-fix", "pf-fix", 1)
 		p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
-		Eventually(func() *metav1.Condition { return condition(pool.HugePagesInsufficient)(getPool("pf-fix")()) }).ShouldNot(BeNil())
+		Eventually(func() *metav1.Condition { return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")()) }).ShouldNot(BeNil())
 		Consistently(osdsOf("pf-fix"), "1s").Should(BeEmpty())
 		setAllocatable("pf-fix-0", "hugepages-2Mi", "2Gi")
 		Eventually(osdsOf("pf-fix")).Should(HaveLen(1))
-		Eventually(func() *metav1.Condition { return condition(pool.HugePagesInsufficient)(getPool("pf-fix")()) }).Should(BeNil())
+		Eventually(func() *metav1.Condition { return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")()) }).Should(BeNil())
 	})
 })
 

@@ -26,10 +26,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/osd-image/agent/storage"
@@ -43,7 +44,7 @@ type Keeper struct {
 	osd      *storage.OSD
 	spdk     *client.Client
 	logLevel string
-	log      *slog.Logger
+	log      logr.Logger
 
 	mu       sync.Mutex
 	notReady error
@@ -51,7 +52,7 @@ type Keeper struct {
 }
 
 // New returns a Keeper of o on spdk; logLevel is SPDK's log level.
-func New(o *storage.OSD, spdk *client.Client, logLevel string, log *slog.Logger) *Keeper {
+func New(o *storage.OSD, spdk *client.Client, logLevel string, log logr.Logger) *Keeper {
 	return &Keeper{osd: o, spdk: spdk, logLevel: logLevel, log: log, notReady: ErrStarting}
 }
 
@@ -86,7 +87,7 @@ func (k *Keeper) Probe(ctx context.Context) error {
 	case err == nil && k.notReady != nil:
 		k.log.Info("OSD ready", "spdk", k.version)
 	case err != nil && (k.notReady == nil || k.notReady.Error() != err.Error()):
-		k.log.Warn("OSD not ready", "reason", err)
+		k.log.Info("OSD not ready", "reason", err.Error())
 	}
 	k.notReady = err
 	return err

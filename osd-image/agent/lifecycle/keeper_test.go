@@ -19,13 +19,13 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -52,7 +52,7 @@ func (r *rig) keeper(uid string) *Keeper {
 		Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
 		Tuning:   storage.Tuning{IOUnitSize: 16384},
 	}, r.spdk.Client)
-	return New(o, r.spdk.Client, "warning", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return New(o, r.spdk.Client, "warning", logr.Discard())
 }
 
 func readyz(k *Keeper) (int, string) {

@@ -20,8 +20,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -115,7 +114,7 @@ func start(t *testing.T) *fixture {
 		UID: "osd-a", Device: storage.Device{Driver: storage.DriverAIO, Path: dev},
 		Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
 	}, spdk)
-	keeper := lifecycle.New(o, spdk, "warning", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	keeper := lifecycle.New(o, spdk, "warning", logr.Discard())
 	if err := keeper.Probe(context.Background()); err != nil {
 		t.Fatal(err)
 	}

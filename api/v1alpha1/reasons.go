@@ -1,0 +1,87 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Reasons of Volume conditions and of the Events that go with them.
+const (
+	// VolumeTargetUnavailableReason says the target's OSD does not serve; the target moves after --target-grace.
+	VolumeTargetUnavailableReason = "TargetUnavailable"
+	// VolumeTargetErrorReason says the target's agent failed or reported what cannot be recorded.
+	VolumeTargetErrorReason = "TargetError"
+	// VolumeTargetLostReason says SPDK on the target lost the raid and no in-sync replica is confirmed yet.
+	VolumeTargetLostReason = "TargetLost"
+	// VolumeTargetFencedReason says the target's OSD fenced it when its lease lapsed.
+	VolumeTargetFencedReason = "TargetFenced"
+	// VolumeServingReason says the target serves the Volume.
+	VolumeServingReason = "Serving"
+	// VolumeNoPlacementReason says no OSDs in distinct failure domains can take the replicas.
+	VolumeNoPlacementReason = "NoPlacement"
+	// VolumePoolNotFoundReason says the Volume's Pool does not exist.
+	VolumePoolNotFoundReason = "PoolNotFound"
+	// VolumeAllReplicasInSyncReason says every replica is in sync.
+	VolumeAllReplicasInSyncReason = "AllReplicasInSync"
+	// VolumeReplicasNotInSyncReason says fewer replicas than asked for are in sync.
+	VolumeReplicasNotInSyncReason = "ReplicasNotInSync"
+	// VolumePublishedReason says deletion waits: the Volume is published to hosts.
+	VolumePublishedReason = "Published"
+)
+
+// Reasons of OSD conditions and of the Events that go with them.
+const (
+	// OSDPodTerminatingReason says the OSD's pod is terminating.
+	OSDPodTerminatingReason = "PodTerminating"
+	// OSDPodFailedReason says the OSD's pod failed.
+	OSDPodFailedReason = "PodFailed"
+	// OSDPodNotRunningReason says the OSD's pod does not run yet.
+	OSDPodNotRunningReason = "PodNotRunning"
+	// OSDUnschedulableReason says the OSD's pod cannot be scheduled.
+	OSDUnschedulableReason = "Unschedulable"
+	// OSDContainerWaitingReason says a container of the OSD's pod waits.
+	OSDContainerWaitingReason = "ContainerWaiting"
+	// OSDAgentUnreachableReason says the agent does not answer the operator.
+	OSDAgentUnreachableReason = "AgentUnreachable"
+	// OSDAgentNotReadyReason says the agent answers but is not ready.
+	OSDAgentNotReadyReason = "AgentNotReady"
+	// OSDSPDKDownReason says the agent answers, SPDK does not.
+	OSDSPDKDownReason = "SPDKDown"
+	// OSDForeignDeviceReason says the device holds data this OSD does not own.
+	OSDForeignDeviceReason = "ForeignDevice"
+	// OSDConflictReason says SPDK runs with settings the OSD cannot change without a restart.
+	OSDConflictReason = "Conflict"
+	// OSDBadEndpointReason says the agent reports an endpoint no host can connect to.
+	OSDBadEndpointReason = "BadEndpoint"
+	// OSDServingReason says SPDK serves the device's lvstore.
+	OSDServingReason = "Serving"
+	// OSDHoldsReplicasReason says deletion waits: the OSD holds replicas.
+	OSDHoldsReplicasReason = "HoldsReplicas"
+)
+
+// Reasons of Pool conditions and of the Events that go with them.
+const (
+	// PoolProvisionableReason says the Pool can provision volumes.
+	PoolProvisionableReason = "Provisionable"
+	// PoolOSDsNotReadyReason says some OSDs are not ready.
+	PoolOSDsNotReadyReason = "OSDsNotReady"
+	// PoolOSDsDrainingReason says some OSDs drain.
+	PoolOSDsDrainingReason = "OSDsDraining"
+	// PoolAllOSDsReadyReason says every OSD is ready.
+	PoolAllOSDsReadyReason = "AllOSDsReady"
+	// PoolNoOSDsReason says the Pool has no OSDs.
+	PoolNoOSDsReason = "NoOSDs"
+	// PoolVolumesExistReason says deletion waits: Volumes use the Pool.
+	PoolVolumesExistReason = "VolumesExist"
+)
