@@ -177,11 +177,15 @@ var _ = Describe("Preflight", func() {
 		p := mallocPool("pf-fix", "pf-fix", 1)
 		p.Spec.OSD.HugePages = &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
-		Eventually(func() *metav1.Condition { return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")()) }).ShouldNot(BeNil())
+		Eventually(func() *metav1.Condition {
+			return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")())
+		}).ShouldNot(BeNil())
 		Consistently(osdsOf("pf-fix"), "1s").Should(BeEmpty())
 		setAllocatable("pf-fix-0", "hugepages-2Mi", "2Gi")
 		Eventually(osdsOf("pf-fix")).Should(HaveLen(1))
-		Eventually(func() *metav1.Condition { return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")()) }).Should(BeNil())
+		Eventually(func() *metav1.Condition {
+			return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")())
+		}).Should(BeNil())
 	})
 })
 
