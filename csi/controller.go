@@ -349,7 +349,7 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 	if err != nil {
 		return nil, err
 	}
-	vol, err := c.waitUntil(ctx, id, "exported to "+host, servesIO)
+	vol, err := c.waitUntil(ctx, id, "exported to "+host, func(v *flintv1.Volume) bool { return servesIO(v) && allows(v, host) })
 	if err != nil {
 		return nil, err
 	}
@@ -380,14 +380,21 @@ func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *csi.Con
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.waitUntil(ctx, id, "unexported from "+host, applied); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := c.waitUntil(ctx, id, "unexported from "+host, func(v *flintv1.Volume) bool { return !allows(v, host) }); err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
 }
 
 // applied: the operator has acted on the Volume's current spec.
-func applied(vol *flintv1.Volume) bool { return vol.Status.ObservedGeneration >= vol.Generation }
+// allows says whether the Volume's target, as its agent last read it back
+// from SPDK, lets host connect: unpublishing waits until it no longer
+// does, so "unpublished" means "this node cannot connect any more".
+// An empty host stands for any host.
+func allows(vol *flintv1.Volume, host string) bool {
+	t := vol.Status.Target
+	return t != nil && (slices.Contains(t.AllowedHosts, host) || host == "" && len(t.AllowedHosts) > 0)
+}
 
 // updateHosts rewrites the Volume's publishedHosts with change, retrying
 // on conflicts.

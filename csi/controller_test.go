@@ -145,3 +145,30 @@ func TestListPaging(t *testing.T) {
 		t.Fatalf("a negative page size: err = %v, want InvalidArgument", err)
 	}
 }
+
+// Publishing waits until the target lets the node in, unpublishing until
+// it no longer does: what the agent read back from SPDK, not the spec.
+func TestAllows(t *testing.T) {
+	const a, b = "nqn.2014-08.org.nvmexpress:uuid:a", "nqn.2014-08.org.nvmexpress:uuid:b"
+	vol := func(allowed ...string) *flintv1.Volume {
+		return &flintv1.Volume{Status: flintv1.VolumeStatus{Target: &flintv1.VolumeTarget{AllowedHosts: allowed}}}
+	}
+	for _, tt := range []struct {
+		name string
+		vol  *flintv1.Volume
+		host string
+		want bool
+	}{
+		{"listed", vol(a, b), a, true},
+		{"not listed", vol(b), a, false},
+		{"no target", &flintv1.Volume{}, a, false},
+		{"any host, some allowed", vol(b), "", true},
+		{"any host, none allowed", vol(), "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := allows(tt.vol, tt.host); got != tt.want {
+				t.Fatalf("allows = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -161,6 +161,13 @@ type VolumeTarget struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Epoch int32 `json:"epoch,omitempty"`
+	// allowedHosts are the host NQNs the target lets connect, as its agent
+	// read them back from SPDK: a host not listed cannot connect. It lags
+	// spec.publishedHosts until the target applied them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
 }
 
 // VolumeStatus is the observed state of a Volume.

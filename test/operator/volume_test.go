@@ -113,12 +113,15 @@ var _ = Describe("A Volume", Ordered, func() {
 		}
 	})
 
-	It("follows spec.publishedHosts", func() {
+	It("follows spec.publishedHosts, and reports the allow-list SPDK enforces", func() {
+		allowed := func() []string { return getVolume("vol-1").Status.Target.AllowedHosts }
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostA, hostB} })
 		target := getVolume("vol-1").Status.Target.OSD
 		Eventually(func() []string { return hostsOf(target, agentv1.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostA, hostB))
+		Eventually(allowed).Should(ConsistOf(hostA, hostB))
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.PublishedHosts = []string{hostB} })
 		Eventually(func() []string { return hostsOf(target, agentv1.VolumeNQN(uidOf("vol-1"))) }).Should(ConsistOf(hostB))
+		Eventually(allowed).Should(ConsistOf(hostB))
 	})
 
 	It("grows online, and refuses to shrink", func() {

@@ -247,7 +247,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	out := &agentv1.TargetStatus{Export: exportOf(st.Export), Degraded: st.Degraded(), SizeBytes: st.SizeBytes}
+	out := &agentv1.TargetStatus{Export: exportOf(st.Export), Degraded: st.Degraded(), SizeBytes: st.SizeBytes, AllowedHosts: st.AllowedHosts}
 	for _, m := range st.Members {
 		out.Members = append(out.Members, &agentv1.MemberStatus{Osd: m.OSD, State: m.State, RebuildPercent: uint32(m.RebuildPercent)})
 	}

@@ -186,7 +186,7 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 	if err := o.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
 		return Export{}, err
 	}
-	if err := o.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
+	if _, err := o.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
 		return Export{}, err
 	}
 	return o.export(nqn), nil
@@ -280,28 +280,32 @@ func sameIdentity(ns types.NvmfNamespace, id agentv1.Identity) bool {
 }
 
 // setHosts makes hosts the exact allow-list of nqn: it adds the missing
-// first, then removes the others.
-func (o *OSD) setHosts(ctx context.Context, nqn string, hosts []string) error {
+// first, then removes the others. It returns the allow-list SPDK holds
+// afterwards, read back: what the caller reports is what SPDK enforces.
+func (o *OSD) setHosts(ctx context.Context, nqn string, hosts []string) ([]string, error) {
 	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
 	if err != nil {
-		return fmt.Errorf("read subsystem %s: %w", nqn, err)
+		return nil, fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
 	have := subs[0].HostNQNs()
 	for _, h := range hosts {
 		if !slices.Contains(have, h) {
 			if err := o.spdk.NvmfSubsystemAddHost(ctx, nqn, h); err != nil {
-				return fmt.Errorf("allow host %s on %s: %w", h, nqn, err)
+				return nil, fmt.Errorf("allow host %s on %s: %w", h, nqn, err)
 			}
 		}
 	}
 	for _, h := range have {
 		if !slices.Contains(hosts, h) {
 			if err := o.spdk.NvmfSubsystemRemoveHost(ctx, nqn, h); err != nil {
-				return fmt.Errorf("disallow host %s on %s: %w", h, nqn, err)
+				return nil, fmt.Errorf("disallow host %s on %s: %w", h, nqn, err)
 			}
 		}
 	}
-	return nil
+	if subs, err = o.spdk.NvmfGetSubsystems(ctx, nqn); err != nil {
+		return nil, fmt.Errorf("read back subsystem %s: %w", nqn, err)
+	}
+	return subs[0].HostNQNs(), nil
 }
 
 func (o *OSD) deleteSubsystem(ctx context.Context, nqn string) error {

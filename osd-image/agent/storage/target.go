@@ -82,6 +82,9 @@ type TargetStatus struct {
 	// SizeBytes is what the raid exports: its smallest member's size, so
 	// a resize shows once every replica grew.
 	SizeBytes uint64
+	// AllowedHosts are the hosts SPDK lets connect to the volume, read
+	// back after they were set.
+	AllowedHosts []string
 }
 
 // Degraded reports whether any member is not online.
@@ -140,10 +143,13 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
 		return TargetStatus{}, err
 	}
-	if err := o.setHosts(ctx, nqn, spec.Hosts); err != nil {
+	allowed, err := o.setHosts(ctx, nqn, spec.Hosts)
+	if err != nil {
 		return TargetStatus{}, err
 	}
-	return o.targetStatus(ctx, spec, bdevs)
+	st, err := o.targetStatus(ctx, spec, bdevs)
+	st.AllowedHosts = allowed
+	return st, err
 }
 
 // volumeSubsystem is the subsystem hosts reach spec's volume by, exporting
@@ -161,11 +167,12 @@ func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Rep
 	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return TargetStatus{}, err
 	}
-	if err := o.setHosts(ctx, nqn, spec.Hosts); err != nil {
+	allowed, err := o.setHosts(ctx, nqn, spec.Hosts)
+	if err != nil {
 		return TargetStatus{}, err
 	}
 	return TargetStatus{
-		Export: o.export(nqn), SizeBytes: local.SizeBytes,
+		Export: o.export(nqn), SizeBytes: local.SizeBytes, AllowedHosts: allowed,
 		Members: []MemberStatus{{OSD: o.cfg.UID, State: agentv1.MemberState_MEMBER_STATE_ONLINE}},
 	}, nil
 }
@@ -482,7 +489,7 @@ func (o *OSD) FenceTargets(ctx context.Context) ([]string, error) {
 			continue
 		}
 		volumes = append(volumes, volume)
-		if err := o.setHosts(ctx, s.NQN, nil); err != nil {
+		if _, err := o.setHosts(ctx, s.NQN, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1386,7 +1386,10 @@ type TargetStatus struct {
 	Members  []*MemberStatus        `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
 	Degraded bool                   `protobuf:"varint,3,opt,name=degraded,proto3" json:"degraded,omitempty"`
 	// size_bytes is what the volume exports: the smallest replica's size.
-	SizeBytes     uint64 `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	SizeBytes uint64 `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// allowed_hosts are the host NQNs the target lets connect, read back
+	// from SPDK after they were set: a host not listed cannot connect.
+	AllowedHosts  []string `protobuf:"bytes,5,rep,name=allowed_hosts,json=allowedHosts,proto3" json:"allowed_hosts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1447,6 +1450,13 @@ func (x *TargetStatus) GetSizeBytes() uint64 {
 		return x.SizeBytes
 	}
 	return 0
+}
+
+func (x *TargetStatus) GetAllowedHosts() []string {
+	if x != nil {
+		return x.AllowedHosts
+	}
+	return nil
 }
 
 type DeleteTargetRequest struct {
@@ -1659,13 +1669,14 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12'\n" +
 	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\x121\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05stateJ\x04\b\x02\x10\x03\"\xb1\x01\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05stateJ\x04\b\x02\x10\x03\"\xd6\x01\n" +
 	"\fTargetStatus\x12.\n" +
 	"\x06export\x18\x01 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x126\n" +
 	"\amembers\x18\x02 \x03(\v2\x1c.flint.agent.v1.MemberStatusR\amembers\x12\x1a\n" +
 	"\bdegraded\x18\x03 \x01(\bR\bdegraded\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\"U\n" +
+	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\x12#\n" +
+	"\rallowed_hosts\x18\x05 \x03(\tR\fallowedHosts\"U\n" +
 	"\x13DeleteTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
