@@ -548,9 +548,11 @@ func dropMember(name, target, dropped string) {
 	Expect(member).NotTo(BeEmpty(), "the target's controller of the replica on %s", dropped)
 	// A rebuild just finished may leave the raid settling: wait until the
 	// replica is a configured member and nothing rebuilds.
-	Eventually(func() []string {
-		raids, err := c.BdevRaidGetBdevs(cctx, "all")
-		Expect(err).NotTo(HaveOccurred())
+	Eventually(func(g Gomega) []string {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		raids, err := c.BdevRaidGetBdevs(rctx, "all")
+		g.Expect(err).NotTo(HaveOccurred())
 		var configured []string
 		for _, r := range raids {
 			for _, b := range r.BaseBdevsList {
@@ -562,5 +564,7 @@ func dropMember(name, target, dropped string) {
 		}
 		return configured
 	}, "60s").Should(SatisfyAll(ContainElement(member), ContainElement("process=false")))
-	Expect(c.BdevRaidRemoveBaseBdev(cctx, member)).To(Succeed())
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	Expect(c.BdevRaidRemoveBaseBdev(rctx, member)).To(Succeed())
 }

@@ -123,7 +123,7 @@ func statusOf(err error) error {
 		return agentv1.ErrorWithReason(codes.FailedPrecondition, agentv1.ReasonLeaseLapsed, err.Error())
 	case errors.Is(err, lease.ErrFenced):
 		return agentv1.ErrorWithReason(codes.FailedPrecondition, agentv1.ReasonTargetFenced, err.Error())
-	case errors.Is(err, jsonrpc.ErrDisconnected):
+	case errors.Is(err, jsonrpc.ErrDisconnected), errors.Is(err, storage.ErrNotBootstrapped):
 		code = codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded

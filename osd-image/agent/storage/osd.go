@@ -47,6 +47,10 @@ var (
 	// ErrTargetLost: a target asked to resume has no raid any more (SPDK
 	// restarted); its replicas may differ in the writes that were in flight.
 	ErrTargetLost = errors.New("target lost")
+	// ErrNotBootstrapped: the OSD's lvstore is not loaded (SPDK restarted
+	// and the agent has not bootstrapped it again yet): nothing can be
+	// said about what the device holds, so it is never a "not found".
+	ErrNotBootstrapped = errors.New("not bootstrapped")
 )
 
 // Device drivers.
@@ -300,7 +304,7 @@ func trtype(transport string) string {
 func (o *OSD) Lvstore(ctx context.Context) (types.Lvstore, error) {
 	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
 	if errors.Is(err, jsonrpc.ErrNotFound) {
-		return types.Lvstore{}, fmt.Errorf("%w: lvstore %s is not loaded; the OSD has not bootstrapped", ErrNotFound, o.lvs())
+		return types.Lvstore{}, fmt.Errorf("%w: lvstore %s is not loaded (SPDK restarted?); retry once the agent bootstrapped it again", ErrNotBootstrapped, o.lvs())
 	}
 	if err != nil {
 		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)

@@ -56,6 +56,10 @@ func (o *OSD) lvolAlias(volume string) string { return o.lvs() + "/" + volume }
 func (o *OSD) replica(ctx context.Context, volume string) (Replica, types.Bdev, error) {
 	bdevs, err := o.spdk.BdevGetBdevs(ctx, o.lvolAlias(volume))
 	if errors.Is(err, jsonrpc.ErrNotFound) {
+		// No lvol is "no replica" only while the lvstore is loaded.
+		if _, lerr := o.Lvstore(ctx); lerr != nil {
+			return Replica{}, types.Bdev{}, lerr
+		}
 		return Replica{}, types.Bdev{}, fmt.Errorf("%w: no replica of volume %s on this OSD", ErrNotFound, volume)
 	}
 	if err != nil {

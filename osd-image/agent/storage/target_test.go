@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,34 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 
 // A replica lost for good is replaced by a new one on a fourth OSD, which
 // the target rebuilds into the freed slot.
+// A member whose connection drops for a moment stays in the raid: only
+// SPDK drops a member (when its I/O fails), and one that reconnects before
+// then needs no rebuild.
+func TestABriefDisconnectKeepsTheMember(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 3)
+	c.createReplicas(64 << 20)
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+
+	c.targets[2].Kill() // its controller reconnects; no I/O failed yet
+	c.ensure(m0, m1, m2)
+	r, err := c.osds[0].raid(ctx, raidName(volume))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(members(r), remoteBdev(volume, "osd-2")) {
+		t.Fatalf("raid members during the blip = %v: the listed member was taken out", members(r))
+	}
+	if err := c.targets[2].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(2)
+	m2 = c.exportReplica(2, true)
+	c.clock.Advance(reconnectDelaySec * time.Second)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+}
+
 func TestThreeOSDsReplaceALostReplica(t *testing.T) {
 	c := newCluster(t, 4)
 	c.createReplicas(64 << 20)
@@ -551,5 +580,29 @@ func TestOneReplicaVolumeExportsItsLvol(t *testing.T) {
 	}
 	if err := c.osds[0].DeleteReplica(ctx, volume); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// While SPDK runs without the OSD's lvstore (restarted, not bootstrapped
+// again yet), a replica is neither found nor missing: the caller must not
+// take it for gone from its device, nor for deleted.
+func TestBeforeBootstrapNoReplicaIsMissing(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 1)
+	if _, err := c.osds[0].CreateReplica(ctx, volume, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.targets[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.osds[0].ResizeReplica(ctx, volume, 64<<20); !errors.Is(err, ErrNotBootstrapped) {
+		t.Fatalf("resize before bootstrap: %v, want ErrNotBootstrapped", err)
+	}
+	if err := c.osds[0].DeleteReplica(ctx, volume); !errors.Is(err, ErrNotBootstrapped) {
+		t.Fatalf("delete before bootstrap: %v, want ErrNotBootstrapped", err)
+	}
+	c.bootstrap(0)
+	if _, err := c.osds[0].ResizeReplica(ctx, volume, 64<<20); err != nil {
+		t.Fatalf("resize after bootstrap: %v", err)
 	}
 }
