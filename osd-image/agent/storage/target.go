@@ -133,7 +133,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err != nil {
 		return TargetStatus{}, err
 	}
-	if raid, err = o.removeFormerMembers(ctx, raid, spec, localBdev.Name); err != nil {
+	if raid, err = o.removeFormerMembers(ctx, raid, bdevs); err != nil {
 		return TargetStatus{}, err
 	}
 	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
@@ -330,17 +330,19 @@ func members(r types.RaidBdev) []string {
 	return names
 }
 
-// removeFormerMembers takes out of the raid the members the spec no longer
-// lists, such as a replica being drained away, freeing their slots for
-// the replacements; a remote one's controller is detached. A listed member
-// whose connection is down for a moment stays: SPDK drops it by itself if
-// its I/O fails, and keeping it spares a full rebuild when it reconnects.
-// The raid keeps at least one member: SPDK deletes a raid that loses its
-// last.
-func (o *OSD) removeFormerMembers(ctx context.Context, r types.RaidBdev, spec TargetSpec, localBdev string) (types.RaidBdev, error) {
-	wanted := map[string]bool{localBdev: true}
-	for _, m := range spec.Members {
-		wanted[remoteBdev(spec.Volume, m.OSD)] = true
+// removeFormerMembers takes out of the raid every member that is not
+// reachable now: one the spec no longer lists (a replica drained away,
+// freeing its slot for the replacement), and one whose connection is down.
+// The latter cannot be shown to come back with the data it had (its SPDK
+// may have restarted on an empty device, exporting a new lvol under the
+// same NQN, and a raid that issued no I/O meanwhile would not notice), so
+// it is rebuilt once it is reachable again. A remote member's controller is
+// detached. The raid keeps at least one member: SPDK deletes a raid that
+// loses its last.
+func (o *OSD) removeFormerMembers(ctx context.Context, r types.RaidBdev, bdevs map[string]string) (types.RaidBdev, error) {
+	wanted := map[string]bool{}
+	for _, b := range bdevs {
+		wanted[b] = true
 	}
 	in := members(r)
 	removed := false
