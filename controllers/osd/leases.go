@@ -112,11 +112,7 @@ func (l *LeaseRenewer) renew(ctx context.Context, o *flintv1.OSD) {
 // one in sync. Volumes not Ready are driven every few seconds anyway.
 func (l *LeaseRenewer) observeDegraded(ctx context.Context, uids []string) {
 	for _, uid := range uids {
-		var vols flintv1.VolumeList
-		if err := l.Reader.List(ctx, &vols, client.MatchingFields{indexVolumeUID: uid}); err != nil || len(vols.Items) != 1 {
-			continue
-		}
-		if v := &vols.Items[0]; v.Status.Phase == flintv1.VolumePhaseReady {
+		if v := cachedVolume(ctx, l.Reader, uid); v != nil && v.Status.Phase == flintv1.VolumePhaseReady {
 			select {
 			case l.ObserveVolume <- event.GenericEvent{Object: v}:
 			case <-ctx.Done():

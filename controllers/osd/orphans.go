@@ -81,6 +81,16 @@ func isUID(key string) bool {
 // indexVolumeUID finds a Volume in the cache by its uid.
 const indexVolumeUID = "metadata.uid"
 
+// cachedVolume is the Volume with uid as the cache holds it; nil when the
+// cache holds none (or the read failed).
+func cachedVolume(ctx context.Context, cache client.Reader, uid string) *flintv1.Volume {
+	var l flintv1.VolumeList
+	if err := cache.List(ctx, &l, client.MatchingFields{indexVolumeUID: uid}); err != nil || len(l.Items) != 1 {
+		return nil
+	}
+	return &l.Items[0]
+}
+
 // volumesByUID finds Volumes by uid: in the cache, else in one live list
 // (the API server selects custom resources by name only), read at most
 // once per pass.
@@ -96,8 +106,7 @@ type volumesByUID struct {
 // finalizer is done. Any doubt (a failed read) keeps it too.
 func (f *volumesByUID) hold(ctx context.Context, uid string, whileDeleted bool, keep func(*flintv1.Volume) bool) bool {
 	wants := func(v *flintv1.Volume) bool { return keep(v) || whileDeleted && !v.DeletionTimestamp.IsZero() }
-	var cached flintv1.VolumeList
-	if err := f.cache.List(ctx, &cached, client.MatchingFields{indexVolumeUID: uid}); err == nil && len(cached.Items) == 1 && wants(&cached.Items[0]) {
+	if v := cachedVolume(ctx, f.cache, uid); v != nil && wants(v) {
 		return true
 	}
 	if f.list == nil && f.err == nil {

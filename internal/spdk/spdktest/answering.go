@@ -18,6 +18,7 @@ package spdktest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -89,24 +90,40 @@ func TranscriptAnswers(tb testing.TB) [][]byte {
 	}
 	var out [][]byte
 	for _, file := range files {
-		fh, err := os.Open(file)
+		lines, err := transcriptLines(file)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		for _, l := range lines {
 			var line struct {
 				Response map[string]json.RawMessage `json:"response"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Response == nil {
+			if json.Unmarshal(l, &line) != nil || line.Response == nil {
 				continue
 			}
 			delete(line.Response, "id")
 			b, _ := json.Marshal(line.Response)
 			out = append(out, b[1:])
 		}
-		_ = fh.Close()
 	}
 	return out
+}
+
+// transcriptLines reads a recorded transcript, one JSON object a line.
+func transcriptLines(path string) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var lines [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		lines = append(lines, bytes.Clone(sc.Bytes()))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", path, err)
+	}
+	return lines, nil
 }

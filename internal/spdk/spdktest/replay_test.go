@@ -17,7 +17,6 @@ limitations under the License.
 package spdktest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -195,17 +194,14 @@ func skipReason(file, key string) string {
 }
 
 func readTranscript(t *testing.T, path string) []transcriptLine {
-	f, err := os.Open(path)
+	raw, err := transcriptLines(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
 	var lines []transcriptLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
+	for _, b := range raw {
 		var l transcriptLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+		if err := json.Unmarshal(b, &l); err != nil {
 			t.Fatal(err)
 		}
 		lines = append(lines, l)
