@@ -21,7 +21,9 @@ package agentclient
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"errors"
 	"sync"
 	"time"
 
@@ -31,64 +33,85 @@ import (
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
-// Dialer keeps one connection per agent address and identity.
+// Dialer keeps one connection per agent: to the address its pod has now,
+// made with the operator's TLS material as it is now. A pod that moved to
+// another address, or a rotated client certificate or CA, gets a new
+// connection at the next call; the old one is closed.
 type Dialer struct {
 	// TLS returns the operator's client configuration (its certificate and
-	// the CA); it is asked at every new connection so rotation applies.
+	// the CA); it is asked at every call, so rotation applies at once.
 	TLS func(ctx context.Context) (*tls.Config, error)
+	// CallTimeout bounds every call to an agent; CallTimeout (the
+	// constant) when zero.
+	CallTimeout time.Duration
 
 	mu    sync.Mutex
-	conns map[key]*grpc.ClientConn
+	conns map[string]*agentConn // by server name
 }
 
-type key struct{ addr, serverName string }
+type agentConn struct {
+	addr string
+	// material identifies the client certificate the connection presents;
+	// a new CA re-issues it too (certs.Authority), so it covers both.
+	material [sha256.Size]byte
+	cc       *grpc.ClientConn
+}
 
 // Agent returns the client of the agent at addr whose certificate names
 // serverName.
 func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OSDAgentClient, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k := key{addr, serverName}
-	if c, ok := d.conns[k]; ok {
-		return agentv1.NewOSDAgentClient(c), nil
-	}
 	cfg, err := d.TLS(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.Certificates) == 0 || len(cfg.Certificates[0].Certificate) == 0 {
+		return nil, errors.New("the operator has no client certificate for the agents")
+	}
+	material := sha256.Sum256(cfg.Certificates[0].Certificate[0])
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.conns[serverName]; ok {
+		if c.addr == addr && c.material == material {
+			return agentv1.NewOSDAgentClient(c.cc), nil
+		}
+		_ = c.cc.Close()
+		delete(d.conns, serverName)
+	}
 	cfg = cfg.Clone()
 	cfg.ServerName = serverName
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(perCallDeadline))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(d.perCallDeadline))
 	if err != nil {
 		return nil, err
 	}
 	if d.conns == nil {
-		d.conns = map[key]*grpc.ClientConn{}
+		d.conns = map[string]*agentConn{}
 	}
-	d.conns[k] = c
-	return agentv1.NewOSDAgentClient(c), nil
+	d.conns[serverName] = &agentConn{addr: addr, material: material, cc: cc}
+	return agentv1.NewOSDAgentClient(cc), nil
 }
 
-// CallTimeout bounds every call to an agent (a caller may set a shorter
-// deadline): one agent that accepts connections and never answers must
-// not use up a whole reconcile.
+// CallTimeout bounds every call to an agent by default (a caller may set
+// a shorter deadline): one agent that accepts connections and never
+// answers must not hold a reconcile for longer.
 const CallTimeout = 5 * time.Second
 
-func perCallDeadline(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+func (d *Dialer) perCallDeadline(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	timeout := d.CallTimeout
+	if timeout == 0 {
+		timeout = CallTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
-// Forget closes the connections to serverName's agent, such as when its
+// Forget closes the connection to serverName's agent, such as when its
 // pod is replaced.
 func (d *Dialer) Forget(serverName string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for k, c := range d.conns {
-		if k.serverName == serverName {
-			_ = c.Close()
-			delete(d.conns, k)
-		}
+	if c, ok := d.conns[serverName]; ok {
+		_ = c.cc.Close()
+		delete(d.conns, serverName)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -53,21 +54,19 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	var failures []string
 	present := map[string]bool{} // replicas an agent confirmed in this pass
 	neverServed := len(vol.Status.Target.Endpoints) == 0
+	ensured := r.ensureReplicas(ctx, vol, w, t, targetHost)
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		o := w.osds[rep.OSD]
 		if o == nil {
 			continue // replaced by replaceReplicas
 		}
-		m := &agentv1.Member{Osd: string(o.UID)}
-		if o.Status.Phase.Serving() {
-			exp, err := r.ensureReplica(ctx, vol, rep, o, t, targetHost)
-			if err != nil {
-				failures = append(failures, err.Error())
-			} else {
-				present[rep.OSD] = true
-			}
-			m.Export = exp
+		m := &agentv1.Member{Osd: string(o.UID), Export: ensured[i].export}
+		switch {
+		case ensured[i].err != nil:
+			failures = append(failures, ensured[i].err.Error())
+		case ensured[i].asked:
+			present[rep.OSD] = true
 		}
 		if m.Export == nil && o != t && o.Status.Endpoint != nil {
 			e := o.Status.Endpoint
@@ -143,6 +142,37 @@ func (r *Reconciler) confirmFenced(ctx context.Context, vol *flintv1.Volume, age
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetUnfenced", "EnsureTarget", "OSD %s fenced the target when its lease lapsed; confirmed still the Volume's target (epoch %d), it serves the published hosts again", t.OSD, t.Epoch)
 	}
 	return ts, err
+}
+
+// ensured is what one replica's agent answered in a pass; asked is false
+// when its OSD does not serve and no agent was called.
+type ensured struct {
+	asked  bool
+	export *agentv1.Export
+	err    error
+}
+
+// ensureReplicas ensures, at once, every replica whose OSD serves: each
+// agent call has its own budget (agentclient.CallTimeout), so an agent
+// that accepts connections and never answers costs the pass one budget,
+// not one per replica after it. Each call changes only its own replica's
+// entry of the status.
+func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w *world, target *flintv1.OSD, targetHost string) []ensured {
+	out := make([]ensured, len(vol.Status.Replicas))
+	var wg sync.WaitGroup
+	for i := range vol.Status.Replicas {
+		rep := &vol.Status.Replicas[i]
+		o := w.osds[rep.OSD]
+		if o == nil || !o.Status.Phase.Serving() {
+			continue
+		}
+		wg.Go(func() {
+			exp, err := r.ensureReplica(ctx, vol, rep, o, target, targetHost)
+			out[i] = ensured{asked: true, export: exp, err: err}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // ensureReplica makes rep exist at the Volume's size on o and, unless o

@@ -49,9 +49,6 @@ import (
 // Finalizer keeps a Volume until its target and replicas are torn down.
 const Finalizer = "flint.io/volume-data"
 
-// reconcileTimeout bounds one reconcile's agent calls.
-const reconcileTimeout = 20 * time.Second
-
 // Field indexes of Volumes.
 const (
 	indexPool = "spec.pool"
@@ -124,11 +121,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // looked at again, once the cache has caught up.
 const conflictRetry = 200 * time.Millisecond
 
-// reconcile runs the phases of one Volume top-down.
+// reconcile runs the phases of one Volume top-down. No deadline covers
+// it whole: every agent call has its own (agentclient.CallTimeout), so an
+// agent that stops answering holds a worker for a bounded number of calls
+// and never leaves the status write that follows without time.
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	// An agent that stops answering must not hold a worker.
-	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
-	defer cancel()
 	var vol flintv1.Volume
 	if err := r.Get(ctx, req.NamespacedName, &vol); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
