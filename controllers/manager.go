@@ -25,9 +25,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
+
+// SecureMetrics serves the manager's /metrics on addr over HTTPS, only to
+// requests whose bearer token the apiserver authenticates (TokenReview)
+// and authorizes for GET /metrics (SubjectAccessReview; ClusterRole
+// flint-metrics-reader grants it), as controller-runtime's filter does.
+func SecureMetrics(addr string) metricsserver.Options {
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // NewManager is the operator's manager on cfg with its controllers; mo
 // brings the serving and leader election choices.

@@ -26,7 +26,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flint-io/flint/controllers"
 	"github.com/flint-io/flint/internal/cli"
@@ -51,7 +50,7 @@ func main() {
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 8, "how many Volumes reconcile at once")
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the apiserver (a Volume costs about five writes to create)")
 	fs.IntVar(&o.APIBurst, "kube-api-burst", 100, "requests above kube-api-qps allowed in a burst")
-	metricsAddr := fs.String("metrics-bind-address", ":8080", "where /metrics is served")
+	metricsAddr := fs.String("metrics-bind-address", ":8443", "where /metrics is served over HTTPS to authorized bearer tokens (ClusterRole flint-metrics-reader)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
 	leaderElect := fs.Bool("leader-elect", true, "elect one active operator among replicas")
 	cmd := &cli.Command{
@@ -68,7 +67,7 @@ func main() {
 			return fmt.Errorf("find the cluster (kubeconfig or in-cluster): %w", err)
 		}
 		mgr, err := controllers.NewManager(cfg, o, ctrl.Options{
-			Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
+			Metrics:                controllers.SecureMetrics(*metricsAddr),
 			HealthProbeBindAddress: *probeAddr,
 			LeaderElection:         *leaderElect,
 		})

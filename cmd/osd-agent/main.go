@@ -48,6 +48,7 @@ import (
 	"github.com/flint-io/flint/internal/cli"
 	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/internal/spdk/client"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/launch"
 	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/lifecycle"
@@ -180,14 +181,14 @@ func runAgent(args []string) {
 	fs.StringVar(&f.logLevel, "log-level", "warning", "SPDK's log level: error, warning, notice, info or debug")
 	fs.StringVar(&f.socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket")
 	fs.StringVar(&f.grpcAddress, "grpc-address", ":9440", "where the gRPC API listens")
-	fs.StringVar(&f.httpAddress, "http-address", ":9441", "where /metrics, /healthz and /readyz listen")
+	fs.StringVar(&f.httpAddress, "http-address", ":9441", "where /metrics (to the metrics client certificate), /healthz and /readyz are served over HTTPS")
 	fs.StringVar(&f.tlsDir, "tls-dir", "/etc/flint/tls", "tls.crt, tls.key and the operator's ca.crt; re-read at every handshake")
 	fs.DurationVar(&f.probeInterval, "probe-interval", 2*time.Second, "how often SPDK is probed and re-bootstrapped, and the lease checked")
 	fs.StringVar(&f.leaseFile, "lease-file", defaultLeaseFile, "where the OSD's lease is kept, for the SPDK container's liveness probe")
 	cmd := &cli.Command{
 		Name:        "osd-agent",
 		Summary:     "claims the OSD's device, owns its lvstore, and serves its gRPC API",
-		Description: "Runs in the OSD pod next to the SPDK container (osd-agent exec-spdk), sharing SPDK's JSON-RPC socket through an emptyDir. Serves gRPC over mutual TLS, and /metrics, /healthz, /readyz over HTTP.",
+		Description: "Runs in the OSD pod next to the SPDK container (osd-agent exec-spdk), sharing SPDK's JSON-RPC socket through an emptyDir. Serves gRPC over mutual TLS to the operator's certificate, /metrics over HTTPS to the metrics client certificate, and /healthz, /readyz over HTTPS to anyone.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
@@ -196,6 +197,9 @@ func runAgent(args []string) {
 		return serve(ctx, f, zap.New().WithName("osd-agent"))
 	})
 }
+
+// metricsInterval is how old a reading of SPDK a scrape may be served.
+const metricsInterval = 5 * time.Second
 
 func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	if f.uid == "" {
@@ -208,16 +212,20 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	httpTLS, err := server.HTTPTLS(f.tlsDir)
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", server.RequireClient(agentv1.MetricsClientName, promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/healthz", lifecycle.Healthz)
 	mux.HandleFunc("/readyz", lifecycle.Readyz(ready))
 	httpLis, err := net.Listen("tcp", f.httpAddress)
 	if err != nil {
 		return fmt.Errorf("listen for HTTP on %s: %w", f.httpAddress, err)
 	}
-	httpServer := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = httpServer.Serve(httpLis) }()
+	httpServer := &http.Server{Handler: mux, TLSConfig: httpTLS, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = httpServer.ServeTLS(httpLis, "", "") }()
 	defer func() { _ = httpServer.Close() }()
 
 	cfg, err := resolve(ctx, f, log)
@@ -233,7 +241,7 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	registry.MustRegister(metrics.NewCollector(struct {
 		*client.Client
 		*storage.OSD
-	}{spdk, o}))
+	}{spdk, o}, metricsInterval))
 
 	grpcLis, err := net.Listen("tcp", f.grpcAddress)
 	if err != nil {

@@ -50,8 +50,34 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func get(url string) (int, string) {
-	resp, err := http.Get(url)
+// httpsClient trusts ca and presents a certificate of it named client
+// ("" for none).
+func httpsClient(t *testing.T, ca *pki.CA, client string) *http.Client {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
+	if client != "" {
+		cfg.Certificates = []tls.Certificate{issueCert(t, ca, client)}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
+}
+
+func issueCert(t *testing.T, ca *pki.CA, name string) tls.Certificate {
+	t.Helper()
+	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Name: name, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+func get(c *http.Client, url string) (int, string) {
+	resp, err := c.Get(url)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -102,7 +128,8 @@ func TestAgent(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	base := "http://" + f.httpAddress
+	base := "https://" + f.httpAddress
+	probe := httpsClient(t, ca, "") // a kubelet presents no certificate
 	// waitFor waits for /readyz to answer want with a body containing
 	// say; a probe cut short by SPDK's death may first say something else.
 	waitFor := func(want int, say string) string {
@@ -110,7 +137,7 @@ func TestAgent(t *testing.T) {
 		var body string
 		for range 500 { // 10 s at most
 			var code int
-			if code, body = get(base + "/readyz"); code == want && strings.Contains(body, say) {
+			if code, body = get(probe, base+"/readyz"); code == want && strings.Contains(body, say) {
 				return body
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -120,10 +147,18 @@ func TestAgent(t *testing.T) {
 	}
 
 	waitFor(http.StatusOK, "ok")
-	if code, _ := get(base + "/healthz"); code != http.StatusOK {
+	if code, _ := get(probe, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d", code)
 	}
-	_, m := get(base + "/metrics")
+	for client, want := range map[string]int{"": http.StatusUnauthorized, agentv1.OperatorClientName: http.StatusForbidden} {
+		if code, body := get(httpsClient(t, ca, client), base+"/metrics"); code != want {
+			t.Errorf("/metrics to client certificate %q = %d %s, want %d", client, code, body, want)
+		}
+	}
+	code, m := get(httpsClient(t, ca, agentv1.MetricsClientName), base+"/metrics")
+	if code != http.StatusOK {
+		t.Errorf("/metrics to the metrics client = %d %s", code, m)
+	}
 	for _, want := range []string{"flint_osd_spdk_up 1", "flint_lvstore_total_bytes 1.0", "go_goroutines"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -136,7 +171,7 @@ func TestAgent(t *testing.T) {
 
 	tg.Kill()
 	waitFor(http.StatusServiceUnavailable, "SPDK does not answer")
-	if code, _ := get(base + "/healthz"); code != http.StatusOK {
+	if code, _ := get(probe, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz with SPDK down = %d; the agent must not be restarted for it", code)
 	}
 	if err := tg.Restart(); err != nil {
@@ -166,14 +201,7 @@ func writeLeaf(t *testing.T, ca *pki.CA, dir string, l pki.Leaf) {
 }
 
 func dial(t *testing.T, ca *pki.CA, addr string) agentv1.OSDAgentClient {
-	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Name: "flint-operator", Validity: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := issueCert(t, ca, agentv1.OperatorClientName)
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package certs keeps the mutual TLS material of the agent API in Secrets
 // of the operator's namespace: the CA (flint-ca), one server certificate
-// per OSD agent, and the operator's client certificate. Each is issued when
+// per OSD agent, the operator's client certificate and the metrics
+// scrapers'. Each is issued when
 // missing and re-issued once two thirds of its lifetime have passed; agents
 // re-read their files at every handshake, so rotation needs no restart.
 package certs
@@ -35,13 +36,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flint-io/flint/internal/pki"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Secret names and keys.
 const (
 	CASecret     = "flint-ca"
-	ClientSecret = "flint-operator-client"
-	CAKey        = "ca.crt"
+	ClientSecret = agentv1.OperatorClientName + "-client"
+	// MetricsClientSecret is the certificate scrapers of the agents'
+	// /metrics present.
+	MetricsClientSecret = agentv1.MetricsClientName + "-client"
+	CAKey               = "ca.crt"
 )
 
 // Lifetimes: a CA outlives many rotations of the leaves it signs.
@@ -145,7 +150,7 @@ func (a *Authority) ClientTLS(ctx context.Context) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.EnsureLeaf(ctx, ca, ClientSecret, pki.Leaf{Name: "flint-operator"}, nil)
+	s, err := a.EnsureLeaf(ctx, ca, ClientSecret, pki.Leaf{Name: agentv1.OperatorClientName}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("issue the operator's client certificate: %w", err)
 	}

@@ -115,7 +115,11 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, osd *flintv1.OSD) er
 		return err
 	}
 	owner := metav1.NewControllerRef(osd, flintv1.GroupVersion.WithKind("OSD"))
-	_, err = r.Authority.EnsureLeaf(ctx, ca, TLSSecretName(osd.Name), pki.Leaf{Name: osd.Name, Server: true, DNSNames: []string{agentclient.ServerName(osd.Name)}}, owner)
+	if _, err = r.Authority.EnsureLeaf(ctx, ca, TLSSecretName(osd.Name), pki.Leaf{Name: osd.Name, Server: true, DNSNames: []string{agentclient.ServerName(osd.Name)}}, owner); err != nil {
+		return err
+	}
+	// Scrapers of the agents' /metrics present this one (config/prometheus).
+	_, err = r.Authority.EnsureLeaf(ctx, ca, certs.MetricsClientSecret, pki.Leaf{Name: agentv1.MetricsClientName}, nil)
 	return err
 }
 

@@ -309,7 +309,7 @@ func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
 }
 
 func httpGet(path string) corev1.ProbeHandler {
-	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(HTTPPort)}}
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(HTTPPort), Scheme: corev1.URISchemeHTTPS}}
 }
 
 func volumes(osd *flintv1.OSD) []corev1.Volume {

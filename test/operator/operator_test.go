@@ -17,13 +17,19 @@ limitations under the License.
 package operator
 
 import (
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +41,7 @@ import (
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
 	osdctl "github.com/flint-io/flint/controllers/osd"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 var _ = Describe("A Pool whose OSDs run", Ordered, func() {
@@ -67,10 +74,13 @@ var _ = Describe("A Pool whose OSDs run", Ordered, func() {
 		}
 		// The operator's client certificate is issued when it first dials an
 		// agent.
-		for _, name := range []string{certs.CASecret, certs.ClientSecret} {
+		// Scrapers of the agents' metrics get theirs with the OSDs'.
+		for name, cn := range map[string]string{certs.ClientSecret: agentv1.OperatorClientName, certs.MetricsClientSecret: agentv1.MetricsClientName} {
+			var s corev1.Secret
 			Eventually(func() error {
-				return k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
+				return k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
 			}).Should(Succeed())
+			Expect(parseCert(s.Data["tls.crt"]).Subject.CommonName).To(Equal(cn))
 		}
 	})
 
@@ -99,6 +109,49 @@ var _ = Describe("A Pool whose OSDs run", Ordered, func() {
 	It("exports pool metrics", func() {
 		Eventually(func() string { return gatherMetric(`flint_pool_osds`, `pool="local"`, `phase="Ready"`) }).Should(Equal("3"))
 		Expect(gatherMetric(`flint_pool_preflight_failures`, `pool="local"`, `reason="HugePagesInsufficient"`)).To(Equal("0"))
+	})
+
+	It("serves its metrics only to tokens allowed to read them", func() {
+		scrape := func(token string) (int, string) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+			Expect(err).NotTo(HaveOccurred())
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			// The manager's certificate is self-signed, as in a cluster.
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // only the authorization is under test
+			resp, err := c.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = resp.Body.Close() }()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		code, _ := scrape("")
+		Expect(code).To(Equal(http.StatusUnauthorized), "a scrape without a token")
+
+		token := func(name string) string {
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+			Expect(k8sClient.Create(ctx, sa)).To(Succeed())
+			DeferCleanup(k8sClient.Delete, sa)
+			tr := &authenticationv1.TokenRequest{}
+			Expect(k8sClient.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+			return tr.Status.Token
+		}
+		code, _ = scrape(token("test-stranger"))
+		Expect(code).To(Equal(http.StatusForbidden), "a scrape with a token not bound to flint-metrics-reader")
+
+		scraper := token("test-scraper")
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-scraper"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "flint-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: "test-scraper"}},
+		}
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(k8sClient.Delete, binding)
+		// RBAC applies within moments; the filter caches only decisions taken.
+		Eventually(func() int { code, _ := scrape(scraper); return code }, "45s", "1s").Should(Equal(http.StatusOK))
+		_, body := scrape(scraper)
+		Expect(body).To(ContainSubstring(`flint_pool_osds{phase="Ready",pool="local"} 3`))
 	})
 
 	It("follows an OSD whose SPDK dies and comes back", func() {

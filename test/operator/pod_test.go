@@ -75,6 +75,7 @@ var _ = Describe("The OSD pod", func() {
 		Expect(agent.Args).To(ContainElements("--transport=rdma", "--network-attachment=flint-system/storage-rdma", "--io-unit-size=131072", "--num-shared-buffers=4095", "--device-driver=pcie"))
 		Expect(agent.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 		Expect(agent.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+		Expect(agent.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS), "the agent serves its probes over HTTPS")
 		var medium corev1.StorageMedium
 		var networkStatus string
 		for _, v := range pod.Spec.Volumes {

@@ -18,6 +18,7 @@ package operator
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
@@ -55,6 +55,8 @@ var (
 	ctx       context.Context
 	cancel    context.CancelFunc
 	node      *localnode.Runner
+	// metricsURL is the operator's /metrics, served as in a cluster.
+	metricsURL string
 )
 
 func TestOperator(t *testing.T) {
@@ -91,11 +93,16 @@ var _ = BeforeSuite(func() {
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "build osd-agent: %s", out)
 
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	metricsAddr := lis.Addr().String()
+	Expect(lis.Close()).To(Succeed())
+	metricsURL = "https://" + metricsAddr + "/metrics"
 	mgr, err := controllers.NewManager(asOperator(cfg), controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
 		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 7 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4,
 	}, ctrl.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", LeaderElection: true,
+		Metrics: controllers.SecureMetrics(metricsAddr), HealthProbeBindAddress: "0", LeaderElection: true,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {

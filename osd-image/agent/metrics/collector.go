@@ -16,11 +16,14 @@ limitations under the License.
 
 // Package metrics exports what SPDK's user-space driver hides from iostat:
 // per-bdev I/O counters and latency, the lvstore's capacity, and whether
-// SPDK answers. Values are read from SPDK at every scrape.
+// SPDK answers. SPDK is read at most once per interval, whatever the
+// number of scrapes: its RPC thread also serves the agent, and a scraper
+// must not be able to starve it.
 package metrics
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,13 +39,13 @@ type Source interface {
 	Lvstore(ctx context.Context) (types.Lvstore, error)
 }
 
-// scrapeTimeout bounds one scrape's calls to SPDK.
-const scrapeTimeout = 5 * time.Second
+// readTimeout bounds one reading's calls to SPDK.
+const readTimeout = 5 * time.Second
 
 var (
 	bdevLabels = []string{"bdev"}
 
-	spdkUp = prometheus.NewDesc("flint_osd_spdk_up", "1 when SPDK answered this scrape, else 0.", nil, nil)
+	spdkUp = prometheus.NewDesc("flint_osd_spdk_up", "1 when SPDK answered the latest reading, else 0.", nil, nil)
 
 	readOps      = prometheus.NewDesc("flint_bdev_read_ops_total", "Read operations completed by the bdev.", bdevLabels, nil)
 	writeOps     = prometheus.NewDesc("flint_bdev_write_ops_total", "Write operations completed by the bdev.", bdevLabels, nil)
@@ -60,13 +63,28 @@ var (
 // Collector is a prometheus.Collector over one SPDK.
 type Collector struct {
 	src        Source
+	interval   time.Duration
+	now        func() time.Time
 	scrapeErrs prometheus.Counter
+
+	// mu makes concurrent scrapes share one reading.
+	mu   sync.Mutex
+	last *reading
 }
 
-// NewCollector returns a collector reading src.
-func NewCollector(src Source) *Collector {
-	return &Collector{src: src, scrapeErrs: prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "flint_osd_spdk_rpc_errors_total", Help: "SPDK calls of scrapes that failed.",
+// reading is what one visit to SPDK found.
+type reading struct {
+	at    time.Time
+	up    bool
+	stat  types.Iostat
+	names map[string]string // lvol bdev name -> lvstore/lvol alias
+	lvs   *types.Lvstore
+}
+
+// NewCollector returns a collector reading src at most once per interval.
+func NewCollector(src Source, interval time.Duration) *Collector {
+	return &Collector{src: src, interval: interval, now: time.Now, scrapeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "flint_osd_spdk_rpc_errors_total", Help: "SPDK calls of readings that failed.",
 	})}
 }
 
@@ -78,25 +96,21 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.scrapeErrs.Describe(ch)
 }
 
-// Collect reads SPDK and sends the metrics. Lvol bdevs are labelled with
-// their lvstore/lvol alias, other bdevs with their name.
+// Collect sends the metrics of the latest reading, reading SPDK first if
+// that one is older than the interval. Lvol bdevs are labelled with their
+// lvstore/lvol alias, other bdevs with their name.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
+	r := c.reading()
 	defer c.scrapeErrs.Collect(ch)
-
-	stat, err := c.src.BdevGetIostat(ctx, "")
-	if err != nil {
-		c.scrapeErrs.Inc()
+	if !r.up {
 		ch <- prometheus.MustNewConstMetric(spdkUp, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(spdkUp, prometheus.GaugeValue, 1)
-	names := c.labels(ctx)
-	seconds := func(ticks uint64) float64 { return float64(ticks) / float64(stat.TickRate) }
-	for _, b := range stat.Bdevs {
+	seconds := func(ticks uint64) float64 { return float64(ticks) / float64(r.stat.TickRate) }
+	for _, b := range r.stat.Bdevs {
 		label := b.Name
-		if alias, ok := names[b.Name]; ok {
+		if alias, ok := r.names[b.Name]; ok {
 			label = alias
 		}
 		for _, m := range []struct {
@@ -116,12 +130,38 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v, label)
 		}
 	}
+	if r.lvs != nil {
+		ch <- prometheus.MustNewConstMetric(lvsTotal, prometheus.GaugeValue, float64(r.lvs.TotalBytes()))
+		ch <- prometheus.MustNewConstMetric(lvsFree, prometheus.GaugeValue, float64(r.lvs.FreeBytes()))
+	}
+}
+
+// reading returns the latest reading, taking a new one when it is older
+// than the interval; scrapes arriving meanwhile wait for it.
+func (c *Collector) reading() *reading {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if c.last != nil && now.Sub(c.last.at) < c.interval {
+		return c.last
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	r := &reading{at: now}
+	c.last = r
+	stat, err := c.src.BdevGetIostat(ctx, "")
+	if err != nil {
+		c.scrapeErrs.Inc()
+		return r
+	}
+	r.up, r.stat = true, stat
+	r.names = c.labels(ctx)
 	if lvs, err := c.src.Lvstore(ctx); err == nil {
-		ch <- prometheus.MustNewConstMetric(lvsTotal, prometheus.GaugeValue, float64(lvs.TotalBytes()))
-		ch <- prometheus.MustNewConstMetric(lvsFree, prometheus.GaugeValue, float64(lvs.FreeBytes()))
+		r.lvs = &lvs
 	} else {
 		c.scrapeErrs.Inc()
 	}
+	return r
 }
 
 // labels maps bdev names to their first alias where the bdev is an lvol.

@@ -22,7 +22,10 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -67,7 +70,7 @@ func recorded(t *testing.T) types.Iostat {
 }
 
 func TestCollectorConvertsTicksAndLabelsLvols(t *testing.T) {
-	c := NewCollector(fakeSource{stat: recorded(t)})
+	c := NewCollector(fakeSource{stat: recorded(t)}, time.Second)
 	// 37255008233 and 44490995914 ticks at 2.6 GHz; 14770808 ticks max write.
 	want := `
 # HELP flint_bdev_read_ops_total Read operations completed by the bdev.
@@ -85,7 +88,7 @@ flint_bdev_write_latency_max_seconds{bdev="lvs0/lv1"} 0.00568108
 # HELP flint_lvstore_free_bytes Unallocated capacity of the OSD's lvstore.
 # TYPE flint_lvstore_free_bytes gauge
 flint_lvstore_free_bytes 1.97132288e+08
-# HELP flint_osd_spdk_up 1 when SPDK answered this scrape, else 0.
+# HELP flint_osd_spdk_up 1 when SPDK answered the latest reading, else 0.
 # TYPE flint_osd_spdk_up gauge
 flint_osd_spdk_up 1
 `
@@ -97,12 +100,12 @@ flint_osd_spdk_up 1
 }
 
 func TestCollectorReportsSPDKDown(t *testing.T) {
-	c := NewCollector(fakeSource{down: true})
+	c := NewCollector(fakeSource{down: true}, time.Second)
 	want := `
-# HELP flint_osd_spdk_up 1 when SPDK answered this scrape, else 0.
+# HELP flint_osd_spdk_up 1 when SPDK answered the latest reading, else 0.
 # TYPE flint_osd_spdk_up gauge
 flint_osd_spdk_up 0
-# HELP flint_osd_spdk_rpc_errors_total SPDK calls of scrapes that failed.
+# HELP flint_osd_spdk_rpc_errors_total SPDK calls of readings that failed.
 # TYPE flint_osd_spdk_rpc_errors_total counter
 flint_osd_spdk_rpc_errors_total 1
 `
@@ -111,5 +114,42 @@ flint_osd_spdk_rpc_errors_total 1
 	}
 	if n := testutil.CollectAndCount(c, "flint_bdev_read_ops_total"); n != 0 {
 		t.Errorf("%d bdev series while SPDK is down, want none", n)
+	}
+}
+
+// countingSource counts the visits to SPDK.
+type countingSource struct {
+	fakeSource
+	iostats atomic.Int32
+}
+
+func (c *countingSource) BdevGetIostat(ctx context.Context, name string) (types.Iostat, error) {
+	c.iostats.Add(1)
+	return c.fakeSource.BdevGetIostat(ctx, name)
+}
+
+// Scrapes, however many and however concurrent, read SPDK once per
+// interval.
+func TestScrapesShareOneReadingPerInterval(t *testing.T) {
+	src := &countingSource{fakeSource: fakeSource{stat: recorded(t)}}
+	c := NewCollector(src, 10*time.Second)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if n := testutil.CollectAndCount(c, "flint_osd_spdk_up"); n != 1 {
+				t.Errorf("a scrape sent %d flint_osd_spdk_up series, want 1", n)
+			}
+		})
+	}
+	wg.Wait()
+	if n := src.iostats.Load(); n != 1 {
+		t.Fatalf("20 scrapes within the interval read SPDK %d times, want once", n)
+	}
+	now = now.Add(10 * time.Second)
+	testutil.CollectAndCount(c)
+	if n := src.iostats.Load(); n != 2 {
+		t.Fatalf("a scrape after the interval read SPDK %d times in all, want 2", n)
 	}
 }

@@ -55,7 +55,7 @@ func New(o *storage.OSD, spdk *client.Client, ready func() error, l *lease.Keepe
 
 // Serve serves the API on lis with mutual TLS until lis closes.
 func Serve(lis net.Listener, s *Server, tlsDir string) (*grpc.Server, error) {
-	tlsConfig, err := MutualTLS(tlsDir)
+	tlsConfig, err := MutualTLS(tlsDir, agentv1.OperatorClientName)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,11 @@ func (f *fixture) dial(t *testing.T, cert *tls.Certificate) agentv1.OSDAgentClie
 }
 
 func clientCert(t *testing.T, signer *pki.CA) *tls.Certificate {
-	certPEM, keyPEM := issue(t, signer, pki.Leaf{Name: "flint-operator"})
+	return namedClientCert(t, signer, agentv1.OperatorClientName)
+}
+
+func namedClientCert(t *testing.T, signer *pki.CA, name string) *tls.Certificate {
+	certPEM, keyPEM := issue(t, signer, pki.Leaf{Name: name})
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +196,7 @@ func TestOnlyTheOperatorsCertificateIsServed(t *testing.T) {
 	}{
 		{"client signed by the agent's CA", clientCert(t, f.ca), true},
 		{"client without a certificate", nil, false},
+		{"client of the agent's CA that is not the operator (the metrics scraper)", namedClientCert(t, f.ca, agentv1.MetricsClientName), false},
 		{"client signed by another CA", clientCert(t, newCA(t, "someone-else")), false},
 	}
 	for _, tt := range tests {

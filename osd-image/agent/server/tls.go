@@ -20,6 +20,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 )
@@ -31,12 +32,44 @@ const (
 	CAFile   = "ca.crt"
 )
 
-// MutualTLS is the server side of mutual TLS from the files in dir: the
-// agent's certificate and key, and the CA that signs its clients (the
-// operator). The files are read at every handshake, so a rotated Secret
-// applies without a restart. A client without a certificate from that CA
-// is refused.
-func MutualTLS(dir string) (*tls.Config, error) {
+// MutualTLS is the server side of the API's mutual TLS from the files in
+// dir: the agent's certificate and key, and the CA that signs its clients.
+// Only a client certificate of that CA named client (the operator's) is
+// served. The files are read at every handshake, so a rotated Secret
+// applies without a restart.
+func MutualTLS(dir, client string) (*tls.Config, error) {
+	return serverTLS(dir, tls.RequireAndVerifyClientCert, func(cs tls.ConnectionState) error {
+		if name := cs.PeerCertificates[0].Subject.CommonName; name != client {
+			return fmt.Errorf("the client certificate names %q; only %q is served", name, client)
+		}
+		return nil
+	})
+}
+
+// HTTPTLS is the server side of the agent's HTTP endpoints: probes are
+// served to anyone (a kubelet presents no certificate), and a client
+// certificate, when presented, must be of the CA in dir; RequireClient
+// then guards what needs one.
+func HTTPTLS(dir string) (*tls.Config, error) {
+	return serverTLS(dir, tls.VerifyClientCertIfGiven, nil)
+}
+
+// RequireClient serves h only to requests with a verified client
+// certificate named client: 401 without one, 403 with another's.
+func RequireClient(client string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.TLS == nil || len(r.TLS.VerifiedChains) == 0:
+			http.Error(w, "a client certificate issued by the Flint CA is required: Secret "+client+"-client of the operator's namespace", http.StatusUnauthorized)
+		case r.TLS.VerifiedChains[0][0].Subject.CommonName != client:
+			http.Error(w, "this client certificate is not allowed here; use the one of Secret "+client+"-client", http.StatusForbidden)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+func serverTLS(dir string, auth tls.ClientAuthType, verify func(tls.ConnectionState) error) (*tls.Config, error) {
 	load := func() (*tls.Config, error) {
 		cert, err := tls.LoadX509KeyPair(filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile))
 		if err != nil {
@@ -51,10 +84,11 @@ func MutualTLS(dir string) (*tls.Config, error) {
 			return nil, fmt.Errorf("%s holds no PEM certificate", filepath.Join(dir, CAFile))
 		}
 		return &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientCAs:    pool,
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			MinVersion:   tls.VersionTLS13,
+			Certificates:     []tls.Certificate{cert},
+			ClientCAs:        pool,
+			ClientAuth:       auth,
+			MinVersion:       tls.VersionTLS13,
+			VerifyConnection: verify,
 		}, nil
 	}
 	// Fail at start when the files are unusable, not at the first call.

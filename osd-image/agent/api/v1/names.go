@@ -31,6 +31,15 @@ import (
 // agent names the SPDK objects; the operator records these names in the
 // Volume's status and tells hosts where to connect.
 
+// Names of the client certificates agents accept, each issued by the
+// operator from the agents' CA: the API serves the operator's alone, and
+// /metrics the scraper's alone, so a scraper's certificate cannot drive
+// an agent.
+const (
+	OperatorClientName = "flint-operator"
+	MetricsClientName  = "flint-metrics"
+)
+
 // NQNPrefix starts every subsystem NQN Flint creates.
 const NQNPrefix = "nqn.2026-01.io.flint"
 
