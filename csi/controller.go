@@ -67,7 +67,10 @@ type Controller struct {
 	Client client.Client
 	// APIReader reads the apiserver directly (a name just created).
 	APIReader client.Reader
-	// PollInterval is how often a wait looks at a Volume again.
+	// Events wakes waits when a Volume changes; without it they poll.
+	Events *VolumeEvents
+	// PollInterval is how often a wait reads a Volume again when no event
+	// woke it.
 	PollInterval time.Duration
 	// MaxWait bounds a call's wait when its context has no deadline.
 	MaxWait time.Duration
@@ -233,33 +236,77 @@ func servesIO(vol *flintv1.Volume) bool {
 		vol.Status.Target != nil && len(vol.Status.Target.Endpoints) > 0
 }
 
-// waitUntil polls Volume id until done; it gives up (DeadlineExceeded,
-// with the Volume last seen) a little before ctx's deadline so the
-// caller gets a reason rather than a cancelled call.
+// waitUntil waits until Volume id is done; it gives up (DeadlineExceeded,
+// with the Volume last seen) a little before ctx's deadline so the caller
+// gets a reason rather than a cancelled call.
 func (c *Controller) waitUntil(ctx context.Context, id, what string, done func(*flintv1.Volume) bool) (*flintv1.Volume, error) {
 	wait := c.MaxWait
 	if d, ok := ctx.Deadline(); ok {
 		wait = time.Until(d) * 9 / 10
 	}
-	deadline := time.Now().Add(wait)
+	var last *flintv1.Volume
+	err := c.await(ctx, id, time.Now().Add(wait), func(vol *flintv1.Volume) (bool, error) {
+		if vol == nil {
+			return false, status.Errorf(codes.NotFound, "volume %s disappeared while waiting for it to be %s", id, what)
+		}
+		last = vol
+		return done(vol), nil
+	})
+	if errors.Is(err, errWaitedEnough) {
+		return last, status.Errorf(codes.DeadlineExceeded, "volume %s is not %s yet", id, what)
+	}
+	return last, err
+}
+
+// read returns Volume id from the cache, or nil when it is gone. The
+// cache lags the apiserver, so a Volume missing from it (one just created,
+// or re-created under its name) is looked up in the apiserver.
+func (c *Controller) read(ctx context.Context, id string) (*flintv1.Volume, error) {
 	vol := &flintv1.Volume{}
+	err := c.Client.Get(ctx, client.ObjectKey{Name: id}, vol)
+	if apierrors.IsNotFound(err) {
+		err = c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return vol, nil
+}
+
+// errWaitedEnough ends an await whose deadline passed.
+var errWaitedEnough = errors.New("waited enough")
+
+// await reads Volume id (nil once it is gone) and hands it
+// to look until look is done or fails, or until deadline (errWaitedEnough)
+// or ctx ends. It reads again when the Volume's informer sees it change
+// (Events), and every PollInterval regardless.
+func (c *Controller) await(ctx context.Context, id string, deadline time.Time, look func(*flintv1.Volume) (bool, error)) error {
+	var changed <-chan struct{}
+	if c.Events != nil {
+		ch, stop := c.Events.watch(id)
+		defer stop()
+		changed = ch
+	}
 	for {
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: id}, vol); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, status.Errorf(codes.NotFound, "volume %s disappeared while waiting for it to be %s", id, what)
-			}
-			return nil, apiError(err)
+		vol, err := c.read(ctx, id)
+		if err != nil {
+			return err
 		}
-		if done(vol) {
-			return vol, nil
+		if done, err := look(vol); done || err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			return vol, status.Errorf(codes.DeadlineExceeded, "volume %s is not %s yet", id, what)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return errWaitedEnough
 		}
 		select {
 		case <-ctx.Done():
-			return vol, status.FromContextError(ctx.Err()).Err()
-		case <-time.After(c.PollInterval):
+			return status.FromContextError(ctx.Err()).Err()
+		case <-changed:
+		case <-time.After(min(c.PollInterval, left)):
 		}
 	}
 }
@@ -297,23 +344,26 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	if err := c.Client.Delete(ctx, vol, client.Preconditions{UID: &vol.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, apiError(err)
 	}
-	for {
-		err := c.APIReader.Get(ctx, client.ObjectKey{Name: id}, vol)
-		if apierrors.IsNotFound(err) {
-			return &csi.DeleteVolumeResponse{}, nil
-		}
-		if err != nil {
-			return nil, apiError(err)
+	deadline := time.Now().Add(c.MaxWait)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	err = c.await(ctx, id, deadline, func(vol *flintv1.Volume) (bool, error) {
+		if vol == nil {
+			return true, nil
 		}
 		if blocked := meta.FindStatusCondition(vol.Status.Conditions, flintv1.DeletionBlockedCondition); blocked != nil && blocked.Status == metav1.ConditionTrue {
-			return nil, status.Errorf(codes.FailedPrecondition, "deleting volume %s is blocked: %s", id, blocked.Message)
+			return false, status.Errorf(codes.FailedPrecondition, "deleting volume %s is blocked: %s", id, blocked.Message)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, status.Errorf(codes.DeadlineExceeded, "volume %s is still being deleted (%s): the call is retried", id, vol.Status.Phase)
-		case <-time.After(c.PollInterval):
-		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return &csi.DeleteVolumeResponse{}, nil
+	case errors.Is(err, errWaitedEnough), status.Code(err) == codes.DeadlineExceeded, status.Code(err) == codes.Canceled:
+		return nil, status.Errorf(codes.DeadlineExceeded, "volume %s is still being deleted: the call is retried", id)
 	}
+	return nil, err
 }
 
 // ControllerPublishVolume allows node's host NQN on the Volume's subsystem

@@ -33,7 +33,6 @@ import (
 	utilexec "k8s.io/utils/exec"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -94,21 +93,12 @@ func run(ctx context.Context, o options, log logr.Logger) error {
 		if err != nil {
 			return err
 		}
-		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
-		if err != nil {
-			return err
-		}
-		cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
-		if err != nil {
-			return err
-		}
-		apiReader, err := client.New(cfg, client.Options{Scheme: scheme})
-		if err != nil {
+		var c cache.Cache
+		if cs, c, err = csi.NewClusterController(cfg, scheme, 2*time.Minute); err != nil {
 			return err
 		}
 		g.Go(func() error { return c.Start(ctx) })
 		ids.Ready = func() bool { return c.WaitForCacheSync(ctx) }
-		cs = &csi.Controller{Client: cl, APIReader: apiReader, PollInterval: 250 * time.Millisecond, MaxWait: 2 * time.Minute}
 	}
 	if o.node {
 		if o.nodeName == "" {

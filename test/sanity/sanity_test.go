@@ -41,6 +41,7 @@ import (
 	mount "k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -105,7 +106,17 @@ var _ = BeforeSuite(func() {
 	}, 2*time.Minute, 200*time.Millisecond).Should(BeEquivalentTo(3))
 
 	dir := GinkgoT().TempDir()
-	controller = &csi.Controller{Client: cluster.Client, APIReader: cluster.Client, PollInterval: 100 * time.Millisecond, MaxWait: time.Minute}
+	// The controller runs as the driver runs it: reads from an informer
+	// cache, waits woken by its Volume events.
+	var volumes cache.Cache
+	controller, volumes, err = csi.NewClusterController(cluster.Env.Config, cluster.Client.Scheme(), time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	// Its watch ends before the control plane stops (cleanups run last
+	// registered first), or the apiserver waits for it.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	DeferCleanup(stopWatch)
+	go func() { _ = volumes.Start(watchCtx) }()
+	Expect(volumes.WaitForCacheSync(watchCtx)).To(BeTrue())
 	node = &csi.Node{
 		NodeID: hostNQN, NodeName: "sanity-0", StateDir: filepath.Join(dir, "state"), ResizeTimeout: 10 * time.Second,
 		Attacher: &loopAttacher{client: cluster.Client, nodes: cluster.Nodes, hostNQN: hostNQN, dir: dir, devices: map[string]string{}},
