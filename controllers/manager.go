@@ -18,6 +18,7 @@ package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -63,10 +64,12 @@ func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, err
 	mo.Scheme = scheme
 	mo.LeaderElectionID = "flint-operator.flint.io"
 	mo.LeaderElectionNamespace = o.Namespace
-	// Pods and Secrets are watched in the operator's namespace only.
+	// Pods, Secrets and NetworkPolicies are watched in the operator's
+	// namespace only.
 	mo.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:    {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-		&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&corev1.Pod{}:                 {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&corev1.Secret{}:              {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&networkingv1.NetworkPolicy{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 	}}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package controllers wires the operator's reconcilers into a manager:
 // Pool → OSDs (package pool), OSD → pod and status (package osd), with the
-// agent API's certificates (package certs).
+// agent API's certificates (package certs), Volumes (package volume) and
+// the OSD pods' NetworkPolicy (package netpolicy).
 package controllers
 
 import (
@@ -34,6 +35,7 @@ import (
 
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
+	"github.com/flint-io/flint/controllers/netpolicy"
 	"github.com/flint-io/flint/controllers/osd"
 	"github.com/flint-io/flint/controllers/pool"
 	"github.com/flint-io/flint/controllers/volume"
@@ -63,6 +65,9 @@ type Options struct {
 	AgentLease time.Duration
 	// VolumeWorkers is how many Volumes reconcile at once.
 	VolumeWorkers int
+	// NetworkPolicy has the operator keep the NetworkPolicy of OSD pods
+	// (package netpolicy).
+	NetworkPolicy bool
 	// APIQPS and APIBurst limit the operator's requests to the apiserver;
 	// zero keeps 50 and 100. A Volume costs about five writes to create.
 	APIQPS   float32
@@ -126,6 +131,11 @@ func Setup(mgr manager.Manager, o Options) error {
 		Observe: observeVolume,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)
+	}
+	if o.NetworkPolicy {
+		if err := (&netpolicy.Reconciler{Client: mgr.GetClient(), Namespace: o.Namespace}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the OSD network policy controller: %w", err)
+		}
 	}
 	if o.PriorityClass == "" {
 		return nil

@@ -48,6 +48,7 @@ func main() {
 	fs.DurationVar(&o.TargetGrace, "target-grace", 30*time.Second, "how long a volume target's OSD may stop serving, and its lease go unrenewed, before the target moves to another replica's OSD; at least agent-lease x 1.25 + 3s")
 	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them; an operator outage longer than this stops host I/O until it returns")
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 8, "how many Volumes reconcile at once")
+	fs.BoolVar(&o.NetworkPolicy, "osd-network-policy", true, "keep NetworkPolicy flint-osd: only the operator reaches the agents' API, only namespaces labelled metrics=enabled their /metrics, only the nodes and OSDs their NVMe-oF port")
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the apiserver (a Volume costs about five writes to create)")
 	fs.IntVar(&o.APIBurst, "kube-api-burst", 100, "requests above kube-api-qps allowed in a burst")
 	metricsAddr := fs.String("metrics-bind-address", ":8443", "where /metrics is served over HTTPS to authorized bearer tokens (ClusterRole flint-metrics-reader)")

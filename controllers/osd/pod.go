@@ -34,11 +34,19 @@ import (
 	"github.com/flint-io/flint/controllers/agentclient"
 )
 
+// PodLabels select every OSD pod.
+var PodLabels = map[string]string{"app.kubernetes.io/name": "flint-osd"}
+
 // What the OSD pod exposes and where its parts live. The agent's flags and
 // the pod agree on these.
 const (
 	GRPCPort = 9440
 	HTTPPort = 9441
+
+	// Names of the agent container's ports.
+	GRPCPortName    = "grpc"
+	MetricsPortName = "metrics"
+	NVMeoFPortName  = "nvmf"
 
 	runDir         = "/var/run/flint"
 	leaseFile      = runDir + "/lease"
@@ -89,7 +97,7 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: agentclient.PodName(osd), Namespace: cfg.Namespace,
 			Labels: map[string]string{
-				"app.kubernetes.io/name": "flint-osd", "app.kubernetes.io/managed-by": "flint-operator",
+				"app.kubernetes.io/name": PodLabels["app.kubernetes.io/name"], "app.kubernetes.io/managed-by": "flint-operator",
 				flintv1.LabelOSD: osd.Name, flintv1.LabelPool: osd.Spec.Pool,
 			},
 			Annotations: map[string]string{},
@@ -284,7 +292,7 @@ func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
 		Name: "agent", Image: image, Command: []string{agentBinary}, Args: args,
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 		Ports: []corev1.ContainerPort{
-			{Name: "grpc", ContainerPort: GRPCPort}, {Name: "metrics", ContainerPort: HTTPPort}, {Name: "nvmf", ContainerPort: port(osd)},
+			{Name: GRPCPortName, ContainerPort: GRPCPort}, {Name: MetricsPortName, ContainerPort: HTTPPort}, {Name: NVMeoFPortName, ContainerPort: port(osd)},
 		},
 		Resources: corev1.ResourceRequirements{Requests: agentResources, Limits: agentResources},
 		VolumeMounts: []corev1.VolumeMount{

@@ -101,6 +101,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := controllers.NewManager(asOperator(cfg), controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
 		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 7 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4,
+		NetworkPolicy: true,
 	}, ctrl.Options{
 		Metrics: controllers.SecureMetrics(metricsAddr), HealthProbeBindAddress: "0", LeaderElection: true,
 	})
