@@ -20,6 +20,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -111,4 +113,99 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 			t.Logf("replica on osd-%d after the move: sha256 %x (every acknowledged write)", i, sha256.Sum256(got))
 		}
 	}
+}
+
+// TestAMemberDroppedBeforeAPlannedMoveIsRebuilt: a member leaves the
+// target's raid (as SPDK's raid1 drops one whose I/O failed) and the host
+// goes on writing; then the target moves as the operator plans a move.
+// Stopping the old target reports the dropped member out of sync, so the
+// new target rebuilds it rather than assembling it as a copy: afterwards
+// every replica holds every acknowledged write.
+func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 3)
+	osds := startOSDs(ctx, t, lab)
+	names := []string{"osd-0", "osd-1", "osd-2"}
+	exportTo := func(i, target int, inSync bool) storage.Member {
+		m := storage.Member{OSD: names[i], InSync: inSync}
+		if i != target {
+			e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(names[target]))
+			must(t, err)
+			m.Export = e
+		}
+		return m
+	}
+	st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.Member{exportTo(0, 0, true), exportTo(1, 0, true), exportTo(2, 0, true)}})
+	must(t, err)
+	if st.Degraded() {
+		t.Fatalf("first target = %+v", st)
+	}
+	dd := newHost(t, lab)
+	want := make([]byte, volSize)
+	before, after := randomChunk(t), randomChunk(t)
+	copy(want, before)
+	copy(want[chunk:], after)
+	target := osds[0].Endpoint()
+	target.NQN = agentv1.VolumeNQN(volume)
+	dd.write(target, hostNQN, before, 0)
+
+	// OSD 2's replica leaves the raid; the next write misses it.
+	removeMember(ctx, t, lab.Targets[0], osds[2].Endpoint())
+	dd.write(target, hostNQN, after, chunk)
+
+	stopped, err := osds[0].DeleteTarget(ctx, volume, names)
+	must(t, err)
+	if !stopped.RaidFound || len(stopped.InSync) != 2 || slices.Contains(stopped.InSync, "osd-2") {
+		t.Fatalf("stopped = %+v, want osd-0 and osd-1 in sync and osd-2 not", stopped)
+	}
+	inSync := func(i int) bool { return slices.Contains(stopped.InSync, names[i]) }
+	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
+		Members: []storage.Member{exportTo(1, 1, inSync(1)), exportTo(0, 1, inSync(0)), exportTo(2, 1, inSync(2))}}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st, err = osds[1].EnsureTarget(ctx, moved)
+		must(t, err)
+		if !st.Degraded() && st.Members[2].State == agentv1.MemberState_MEMBER_STATE_ONLINE {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rebuild of the dropped member did not finish: %+v", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if _, err := osds[1].DeleteTarget(ctx, volume, names); err != nil {
+		t.Fatal(err)
+	}
+	for i := range osds {
+		e, err := osds[i].ExportReplica(ctx, volume, checker)
+		must(t, err)
+		got := dd.read(e, checker, volSize)
+		if got == nil {
+			continue // the double: no data to compare
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("replica on osd-%d after the move: sha256 %x, want %x", i, sha256.Sum256(got), sha256.Sum256(want))
+		} else {
+			t.Logf("replica on osd-%d after the move: sha256 %x (every acknowledged write)", i, sha256.Sum256(got))
+		}
+	}
+}
+
+// removeMember takes the replica exported at e out of the raid on target,
+// as SPDK's raid1 does with a member whose I/O failed.
+func removeMember(ctx context.Context, t *testing.T, target *spdklab.Target, e storage.Export) {
+	t.Helper()
+	ctrlrs, err := target.Client.BdevNvmeGetControllers(ctx, "")
+	must(t, err)
+	for _, c := range ctrlrs {
+		for _, p := range c.Ctrlrs {
+			if p.Trid.Subnqn == agentv1.ReplicaNQN(volume) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == strconv.Itoa(e.Port) {
+				must(t, target.Client.BdevRaidRemoveBaseBdev(ctx, c.Name+"n1"))
+				return
+			}
+		}
+	}
+	t.Fatalf("the target has no controller of the replica at %s:%d", e.Address, e.Port)
 }
