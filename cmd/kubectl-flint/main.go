@@ -14,22 +14,91 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command kubectl-flint is the kubectl plugin for Flint status, benchmarks and diagnosis.
+// Command kubectl-flint is the kubectl plugin for Flint: status, volume
+// details and OSD drains, against the current kubeconfig context.
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/internal/cli"
+	"github.com/flint-io/flint/internal/kubectl"
 )
 
+const commands = `Commands:
+  status [-o json|yaml]    Pools, OSDs and the Volumes that need attention, and why
+  volume describe NAME     a Volume's replicas (OSD, node, failure domain, state,
+                           rebuild), target, hosts, conditions and recent Events
+  drain OSD                move an OSD's replicas and targets to other OSDs
+  undrain OSD              let a drained OSD take replicas again`
+
 func main() {
+	fs := flag.NewFlagSet("kubectl-flint", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	kubeContext := fs.String("context", "", "the kubeconfig context (default: the current one)")
 	cmd := &cli.Command{
 		Name:        "kubectl-flint",
-		Summary:     "kubectl plugin for Flint status, benchmarks and diagnosis",
-		Description: "Install on PATH as kubectl-flint and run as 'kubectl flint'; it uses the current kubeconfig context.",
+		Summary:     "kubectl plugin for Flint: status, volume details and OSD drains",
+		Description: "Install on PATH as kubectl-flint and run as 'kubectl flint COMMAND'.\n\n" + commands,
+		Flags:       fs,
 	}
 	cmd.Main(func() error {
-		return errors.New("this build has no kubectl-flint logic yet: it arrives with issue #4")
+		args := fs.Args()
+		if len(args) == 0 {
+			return errors.New("no command given\n\n" + commands)
+		}
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = *kubeconfig
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext}).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("find the cluster: %w", err)
+		}
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := flintv1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return run(ctx, &kubectl.Plugin{Client: c, Out: os.Stdout}, args)
 	})
+}
+
+// run runs one command of args.
+func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
+	switch {
+	case args[0] == "status":
+		sub := flag.NewFlagSet("status", flag.ContinueOnError)
+		format := sub.String("o", "", "json or yaml; tables when unset")
+		if err := sub.Parse(args[1:]); err != nil {
+			return err
+		}
+		s, err := p.ReadStatus(ctx)
+		if err != nil {
+			return err
+		}
+		return p.PrintStatus(s, *format)
+	case len(args) == 3 && args[0] == "volume" && args[1] == "describe":
+		return p.DescribeVolume(ctx, args[2], time.Now())
+	case len(args) == 2 && (args[0] == "drain" || args[0] == "undrain"):
+		return p.Drain(ctx, args[1], args[0] == "drain")
+	}
+	return fmt.Errorf("unknown command %q\n\n%s", args, commands)
 }

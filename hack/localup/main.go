@@ -101,8 +101,14 @@ func run(once bool, dir string) error {
 	if err != nil {
 		return err
 	}
+	// kubectl finds the plugin on PATH, as it would on a workstation.
+	pluginDir := filepath.Join(dir, "bin")
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-flint"), "./cmd/kubectl-flint").CombinedOutput(); err != nil {
+		return fmt.Errorf("build kubectl-flint: %v: %s", err, out)
+	}
 	kubectl := func(args ...string) error {
-		cmd := exec.Command(filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd := exec.Command(filepath.Join(assets, "kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
 		if err := cmd.Run(); err != nil {
@@ -126,6 +132,8 @@ func run(once bool, dir string) error {
 	for _, args := range [][]string{
 		{"get", "pools,osds,volumes", "-o", "wide"},
 		{"get", "pools", "-o", `custom-columns=POOL:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].reason,WHY:.status.conditions[?(@.type=="Ready")].message`},
+		{"flint", "status"},
+		{"flint", "volume", "describe", "pvc-0d3e5b7a-1c2f-4e6a-9b8d-7f1a2c3e4d5f"},
 	} {
 		if err := kubectl(args...); err != nil {
 			return err
@@ -135,7 +143,7 @@ func run(once bool, dir string) error {
 		return nil
 	}
 
-	fmt.Printf("\nThe cluster is up. In another shell:\n  export KUBECONFIG=%s\n  %s get flint\nPress Ctrl-C to stop.\n", kubeconfig, filepath.Join(assets, "kubectl"))
+	fmt.Printf("\nThe cluster is up. In another shell:\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  %s get flint\n  %[3]s flint status\nPress Ctrl-C to stop.\n", kubeconfig, pluginDir, filepath.Join(assets, "kubectl"))
 	<-ctx.Done()
 	fmt.Println("\nStopping")
 	return nil
