@@ -52,6 +52,7 @@ func main() {
 		Summary:     "kubectl plugin for Flint: status, volume details and OSD drains",
 		Description: "Install on PATH as kubectl-flint and run as 'kubectl flint COMMAND'.\n\n" + commands,
 		Flags:       fs,
+		Args:        "COMMAND [ARGS]",
 	}
 	cmd.Main(func() error {
 		args := fs.Args()

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/flint-io/flint/internal/version"
 )
@@ -38,6 +39,8 @@ type Command struct {
 	Description string
 	// Flags are the binary's own flags; --version is added.
 	Flags *flag.FlagSet
+	// Args names what follows the flags in the usage line, if anything.
+	Args string
 }
 
 // Parse parses args (without the program name). It prints help or the
@@ -50,7 +53,7 @@ func (c *Command) Parse(args []string, stdout io.Writer) (done bool, err error) 
 	showVersion := c.Flags.Bool("version", false, "print the version and exit")
 	c.Flags.SetOutput(stdout)
 	c.Flags.Usage = func() {
-		_, _ = fmt.Fprintf(stdout, "%s - %s\n\n%s\n\nUsage: %s [flags]\n\nFlags:\n", c.Name, c.Summary, c.Description, c.Name)
+		_, _ = fmt.Fprintf(stdout, "%s - %s\n\n%s\n\nUsage: %s\n\nFlags:\n", c.Name, c.Summary, c.Description, strings.TrimSpace(c.Name+" [flags] "+c.Args))
 		c.Flags.PrintDefaults()
 	}
 	if err := c.Flags.Parse(args); err != nil {
