@@ -90,6 +90,12 @@ type OSDSpec struct {
 	// takes no new replicas. Optional; defaults to false.
 	// +optional
 	Drain bool `json:"drain,omitempty"`
+	// cordon keeps the replicas and targets the OSD has, and places no new
+	// replica on it (neither a new Volume's nor a replacement). A target
+	// may still move onto it: it already holds that Volume's data.
+	// Optional; defaults to false.
+	// +optional
+	Cordon bool `json:"cordon,omitempty"`
 }
 
 // OSDPhase is the coarse state of an OSD.

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command kubectl-flint is the kubectl plugin for Flint: status, volume
-// details and OSD drains, against the current kubeconfig context.
+// details, OSD drains and cordons, against the current kubeconfig context.
 package main
 
 import (
@@ -41,7 +41,9 @@ const commands = `Commands:
   volume describe NAME     a Volume's replicas (OSD, node, failure domain, state,
                            rebuild), target, hosts, conditions and recent Events
   drain OSD                move an OSD's replicas and targets to other OSDs
-  undrain OSD              let a drained OSD take replicas again`
+  undrain OSD              let a drained OSD take replicas again
+  cordon OSD               keep an OSD's replicas but place no new ones on it
+  uncordon OSD             let a cordoned OSD take replicas again`
 
 func main() {
 	fs := flag.NewFlagSet("kubectl-flint", flag.ContinueOnError)
@@ -49,7 +51,7 @@ func main() {
 	kubeContext := fs.String("context", "", "the kubeconfig context (default: the current one)")
 	cmd := &cli.Command{
 		Name:        "kubectl-flint",
-		Summary:     "kubectl plugin for Flint: status, volume details and OSD drains",
+		Summary:     "kubectl plugin for Flint: status, volume details, OSD drains and cordons",
 		Description: "Install on PATH as kubectl-flint and run as 'kubectl flint COMMAND'.\n\n" + commands,
 		Flags:       fs,
 		Args:        "COMMAND [ARGS]",
@@ -100,6 +102,8 @@ func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
 		return p.DescribeVolume(ctx, args[2], time.Now())
 	case len(args) == 2 && (args[0] == "drain" || args[0] == "undrain"):
 		return p.Drain(ctx, args[1], args[0] == "drain")
+	case len(args) == 2 && (args[0] == "cordon" || args[0] == "uncordon"):
+		return p.Cordon(ctx, args[1], args[0] == "cordon")
 	}
 	return fmt.Errorf("unknown command %q\n\n%s", args, commands)
 }

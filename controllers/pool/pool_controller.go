@@ -149,6 +149,7 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 				continue // immutable; a changed device is a new OSD name
 			}
 			spec.Drain = have.Spec.Drain // a drain, by a person or by retireOSDs, stays until a person clears it
+			spec.Cordon = have.Spec.Cordon // a person's
 			if equality.Semantic.DeepEqual(have.Spec, spec) {
 				continue
 			}

@@ -146,6 +146,9 @@ func offer(w *world, size int64, exclude map[string]bool) placement {
 		case o.Spec.Drain:
 			refuse("draining")
 			continue
+		case o.Spec.Cordon:
+			refuse("cordoned")
+			continue
 		case !o.Status.Phase.Serving() || o.Status.Capacity == nil:
 			refuse("%s", orUnknown(string(o.Status.Phase)))
 			continue

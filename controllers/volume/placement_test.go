@@ -37,6 +37,7 @@ type osdSpec struct {
 	capacity   int64
 	committed  int64
 	drain      bool
+	cordon     bool
 }
 
 func worldOf(overcommit int32, osds ...osdSpec) *world {
@@ -55,7 +56,7 @@ func worldOf(overcommit int32, osds ...osdSpec) *world {
 		w.nodes[node] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: labels}}
 		w.osds[o.name] = &flintv1.OSD{
 			ObjectMeta: metav1.ObjectMeta{Name: o.name},
-			Spec:       flintv1.OSDSpec{NodeName: node, Drain: o.drain},
+			Spec:       flintv1.OSDSpec{NodeName: node, Drain: o.drain, Cordon: o.cordon},
 			Status: flintv1.OSDStatus{Phase: o.phase, Capacity: &flintv1.OSDCapacity{
 				Total: *resource.NewQuantity(o.capacity, resource.BinarySI),
 			}},
@@ -120,16 +121,17 @@ func TestPlacement(t *testing.T) {
 			want: []string{"a1"},
 		},
 		{
-			name: "not serving, draining and unlabelled OSDs are refused",
+			name: "not serving, draining, cordoned and unlabelled OSDs are refused",
 			osds: []osdSpec{
 				{name: "s", zone: "a", phase: flintv1.OSDPhaseStarting, capacity: 10 * gi},
 				{name: "d", zone: "b", phase: flintv1.OSDPhaseReady, capacity: 10 * gi, drain: true},
+				{name: "k", zone: "d", phase: flintv1.OSDPhaseReady, capacity: 10 * gi, cordon: true},
 				{name: "u", phase: flintv1.OSDPhaseReady, capacity: 10 * gi},
 				ready("ok", "c", 10*gi, 0),
 			},
 			n: 2, size: gi,
 			want: []string{"ok"},
-			why:  "not eligible: d (draining), s (Starting), u (node node-u has no topology.kubernetes.io/zone label)",
+			why:  "not eligible: d (draining), k (cordoned), s (Starting), u (node node-u has no topology.kubernetes.io/zone label)",
 		},
 		{
 			name: "a replacement avoids the zones of the remaining replicas",

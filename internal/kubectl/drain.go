@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,24 +31,46 @@ import (
 // replicas, and its replicas and targets move to other OSDs of its Pool;
 // cleared, it takes replicas again.
 func (p *Plugin) Drain(ctx context.Context, name string, drain bool) error {
+	o, err := p.setOSD(ctx, name, func(o *flintv1.OSD) { o.Spec.Drain = drain })
+	if err != nil {
+		return err
+	}
+	if drain {
+		_, err = fmt.Fprintf(p.Out, "osd/%s drained: it takes no new replicas, and its %d replicas and any targets move to other OSDs of Pool %s; `kubectl flint status` shows the progress\n", name, o.Status.Replicas, o.Spec.Pool)
+	} else {
+		_, err = fmt.Fprintf(p.Out, "osd/%s undrained: it takes replicas again\n", name)
+	}
+	return err
+}
+
+// Cordon sets (or clears) an OSD's spec.cordon: a cordoned OSD keeps what
+// it has and takes no new replicas.
+func (p *Plugin) Cordon(ctx context.Context, name string, cordon bool) error {
+	o, err := p.setOSD(ctx, name, func(o *flintv1.OSD) { o.Spec.Cordon = cordon })
+	if err != nil {
+		return err
+	}
+	if cordon {
+		_, err = fmt.Fprintf(p.Out, "osd/%s cordoned: it keeps its %d replicas and takes no new ones\n", name, o.Status.Replicas)
+	} else {
+		_, err = fmt.Fprintf(p.Out, "osd/%s uncordoned: it takes replicas again\n", name)
+	}
+	return err
+}
+
+// setOSD changes OSD name's spec with set, writing only a change.
+func (p *Plugin) setOSD(ctx context.Context, name string, set func(*flintv1.OSD)) (*flintv1.OSD, error) {
 	var o flintv1.OSD
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no OSD %s: `kubectl flint status` lists them", name)
+			return nil, fmt.Errorf("no OSD %s: `kubectl flint status` lists them", name)
 		}
-		return err
+		return nil, err
 	}
-	if o.Spec.Drain != drain {
-		patch := client.MergeFrom(o.DeepCopy())
-		o.Spec.Drain = drain
-		if err := p.Client.Patch(ctx, &o, patch); err != nil {
-			return err
-		}
+	before := o.DeepCopy()
+	set(&o)
+	if equality.Semantic.DeepEqual(before.Spec, o.Spec) {
+		return &o, nil
 	}
-	if drain {
-		_, err := fmt.Fprintf(p.Out, "osd/%s drained: it takes no new replicas, and its %d replicas and any targets move to other OSDs of Pool %s; `kubectl flint status` shows the progress\n", name, o.Status.Replicas, o.Spec.Pool)
-		return err
-	}
-	_, err := fmt.Fprintf(p.Out, "osd/%s undrained: it takes replicas again\n", name)
-	return err
+	return &o, p.Client.Patch(ctx, &o, client.MergeFrom(before))
 }

@@ -73,6 +73,7 @@ type OSDSummary struct {
 	Free     string `json:"free,omitempty"`
 	Replicas int32  `json:"replicas"`
 	Drain    bool   `json:"drain,omitempty"`
+	Cordon   bool   `json:"cordon,omitempty"`
 	Problem  string `json:"problem,omitempty"`
 }
 
@@ -121,7 +122,7 @@ func (p *Plugin) ReadStatus(ctx context.Context) (*Status, error) {
 	for _, o := range osds.Items {
 		os := OSDSummary{
 			Name: o.Name, Pool: o.Spec.Pool, Node: o.Spec.NodeName, Phase: orUnknown(string(o.Status.Phase)),
-			Replicas: o.Status.Replicas, Drain: o.Spec.Drain, Problem: problem(o.Status.Conditions),
+			Replicas: o.Status.Replicas, Drain: o.Spec.Drain, Cordon: o.Spec.Cordon, Problem: problem(o.Status.Conditions),
 		}
 		if c := o.Status.Capacity; c != nil {
 			os.Capacity, os.Free = c.Total.String(), c.Free.String()
@@ -214,6 +215,9 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 		phase := o.Phase
 		if o.Drain && phase != string(flintv1.OSDPhaseDraining) {
 			phase += ",Drain"
+		}
+		if o.Cordon {
+			phase += ",Cordoned"
 		}
 		tab(o.Name, o.Pool, o.Node, phase, dash(o.Capacity), dash(o.Free), fmt.Sprint(o.Replicas), o.Problem)
 	}

@@ -237,4 +237,31 @@ func TestCommands(t *testing.T) {
 			t.Errorf("drain of a missing OSD: %v", err)
 		}
 	})
+
+	t.Run("cordon and uncordon", func(t *testing.T) {
+		cordoned := func() bool {
+			var o flintv1.OSD
+			if err := c.Get(ctx, client.ObjectKey{Name: "osd-a"}, &o); err != nil {
+				t.Fatal(err)
+			}
+			return o.Spec.Cordon
+		}
+		out.Reset()
+		if err := p.Cordon(ctx, "osd-a", true); err != nil || !cordoned() {
+			t.Fatalf("cordon: %v, cordoned %v", err, cordoned())
+		}
+		s, err := p.ReadStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.PrintStatus(s, ""); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "osd/osd-a cordoned") || !strings.Contains(out.String(), "Ready,Cordoned") {
+			t.Errorf("cordon, then status, said:\n%s", out.String())
+		}
+		if err := p.Cordon(ctx, "osd-a", false); err != nil || cordoned() {
+			t.Fatalf("uncordon: %v, cordoned %v", err, cordoned())
+		}
+	})
 }

@@ -111,6 +111,19 @@ var _ = Describe("A Pool whose OSDs run", Ordered, func() {
 		Expect(gatherMetric(`flint_pool_preflight_failures`, `pool="local"`, `reason="HugePagesInsufficient"`)).To(Equal("0"))
 	})
 
+	It("keeps a person's cordon on an OSD", func() {
+		o := osdsOf("local")()[0]
+		cordon := func(on bool) {
+			before := o.DeepCopy()
+			o.Spec.Cordon = on
+			Expect(k8sClient.Patch(ctx, &o, client.MergeFrom(before))).To(Succeed())
+		}
+		cordon(true)
+		DeferCleanup(cordon, false)
+		// The OSD's change has its Pool reconcile; the Pool's spec has no say.
+		Consistently(func() bool { return getOSD(o.Name).Spec.Cordon }, "3s").Should(BeTrue())
+	})
+
 	It("serves its metrics only to tokens allowed to read them", func() {
 		scrape := func(token string) (int, string) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
