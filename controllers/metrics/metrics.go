@@ -44,7 +44,12 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures)
+	metrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors are the operator's own metrics.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures}
 }
 
 // ForgetPool drops a deleted Pool's series.
