@@ -91,6 +91,8 @@ type Fabric struct {
 	rebuildRate uint64
 	disks       map[string]*disk
 	targets     []*Target
+	// writeSeq numbers host writes (writes.go).
+	writeSeq uint64
 }
 
 // FabricOption configures a Fabric.

@@ -48,6 +48,8 @@ type lvol struct {
 	snapshot   bool
 	parent     *lvol // the snapshot this lvol is a clone of
 	bdev       *bdev // nil while not loaded
+	// writes are the host writes the lvol holds (writes.go).
+	writes []uint64
 }
 
 func (l *lvol) alias() string { return l.lvs.name + "/" + l.name }

@@ -205,13 +205,17 @@ func (t *Target) deleteRaid(r *raid) {
 	}
 }
 
-func (r *raid) advanceRebuild(now time.Time, blocksPerSecond uint64) {
+// advanceRebuild moves a running rebuild on to now; when it finishes, the
+// rebuilt member gets the data (the writes) of one in sync.
+func (t *Target) advanceRebuild(r *raid, now time.Time, blocksPerSecond uint64) {
 	if r.rebuild == nil {
 		return
 	}
 	r.rebuild.blocks = uint64(since(r.rebuild.start, now).Seconds() * float64(blocksPerSecond))
 	if r.rebuild.blocks >= r.numBlocks {
+		slot := r.rebuild.slot
 		r.rebuild = nil
+		t.rebuilt(r, slot)
 	}
 }
 

@@ -208,7 +208,7 @@ func (f *Fabric) refresh() {
 			t.refreshCtrlr(c, now, lookup)
 		}
 		for _, r := range t.st.raids {
-			r.advanceRebuild(now, f.rebuildRate)
+			t.advanceRebuild(r, now, f.rebuildRate)
 		}
 	}
 }
