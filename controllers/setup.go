@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
 	"github.com/flint-io/flint/controllers/netpolicy"
@@ -68,6 +69,8 @@ type Options struct {
 	// NetworkPolicy has the operator keep the NetworkPolicy of OSD pods
 	// (package netpolicy).
 	NetworkPolicy bool
+	// VolumeInterrupt is the Volume controller's Interrupt: tests only.
+	VolumeInterrupt func(ctx context.Context, vol *flintv1.Volume, point volume.Point)
 	// APIQPS and APIBurst limit the operator's requests to the apiserver;
 	// zero keeps 50 and 100. A Volume costs about five writes to create.
 	APIQPS   float32
@@ -128,7 +131,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
 		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
-		Observe: observeVolume,
+		Observe: observeVolume, Interrupt: o.VolumeInterrupt,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)
 	}

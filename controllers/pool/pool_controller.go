@@ -148,7 +148,7 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 			if !equality.Semantic.DeepEqual(have.Spec.Device, spec.Device) || have.Spec.NodeName != spec.NodeName {
 				continue // immutable; a changed device is a new OSD name
 			}
-			spec.Drain = have.Spec.Drain // a drain, by a person or by retireOSDs, stays until a person clears it
+			spec.Drain = have.Spec.Drain   // a drain, by a person or by retireOSDs, stays until a person clears it
 			spec.Cordon = have.Spec.Cordon // a person's
 			if equality.Semantic.DeepEqual(have.Spec, spec) {
 				continue

@@ -53,8 +53,14 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	var memberReplica []int // the index in the status of each member's replica
 	var failures []string
 	present := map[string]bool{} // replicas an agent confirmed in this pass
-	neverServed := len(vol.Status.Target.Endpoints) == 0
+	// This incarnation of the target served once its endpoints are
+	// recorded: its raid must still be there. A target of a later epoch
+	// (moved, or re-assembled) follows one that may have served, so only
+	// a first target that never served proves no replica holds a write.
+	servedHere := len(vol.Status.Target.Endpoints) > 0
+	neverServed := !servedHere && epoch(vol.Status.Target) == 1
 	ensured := r.ensureReplicas(ctx, vol, w, t, targetHost)
+	r.point(ctx, vol, PointReplicasEnsured)
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		o := w.osds[rep.OSD]
@@ -89,7 +95,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	}
 	req := &agentv1.EnsureTargetRequest{
 		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
-		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: !neverServed,
+		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: servedHere,
 	}
 	ts, err := agent.EnsureTarget(ctx, req)
 	if status.Code(err) == codes.Aborted {

@@ -112,6 +112,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		if err != nil {
 			return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
 		}
+		r.point(ctx, vol, PointTargetStopped)
 		next = r.keepInSync(vol, w, stopped, next)
 		if next == "" {
 			return nil

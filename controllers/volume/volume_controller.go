@@ -82,6 +82,10 @@ type Reconciler struct {
 	Observe <-chan event.GenericEvent
 	// Now is the clock; tests move it.
 	Now func() time.Time
+	// Interrupt, when set, is called at each Point of a reconcile; it may
+	// block until ctx ends, as if the operator died there: nothing the
+	// reconcile does after it takes effect. Only tests set it.
+	Interrupt func(ctx context.Context, vol *flintv1.Volume, point Point)
 
 	// placeMu makes placement decisions one at a time; placed holds the
 	// replica OSDs this process wrote, ahead of the cache.
@@ -172,10 +176,40 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.recordIntent(ctx, before, &vol); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.point(ctx, &vol, PointIntentRecorded)
 	before = vol.DeepCopy()
 	ts, problem := r.drive(ctx, &vol, w)
+	r.point(ctx, &vol, PointTargetEnsured)
 	r.observeTarget(&vol, w, ts, problem)
 	return r.writeStatus(ctx, before, &vol)
+}
+
+// Point is a place in a reconcile between two steps that leave state
+// behind, in the apiserver or on the agents. The operator may die at any
+// of them; the next reconcile, in a new process, converges from what was
+// written and what the agents hold.
+type Point string
+
+// The points of a reconcile.
+const (
+	// PointTargetStopped: a planned move stopped the old target; the move
+	// is not recorded.
+	PointTargetStopped Point = "target-stopped"
+	// PointIntentRecorded: the decisions are written; no agent has acted
+	// on them.
+	PointIntentRecorded Point = "intent-recorded"
+	// PointReplicasEnsured: the replicas exist and are exported to the
+	// target (fencing any other); the target is not built.
+	PointReplicasEnsured Point = "replicas-ensured"
+	// PointTargetEnsured: the target is built and exported; its status is
+	// not written.
+	PointTargetEnsured Point = "target-ensured"
+)
+
+func (r *Reconciler) point(ctx context.Context, vol *flintv1.Volume, p Point) {
+	if r.Interrupt != nil {
+		r.Interrupt(ctx, vol, p)
+	}
 }
 
 // world is what a Volume's decisions depend on.

@@ -29,13 +29,17 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/controllers/volume"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/test/localnode"
 )
@@ -47,7 +51,7 @@ import (
 
 const namespace = "flint-system"
 
-var localPools = []string{"local", "vols"}
+var localPools = []string{"local", "vols", "crash"}
 
 var (
 	testEnv   *envtest.Environment
@@ -56,8 +60,44 @@ var (
 	cancel    context.CancelFunc
 	node      *localnode.Runner
 	// metricsURL is the operator's /metrics, served as in a cluster.
-	metricsURL string
+	metricsURL, metricsAddr string
+	// fabric is the SPDK double every OSD pod runs on.
+	fabric *spdktest.Fabric
+	// operatorCfg is how the operator reaches the apiserver: as its
+	// ServiceAccount.
+	operatorCfg *rest.Config
+	// stopOperator stops the running operator and waits until it has.
+	stopOperator func()
 )
+
+// startOperator runs the operator as config/default deploys it; interrupt,
+// when set, is its Volume controller's Interrupt. It returns a function
+// that stops it, as a crash would (no clean hand-over), and waits.
+func startOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point)) func() {
+	mgr, err := controllers.NewManager(operatorCfg, controllers.Options{
+		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
+		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 7 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4,
+		NetworkPolicy: true, VolumeInterrupt: interrupt,
+	}, ctrl.Options{
+		Metrics: controllers.SecureMetrics(metricsAddr), HealthProbeBindAddress: "0",
+		// The same controllers run again in this process after a restart.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		// A successor takes over at once rather than after the lease.
+		LeaderElection: true, LeaderElectionReleaseOnCancel: true,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+	return func() {
+		stop()
+		<-done
+	}
+}
 
 func TestOperator(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -95,26 +135,18 @@ var _ = BeforeSuite(func() {
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
-	metricsAddr := lis.Addr().String()
+	metricsAddr = lis.Addr().String()
 	Expect(lis.Close()).To(Succeed())
 	metricsURL = "https://" + metricsAddr + "/metrics"
-	mgr, err := controllers.NewManager(asOperator(cfg), controllers.Options{
-		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
-		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 7 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4,
-		NetworkPolicy: true,
-	}, ctrl.Options{
-		Metrics: controllers.SecureMetrics(metricsAddr), HealthProbeBindAddress: "0", LeaderElection: true,
-	})
-	Expect(err).NotTo(HaveOccurred())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric(spdktest.WithRebuildRate(4096))), Pools: localPools}
+	operatorCfg = asOperator(cfg)
+	stopOperator = startOperator(nil)
+	fabric = spdktest.NewFabric(spdktest.WithRebuildRate(4096))
+	node = &localnode.Runner{Client: k8sClient, Namespace: namespace, AgentBinary: agent, Dir: dir, StartSPDK: localnode.DoubleSPDK(fabric), Pools: localPools}
 	go node.Run(ctx, 100*time.Millisecond)
 })
 
 var _ = AfterSuite(func() {
+	stopOperator()
 	cancel()
 	if node != nil {
 		node.StopAll()
