@@ -36,9 +36,10 @@ generate: ## Generate deepcopy code from the API types and Go code from the agen
 		--go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative $(PROTOS)
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC from kubebuilder markers.
+manifests: ## Generate CRDs and RBAC from kubebuilder markers, and the chart's parts that config/ holds.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=flint-operator paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	go run ./hack/chartsync
 
 .PHONY: verify
 verify: ## Fail when generated code or manifests are stale, or go.mod is untidy.

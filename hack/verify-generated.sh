@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 
 make --no-print-directory generate manifests >/dev/null
 go mod tidy
-if ! git diff --exit-code --stat -- . || [ -n "$(git status --porcelain --untracked-files=all -- api config osd-image go.mod go.sum)" ]; then
-  git status --porcelain --untracked-files=all -- api config osd-image go.mod go.sum
+if ! git diff --exit-code --stat -- . || [ -n "$(git status --porcelain --untracked-files=all -- api config charts osd-image go.mod go.sum)" ]; then
+  git status --porcelain --untracked-files=all -- api config charts osd-image go.mod go.sum
   echo "verify: generated files or go.mod are stale; run 'make generate manifests' and 'go mod tidy' and commit the result" >&2
   exit 1
 fi

@@ -1,0 +1,181 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package chart checks charts/flint with the pinned helm
+// (hack/tools/helm): it lints, renders with every option, refuses values
+// the schema does not know, and its rendering installs on a real
+// kube-apiserver (envtest), CRDs included.
+package chart
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+var root = filepath.Join("..", "..")
+
+// helm runs the pinned helm in the repository's root.
+func helm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"tool", "-modfile=hack/tools/helm/go.mod", "helm"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, errors.New(strings.TrimSpace(stderr.String()) + ": " + err.Error())
+	}
+	return out, nil
+}
+
+// everything turns every optional part of the chart on.
+var everything = []string{
+	"--set", "monitoring.serviceMonitor=true,monitoring.podMonitor=true,monitoring.prometheusRule=true,monitoring.dashboard=true",
+	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true",
+	"--set-json", `pools=[{"name":"fast","spec":{"replicas":1,"devices":{"driver":"malloc","malloc":{"size":"1Gi"}}}}]`,
+}
+
+func TestLint(t *testing.T) {
+	for _, args := range [][]string{nil, everything} {
+		if out, err := helm(t, append([]string{"lint", "--strict", "charts/flint"}, args...)...); err != nil {
+			t.Fatalf("helm lint %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// Values the chart does not know, or cannot honour, are refused with a
+// message, not ignored.
+func TestValuesAreChecked(t *testing.T) {
+	for _, tt := range []struct {
+		set, says string
+	}{
+		{"operator.targetGrac=1m", "additional properties 'targetGrac' not allowed"},
+		{"operator.targetGrace=soon", "/operator/targetGrace"},
+		{"namespace.podSecurity=restricted", "/namespace/podSecurity"},
+		{"storageClass.create=true", "storageClass.pool must name the Pool"},
+	} {
+		out, err := helm(t, "template", "flint", "charts/flint", "--set", tt.set)
+		if err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("--set %s: %v, want an error saying %q\n%s", tt.set, err, tt.says, out)
+		}
+	}
+}
+
+// The rendering, CRDs first, is accepted by a real kube-apiserver: every
+// object is valid to its schema (the Pool to its CEL rules too).
+func TestRenderingInstalls(t *testing.T) {
+	out, err := helm(t, append([]string{"template", "flint", "charts/flint", "--namespace", "flint-system", "--include-crds"}, everything...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decode(t, out)
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "test", "operator", "testdata", "crds")}}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest; is KUBEBUILDER_ASSETS set? run 'make test-envtest': %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// prometheus-operator's CRDs are not ours to install; without them its
+	// objects cannot be checked here.
+	skip := map[string]bool{"ServiceMonitor": true, "PodMonitor": true, "PrometheusRule": true}
+	kinds := map[string]int{}
+	for _, pass := range []func(*unstructured.Unstructured) bool{
+		func(o *unstructured.Unstructured) bool {
+			return o.GetKind() == "CustomResourceDefinition" || o.GetKind() == "Namespace"
+		},
+		func(o *unstructured.Unstructured) bool {
+			return o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace"
+		},
+	} {
+		for _, o := range objs {
+			if !pass(o) || skip[o.GetKind()] {
+				continue
+			}
+			if err := c.Create(ctx, o); err != nil {
+				t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+			kinds[o.GetKind()]++
+		}
+		if err := envtest.WaitForCRDs(cfg, crds(t, objs), envtest.CRDInstallOptions{PollInterval: 100 * time.Millisecond, MaxTime: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("installed: %v", kinds)
+	for _, want := range []string{"CustomResourceDefinition", "Namespace", "Deployment", "DaemonSet", "ClusterRole", "Role", "ServiceAccount", "CSIDriver", "NetworkPolicy", "StorageClass", "Pool", "ConfigMap", "Service"} {
+		if kinds[want] == 0 {
+			t.Errorf("the rendering has no %s", want)
+		}
+	}
+}
+
+// decode splits helm's output into objects.
+func decode(t *testing.T, out []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatal(err)
+		}
+		if m != nil {
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// crds are the rendering's CRDs, for waiting until they serve.
+func crds(t *testing.T, objs []*unstructured.Unstructured) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &crd); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &crd)
+	}
+	return out
+}
