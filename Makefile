@@ -77,6 +77,23 @@ test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-pa
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./test/datapath/
 
+.PHONY: test-images
+test-images: images ## Run each image of make images with runc (as root; needs runc): --version, and the CSI image's filesystem tools.
+	FLINT_IMAGES_DIR=$(abspath $(IMAGES)) FLINT_IMAGES_VERSION=$(VERSION) go test -count=1 -v ./test/images/
+
+##@ Images
+
+IMAGES ?= _output/images
+
+.PHONY: images
+images: ## Build the operator and CSI images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap).
+	go run ./hack/images -out $(IMAGES) -version $(VERSION)
+
+.PHONY: images-push
+images-push: ## Build the images and push them to REGISTRY (host[/path]).
+	@if [ -z "$(REGISTRY)" ]; then echo "images-push: set REGISTRY, e.g. REGISTRY=registry.example.com/flint" >&2; exit 2; fi
+	go run ./hack/images -out $(IMAGES) -version $(VERSION) -push $(REGISTRY)
+
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl into the cache; print the directory.
 	@hack/envtest-assets.sh
