@@ -43,7 +43,10 @@ const commands = `Commands:
   drain OSD                move an OSD's replicas and targets to other OSDs
   undrain OSD              let a drained OSD take replicas again
   cordon OSD               keep an OSD's replicas but place no new ones on it
-  uncordon OSD             let a cordoned OSD take replicas again`
+  uncordon OSD             let a cordoned OSD take replicas again
+  diagnose [NODE]          what each storage node offers the OSDs of its Pools
+                           (cores, hugepages, NVMe devices, RDMA functions) and
+                           the operator's preflight verdicts, with the fix`
 
 func main() {
 	fs := flag.NewFlagSet("kubectl-flint", flag.ContinueOnError)
@@ -104,6 +107,16 @@ func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
 		return p.Drain(ctx, args[1], args[0] == "drain")
 	case len(args) == 2 && (args[0] == "cordon" || args[0] == "uncordon"):
 		return p.Cordon(ctx, args[1], args[0] == "cordon")
+	case args[0] == "diagnose" && len(args) <= 2:
+		node := ""
+		if len(args) == 2 {
+			node = args[1]
+		}
+		checks, err := p.Diagnose(ctx, node)
+		if err != nil {
+			return err
+		}
+		return p.PrintChecks(checks)
 	}
 	return fmt.Errorf("unknown command %q\n\n%s", args, commands)
 }

@@ -139,6 +139,11 @@ func run(once bool, dir string) error {
 			return err
 		}
 	}
+	// The samples' fast and general Pools cannot start here: diagnose says
+	// why, and exits non-zero for them.
+	if err := kubectl("flint", "diagnose"); err != nil {
+		fmt.Println("(diagnose failed for the sample Pools that cannot start on this machine, as it should)")
+	}
 	if once {
 		return nil
 	}

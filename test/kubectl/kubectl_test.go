@@ -238,6 +238,58 @@ func TestCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("diagnose", func(t *testing.T) {
+		storageNodes(t)
+		checks, err := p.Diagnose(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Reset()
+		err = p.PrintChecks(checks)
+		t.Logf("kubectl flint diagnose:\n%s", out.String())
+		if err == nil || !strings.Contains(err.Error(), "checks failed") {
+			t.Errorf("diagnose with failing checks returned %v, want an error counting them", err)
+		}
+		verdict := func(node, pool, what string) *kubectl.Check {
+			for i := range checks {
+				if c := &checks[i]; c.Node == node && c.Pool == pool && c.What == what {
+					return c
+				}
+			}
+			t.Fatalf("diagnose has no %s check of Pool %s on %s", what, pool, node)
+			return nil
+		}
+		for _, want := range []struct {
+			node, what string
+			ok         bool
+			says       string
+		}{
+			{"storage-a", "hugepages", false, "512Mi of 2Mi pages allocatable, 1 OSD(s) need 2Gi: reserve 768 more 2Mi pages"},
+			{"storage-a", "rdma functions", false, "0 nvidia.com/rdma_vf allocatable"},
+			{"storage-a", "nvme devices", true, "1 flint.io/nvme allocatable"},
+			{"storage-b", "hugepages", true, "4Gi of 2Mi pages allocatable"},
+			{"storage-b", "cores", true, "8 allocatable, 1 OSD(s) x 2 whole cores"},
+			{"-", "operator: NetworkAttachmentMissing", false, "install Multus"},
+		} {
+			c := verdict(want.node, "rdma", want.what)
+			if c.OK != want.ok || !strings.Contains(c.Detail, want.says) {
+				t.Errorf("%s on %s: ok=%v %q, want ok=%v saying %q", want.what, want.node, c.OK, c.Detail, want.ok, want.says)
+			}
+		}
+		one, err := p.Diagnose(ctx, "storage-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range one {
+			if c.Node != "storage-b" && c.Node != "-" {
+				t.Errorf("diagnose storage-b checked %s", c.Node)
+			}
+		}
+		if _, err := p.Diagnose(ctx, "node-nowhere"); err == nil || !strings.Contains(err.Error(), "no Pool selects node node-nowhere") {
+			t.Errorf("diagnose of a node no Pool selects: %v", err)
+		}
+	})
+
 	t.Run("cordon and uncordon", func(t *testing.T) {
 		cordoned := func() bool {
 			var o flintv1.OSD
@@ -263,5 +315,30 @@ func TestCommands(t *testing.T) {
 		if err := p.Cordon(ctx, "osd-a", false); err != nil || cordoned() {
 			t.Fatalf("uncordon: %v, cordoned %v", err, cordoned())
 		}
+	})
+}
+
+// storageNodes is an RDMA Pool over two labelled nodes: storage-a short of
+// hugepages and RDMA functions, storage-b with all it needs; the operator
+// found no Multus.
+func storageNodes(t *testing.T) {
+	t.Helper()
+	alloc := map[string]corev1.ResourceList{
+		"storage-a": {"cpu": resource.MustParse("8"), "hugepages-2Mi": resource.MustParse("512Mi"), "flint.io/nvme": resource.MustParse("1")},
+		"storage-b": {"cpu": resource.MustParse("8"), "hugepages-2Mi": resource.MustParse("4Gi"), "flint.io/nvme": resource.MustParse("2"), "nvidia.com/rdma_vf": resource.MustParse("4")},
+	}
+	for name, res := range alloc {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"flint.io/storage": "true"}}}
+		create(t, n, func() { n.Status.Allocatable, n.Status.Capacity = res, res })
+	}
+	pool := &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: "rdma"}, Spec: flintv1.PoolSpec{
+		Replicas: 2, NodeSelector: map[string]string{"flint.io/storage": "true"},
+		Devices: flintv1.PoolDevices{Driver: flintv1.DriverPCIe, ResourceName: "flint.io/nvme"},
+		OSD:     flintv1.OSDTemplate{OSDResources: flintv1.OSDResources{CPUs: 2, HugePages: &flintv1.HugePages{Size: flintv1.HugePageSize2Mi, Amount: resource.MustParse("2Gi")}}},
+		Network: flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "flint-system/sriov-rdma", ResourceName: "nvidia.com/rdma_vf"},
+	}}
+	create(t, pool, func() {
+		pool.Status.Conditions = []metav1.Condition{condition(flintv1.PoolNetworkAttachmentMissingCondition, metav1.ConditionTrue, flintv1.PoolNetworkAttachmentMissingCondition,
+			"the cluster has no NetworkAttachmentDefinition kind: install Multus, then create flint-system/sriov-rdma")}
 	})
 }
