@@ -120,14 +120,14 @@ func (p *Plugin) ReadStatus(ctx context.Context) (*Status, error) {
 		s.Pools = append(s.Pools, ps)
 	}
 	for _, o := range osds.Items {
-		os := OSDSummary{
+		summary := OSDSummary{
 			Name: o.Name, Pool: o.Spec.Pool, Node: o.Spec.NodeName, Phase: orUnknown(string(o.Status.Phase)),
 			Replicas: o.Status.Replicas, Drain: o.Spec.Drain, Cordon: o.Spec.Cordon, Problem: problem(o.Status.Conditions),
 		}
 		if c := o.Status.Capacity; c != nil {
-			os.Capacity, os.Free = c.Total.String(), c.Free.String()
+			summary.Capacity, summary.Free = c.Total.String(), c.Free.String()
 		}
-		s.OSDs = append(s.OSDs, os)
+		s.OSDs = append(s.OSDs, summary)
 	}
 	replicas := map[string]int32{}
 	for _, pool := range pools.Items {
