@@ -37,6 +37,10 @@ var (
 	PoolVolumes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_pool_volumes", Help: "Volumes of a Pool by phase.",
 	}, []string{"pool", "phase"})
+	// ReplicaRebuild is the progress of every replica being rebuilt.
+	ReplicaRebuild = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_volume_replica_rebuild_percent", Help: "Rebuild progress of a Volume's replica, by the OSD it is on; no series when none rebuilds.",
+	}, []string{"volume", "pool", "osd"})
 	// PreflightFailures is 1 for every preflight reason that blocks a Pool.
 	PreflightFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_pool_preflight_failures", Help: "1 while a preflight check fails for a Pool, by reason.",
@@ -49,7 +53,16 @@ func init() {
 
 // Collectors are the operator's own metrics.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures}
+	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild}
+}
+
+// ObserveRebuilds sets the rebuild progress of volume's replicas: one
+// series per replica that rebuilds (OSD to percent), none for the others.
+func ObserveRebuilds(volume, pool string, rebuilding map[string]int32) {
+	ReplicaRebuild.DeletePartialMatch(prometheus.Labels{"volume": volume})
+	for osd, percent := range rebuilding {
+		ReplicaRebuild.WithLabelValues(volume, pool, osd).Set(float64(percent))
+	}
 }
 
 // ForgetPool drops a deleted Pool's series.

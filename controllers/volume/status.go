@@ -31,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/metrics"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -174,8 +175,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volum
 			return ctrl.Result{}, err
 		}
 	}
+	metrics.ObserveRebuilds(vol.Name, vol.Spec.Pool, rebuilding(vol))
 	if vol.Status.Phase == flintv1.VolumePhaseReady {
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
 	return ctrl.Result{RequeueAfter: min(unsettled, r.Resync)}, nil
+}
+
+// rebuilding maps the OSDs of vol's replicas being rebuilt to their
+// progress.
+func rebuilding(vol *flintv1.Volume) map[string]int32 {
+	out := map[string]int32{}
+	for _, rep := range vol.Status.Replicas {
+		if rep.State == flintv1.ReplicaStateRebuilding {
+			out[rep.OSD] = ptr.Deref(rep.RebuildPercent, 0)
+		}
+	}
+	return out
 }

@@ -43,6 +43,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/metrics"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -292,6 +293,7 @@ func (r *Reconciler) notePlaced(vol *flintv1.Volume) {
 }
 
 func (r *Reconciler) forget(name string) {
+	metrics.ObserveRebuilds(name, "", nil)
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
 	delete(r.placed, name)
