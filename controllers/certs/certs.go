@@ -23,11 +23,13 @@ limitations under the License.
 package certs
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +63,17 @@ type Authority struct {
 	Namespace string
 	// Now is the clock; tests move it to force rotation.
 	Now func() time.Time
+
+	mu sync.Mutex
+	// client is the operator's client configuration last built.
+	client *builtTLS
+}
+
+// builtTLS is a client configuration and what it was built from.
+type builtTLS struct {
+	caVersion, leafVersion string
+	renewAt                time.Time
+	cfg                    *tls.Config
 }
 
 func (a *Authority) now() time.Time {
@@ -73,7 +86,7 @@ func (a *Authority) now() time.Time {
 // CA loads the CA from its Secret, creating it when missing.
 func (a *Authority) CA(ctx context.Context) (*pki.CA, error) {
 	var s corev1.Secret
-	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: CASecret}, &s)
+	err := a.get(ctx, CASecret, &s)
 	if err == nil {
 		ca, err := pki.LoadCA(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
 		if err != nil {
@@ -107,7 +120,7 @@ func (a *Authority) CA(ctx context.Context) (*pki.CA, error) {
 // CA, or two thirds through its life. owner, when set, owns the Secret.
 func (a *Authority) EnsureLeaf(ctx context.Context, ca *pki.CA, name string, leaf pki.Leaf, owner *metav1.OwnerReference) (*corev1.Secret, error) {
 	var s corev1.Secret
-	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, &s)
+	err := a.get(ctx, name, &s)
 	switch {
 	case err == nil && a.fresh(ca, &s):
 		return &s, nil
@@ -138,14 +151,28 @@ func (a *Authority) fresh(ca *pki.CA, s *corev1.Secret) bool {
 	if err != nil || cert.CheckSignatureFrom(ca.Cert) != nil {
 		return false
 	}
+	return a.now().Before(renewAt(cert))
+}
+
+// renewAt is when cert is re-issued: two thirds through its life.
+func renewAt(cert *x509.Certificate) time.Time {
 	life := cert.NotAfter.Sub(cert.NotBefore)
-	return a.now().Before(cert.NotAfter.Add(-life / 3))
+	return cert.NotAfter.Add(-life / 3)
 }
 
 // ClientTLS is the operator's side of mutual TLS: its client certificate
 // (from its Secret, rotated like the agents') and the CA agents must
-// present certificates of.
+// present certificates of. Every agent call asks for it: reading the two
+// Secrets (from the cache) is cheap, parsing and checking them is not, so
+// a configuration built from the same versions of both is reused until
+// its certificate is due for renewal.
 func (a *Authority) ClientTLS(ctx context.Context) (*tls.Config, error) {
+	var caSecret, leafSecret corev1.Secret
+	if a.get(ctx, CASecret, &caSecret) == nil && a.get(ctx, ClientSecret, &leafSecret) == nil {
+		if cfg := a.reuse(caSecret.ResourceVersion, leafSecret.ResourceVersion); cfg != nil {
+			return cfg, nil
+		}
+	}
 	ca, err := a.CA(ctx)
 	if err != nil {
 		return nil, err
@@ -160,5 +187,30 @@ func (a *Authority) ClientTLS(ctx context.Context) (*tls.Config, error) {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS13}, nil
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS13}
+	// Remember the CA's version only if it is the CA built from: it may
+	// have been created, or replaced, since the first read.
+	if a.get(ctx, CASecret, &caSecret) != nil || !bytes.Equal(caSecret.Data[corev1.TLSCertKey], ca.CertPEM) {
+		caSecret.ResourceVersion = ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.client = &builtTLS{caVersion: caSecret.ResourceVersion, leafVersion: s.ResourceVersion, renewAt: renewAt(cert.Leaf), cfg: cfg}
+	return cfg, nil
+}
+
+func (a *Authority) get(ctx context.Context, name string, s *corev1.Secret) error {
+	return a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, s)
+}
+
+// reuse is the client configuration last built, if it was built from
+// these versions of the CA's and the client's Secrets and is not due for
+// renewal.
+func (a *Authority) reuse(caVersion, leafVersion string) *tls.Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b := a.client; b != nil && caVersion != "" && b.caVersion == caVersion && b.leafVersion == leafVersion && a.now().Before(b.renewAt) {
+		return b.cfg
+	}
+	return nil
 }
