@@ -217,7 +217,7 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", server.RequireClient(agentv1.MetricsClientName, promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
+	mux.Handle("/metrics", server.RequireClient(agentv1.MetricsClientName, agentv1.MetricsClientSecret, promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/healthz", lifecycle.Healthz)
 	mux.HandleFunc("/readyz", lifecycle.Readyz(ready))
 	httpLis, err := net.Listen("tcp", f.httpAddress)

@@ -44,10 +44,10 @@ import (
 // Secret names and keys.
 const (
 	CASecret     = "flint-ca"
-	ClientSecret = agentv1.OperatorClientName + "-client"
+	ClientSecret = agentv1.OperatorClientSecret
 	// MetricsClientSecret is the certificate scrapers of the agents'
 	// /metrics present.
-	MetricsClientSecret = agentv1.MetricsClientName + "-client"
+	MetricsClientSecret = agentv1.MetricsClientSecret
 	CAKey               = "ca.crt"
 )
 

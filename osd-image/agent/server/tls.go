@@ -55,14 +55,15 @@ func HTTPTLS(dir string) (*tls.Config, error) {
 }
 
 // RequireClient serves h only to requests with a verified client
-// certificate named client: 401 without one, 403 with another's.
-func RequireClient(client string, h http.Handler) http.Handler {
+// certificate named client, which Secret secret of the operator's
+// namespace holds: 401 without one, 403 with another's.
+func RequireClient(client, secret string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.TLS == nil || len(r.TLS.VerifiedChains) == 0:
-			http.Error(w, "a client certificate issued by the Flint CA is required: Secret "+client+"-client of the operator's namespace", http.StatusUnauthorized)
+			http.Error(w, "a client certificate issued by the Flint CA is required: Secret "+secret+" of the operator's namespace", http.StatusUnauthorized)
 		case r.TLS.VerifiedChains[0][0].Subject.CommonName != client:
-			http.Error(w, "this client certificate is not allowed here; use the one of Secret "+client+"-client", http.StatusForbidden)
+			http.Error(w, "this client certificate is not allowed here; use the one of Secret "+secret, http.StatusForbidden)
 		default:
 			h.ServeHTTP(w, r)
 		}

@@ -38,6 +38,9 @@ import (
 const (
 	OperatorClientName = "flint-operator"
 	MetricsClientName  = "flint-metrics"
+	// The Secrets of the operator's namespace that hold them.
+	OperatorClientSecret = OperatorClientName + "-client"
+	MetricsClientSecret  = MetricsClientName + "-client"
 )
 
 // NQNPrefix starts every subsystem NQN Flint creates.
