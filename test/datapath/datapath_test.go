@@ -56,15 +56,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	member := func(i int, inSync bool) storage.Member {
-		m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
-		if i > 0 {
-			e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"))
-			must(t, err)
-			m.Export = e
-		}
-		return m
-	}
+	member := func(i int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, 0, inSync) }
 	members := []storage.Member{member(0, true), member(1, true), member(2, true)}
 	ensure := func() storage.TargetStatus {
 		st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}})
@@ -114,17 +106,39 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	if !stopped.RaidFound || len(stopped.InSync) != 3 {
 		t.Errorf("the stopped target = %+v, want all three replicas in sync", stopped)
 	}
-	for i, o := range osds {
-		e, err := o.ExportReplica(ctx, volume, checker)
+	expectReplicas(ctx, t, dd, osds, []int{0, 1, 2}, want)
+}
+
+// exportTo is replica i of osds as a member of the target on OSD target:
+// exported to that target alone (fencing any other), unless it is the
+// target's own.
+func exportTo(ctx context.Context, t *testing.T, osds []*storage.OSD, i, target int, inSync bool) storage.Member {
+	t.Helper()
+	m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
+	if i != target {
+		e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(fmt.Sprintf("osd-%d", target)))
+		must(t, err)
+		m.Export = e
+	}
+	return m
+}
+
+// expectReplicas reads back, each on its own, the replicas on the OSDs
+// numbered in replicas, and compares them with want; the double has no
+// data to compare.
+func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage.OSD, replicas []int, want []byte) {
+	t.Helper()
+	for _, i := range replicas {
+		e, err := osds[i].ExportReplica(ctx, volume, checker)
 		must(t, err)
 		got := dd.read(e, checker, volSize)
 		if got == nil {
-			continue // the double: no data to compare
+			continue
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("replica on osd-%d: sha256 %x, want %x", i, sha256.Sum256(got), sha256.Sum256(want))
 		} else {
-			t.Logf("replica on osd-%d: sha256 %x", i, sha256.Sum256(got))
+			t.Logf("replica on osd-%d: sha256 %x (every acknowledged write)", i, sha256.Sum256(got))
 		}
 	}
 }

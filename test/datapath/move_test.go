@@ -17,9 +17,7 @@ limitations under the License.
 package datapath
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"slices"
 	"strconv"
 	"testing"
@@ -42,20 +40,9 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	names := []string{"osd-0", "osd-1", "osd-2"}
-	// exportTo is replica i as a member of the target on OSD target,
-	// exported to that target alone.
-	exportTo := func(i, target int, inSync bool) storage.Member {
-		m := storage.Member{OSD: names[i], InSync: inSync}
-		if i != target {
-			e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(names[target]))
-			must(t, err)
-			m.Export = e
-		}
-		return m
-	}
+	member := func(i, target int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, target, inSync) }
 	first := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{exportTo(0, 0, true), exportTo(1, 0, true), exportTo(2, 0, true)}}
+		Members: []storage.Member{member(0, 0, true), member(1, 0, true), member(2, 0, true)}}
 	st, err := osds[0].EnsureTarget(ctx, first)
 	must(t, err)
 	if st.Degraded() {
@@ -75,7 +62,7 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	// target) and rebuilt; OSD 0's is missing.
 	lab.Targets[0].Kill()
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
-		Members: []storage.Member{exportTo(1, 1, true), exportTo(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
+		Members: []storage.Member{member(1, 1, true), member(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		st, err = osds[1].EnsureTarget(ctx, moved)
@@ -100,19 +87,7 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	if !stopped.RaidFound || len(stopped.InSync) != 2 {
 		t.Fatalf("stopped = %+v, want osd-1 and osd-2 in sync", stopped)
 	}
-	for _, i := range []int{1, 2} {
-		e, err := osds[i].ExportReplica(ctx, volume, checker)
-		must(t, err)
-		got := dd.read(e, checker, volSize)
-		if got == nil {
-			continue // the double: no data to compare
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("replica on osd-%d after the move: sha256 %x, want %x", i, sha256.Sum256(got), sha256.Sum256(want))
-		} else {
-			t.Logf("replica on osd-%d after the move: sha256 %x (every acknowledged write)", i, sha256.Sum256(got))
-		}
-	}
+	expectReplicas(ctx, t, dd, osds, []int{1, 2}, want)
 }
 
 // TestAMemberDroppedBeforeAPlannedMoveIsRebuilt: a member leaves the
@@ -127,17 +102,9 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
 	names := []string{"osd-0", "osd-1", "osd-2"}
-	exportTo := func(i, target int, inSync bool) storage.Member {
-		m := storage.Member{OSD: names[i], InSync: inSync}
-		if i != target {
-			e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(names[target]))
-			must(t, err)
-			m.Export = e
-		}
-		return m
-	}
+	member := func(i, target int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, target, inSync) }
 	st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{exportTo(0, 0, true), exportTo(1, 0, true), exportTo(2, 0, true)}})
+		Members: []storage.Member{member(0, 0, true), member(1, 0, true), member(2, 0, true)}})
 	must(t, err)
 	if st.Degraded() {
 		t.Fatalf("first target = %+v", st)
@@ -162,7 +129,7 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	}
 	inSync := func(i int) bool { return slices.Contains(stopped.InSync, names[i]) }
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
-		Members: []storage.Member{exportTo(1, 1, inSync(1)), exportTo(0, 1, inSync(0)), exportTo(2, 1, inSync(2))}}
+		Members: []storage.Member{member(1, 1, inSync(1)), member(0, 1, inSync(0)), member(2, 1, inSync(2))}}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		st, err = osds[1].EnsureTarget(ctx, moved)
@@ -178,19 +145,7 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	if _, err := osds[1].DeleteTarget(ctx, volume, names); err != nil {
 		t.Fatal(err)
 	}
-	for i := range osds {
-		e, err := osds[i].ExportReplica(ctx, volume, checker)
-		must(t, err)
-		got := dd.read(e, checker, volSize)
-		if got == nil {
-			continue // the double: no data to compare
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("replica on osd-%d after the move: sha256 %x, want %x", i, sha256.Sum256(got), sha256.Sum256(want))
-		} else {
-			t.Logf("replica on osd-%d after the move: sha256 %x (every acknowledged write)", i, sha256.Sum256(got))
-		}
-	}
+	expectReplicas(ctx, t, dd, osds, []int{0, 1, 2}, want)
 }
 
 // removeMember takes the replica exported at e out of the raid on target,

@@ -18,7 +18,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,21 +36,7 @@ import (
 // with every write the host saw acknowledged on every replica called in
 // sync. The SPDK double records the writes each lvol received.
 var _ = Describe("An operator that dies in the middle of a target move", Ordered, func() {
-	BeforeAll(func() {
-		for i, zone := range []string{"a", "b", "c", "d"} {
-			makeNode(fmt.Sprintf("crash-%d", i), "crash", zone, nil)
-		}
-		p := mallocPool("crash", "crash", 3)
-		p.Spec.FailureDomain = "topology.kubernetes.io/zone"
-		Expect(k8sClient.Create(ctx, p)).To(Succeed())
-		Eventually(func(g Gomega) {
-			osds := osdsOf("crash")()
-			g.Expect(osds).To(HaveLen(4))
-			for _, o := range osds {
-				g.Expect(o.Status.Phase).To(Equal(flintv1.OSDPhaseReady))
-			}
-		}).Should(Succeed())
-	})
+	BeforeAll(func() { makeZonedPool("crash") })
 
 	for _, point := range []volume.Point{volume.PointTargetStopped, volume.PointIntentRecorded, volume.PointReplicasEnsured, volume.PointTargetEnsured} {
 		It("loses no acknowledged write when it dies at "+string(point), func() {

@@ -18,6 +18,7 @@ package operator
 
 import (
 	"crypto/x509"
+	"fmt"
 	"strings"
 	"time"
 
@@ -47,6 +48,25 @@ func makeNode(name, group, zone string, allocatable map[string]string) {
 	}
 	n.Status.Capacity = n.Status.Allocatable
 	Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
+}
+
+// makeZonedPool makes Pool name, of three replicas in distinct zones, over
+// four nodes of group name in zones a to d, and waits until its four OSDs
+// are Ready.
+func makeZonedPool(name string) {
+	for i, zone := range []string{"a", "b", "c", "d"} {
+		makeNode(fmt.Sprintf("%s-%d", name, i), name, zone, nil)
+	}
+	p := mallocPool(name, name, 3)
+	p.Spec.FailureDomain = corev1.LabelTopologyZone
+	Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	Eventually(func(g Gomega) {
+		osds := osdsOf(name)()
+		g.Expect(osds).To(HaveLen(4))
+		for _, o := range osds {
+			g.Expect(o.Status.Phase).To(Equal(flintv1.OSDPhaseReady))
+		}
+	}).Should(Succeed())
 }
 
 func setAllocatable(name, res, value string) {

@@ -48,21 +48,7 @@ const (
 // osd-agent over an SPDK double on one fabric, so targets attach replicas
 // over (simulated) NVMe/TCP and rebuild them.
 var _ = Describe("A Volume", Ordered, func() {
-	BeforeAll(func() {
-		for i, zone := range []string{"a", "b", "c", "d"} {
-			makeNode(fmt.Sprintf("vols-%d", i), "vols", zone, nil)
-		}
-		p := mallocPool("vols", "vols", 3)
-		p.Spec.FailureDomain = "topology.kubernetes.io/zone"
-		Expect(k8sClient.Create(ctx, p)).To(Succeed())
-		Eventually(func(g Gomega) {
-			osds := osdsOf("vols")()
-			g.Expect(osds).To(HaveLen(4))
-			for _, o := range osds {
-				g.Expect(o.Status.Phase).To(Equal(flintv1.OSDPhaseReady))
-			}
-		}).Should(Succeed())
-	})
+	BeforeAll(func() { makeZonedPool("vols") })
 
 	It("stays Pending, saying why, when the Pool cannot place it", func() {
 		v := newVolume("vol-wide", "vols", "64Mi")
