@@ -86,15 +86,8 @@ func (t *Target) write(b *bdev, seq uint64) bool {
 		}
 		return acked
 	case kindNvme:
-		if b.ctrlr.state != ctrlrEnabled {
-			return false
-		}
-		rt, s := t.fabric.remote(b.ctrlr.trid, b.ctrlr.subnqn, b.ctrlr.hostnqn)
-		if s == nil {
-			return false
-		}
-		ns := s.namespace(b.nsid)
-		return ns != nil && rt.write(ns.b, seq)
+		rt, under := t.behind(b)
+		return b.ctrlr.state == ctrlrEnabled && under != nil && rt.write(under, seq)
 	}
 	return true // a device: its data is not followed
 }
@@ -106,15 +99,25 @@ func (t *Target) lvolUnder(b *bdev) *lvol {
 	case kindLvol:
 		return b.lvol
 	case kindNvme:
-		rt, s := t.fabric.remote(b.ctrlr.trid, b.ctrlr.subnqn, b.ctrlr.hostnqn)
-		if s == nil {
-			return nil
-		}
-		if ns := s.namespace(b.nsid); ns != nil {
-			return rt.lvolUnder(ns.b)
+		if rt, under := t.behind(b); under != nil {
+			return rt.lvolUnder(under)
 		}
 	}
 	return nil
+}
+
+// behind is the bdev that the remote namespace b stands for, and the
+// Target exporting it; nil when that cannot be reached.
+func (t *Target) behind(b *bdev) (*Target, *bdev) {
+	rt, s := t.fabric.remote(b.ctrlr.trid, b.ctrlr.subnqn, b.ctrlr.hostnqn)
+	if s == nil {
+		return nil, nil
+	}
+	ns := s.namespace(b.nsid)
+	if ns == nil {
+		return nil, nil
+	}
+	return rt, ns.b
 }
 
 // rebuilt gives the member in slot, whose rebuild just finished, the
