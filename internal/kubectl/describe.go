@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,8 +48,8 @@ func (p *Plugin) DescribeVolume(ctx context.Context, name string, now time.Time)
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: v.Spec.Pool}, &pool); err == nil && pool.Spec.FailureDomain != "" {
 		domain = pool.Spec.FailureDomain
 	}
-	w := tabwriter.NewWriter(p.Out, 0, 4, 2, ' ', 0)
-	line := func(cells ...string) { _, _ = fmt.Fprintln(w, strings.Join(cells, "\t")) }
+	w := newTable(p.Out)
+	line := w.row
 	line("Name:", v.Name)
 	line("Pool:", v.Spec.Pool)
 	line("Size:", v.Spec.Size.String())

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -156,15 +155,15 @@ func preflightChecks(pool *flintv1.Pool) []Check {
 // PrintChecks prints checks as a table and returns an error when one
 // failed, so that `kubectl flint diagnose` exits non-zero.
 func (p *Plugin) PrintChecks(checks []Check) error {
-	w := tabwriter.NewWriter(p.Out, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(w, "NODE\tPOOL\tCHECK\tRESULT\tDETAIL")
+	w := newTable(p.Out)
+	w.row("NODE", "POOL", "CHECK", "RESULT", "DETAIL")
 	failed := 0
 	for _, c := range checks {
 		result := "ok"
 		if !c.OK {
 			result, failed = "FAIL", failed+1
 		}
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Node, c.Pool, c.What, result, c.Detail)
+		w.row(c.Node, c.Pool, c.What, result, c.Detail)
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -203,8 +203,8 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 	default:
 		return fmt.Errorf("unknown output format %q: use json or yaml, or none for tables", format)
 	}
-	w := tabwriter.NewWriter(p.Out, 0, 4, 2, ' ', 0)
-	tab := func(cells ...string) { _, _ = fmt.Fprintln(w, strings.Join(cells, "\t")) }
+	w := newTable(p.Out)
+	tab := w.row
 	tab("POOL", "OSDS", "VOLUMES", "USABLE", "ALLOCATED", "READY", "PROBLEM")
 	for _, ps := range s.Pools {
 		tab(ps.Name, fmt.Sprintf("%d/%d", ps.OSDsReady, ps.OSDs), fmt.Sprint(ps.Volumes), dash(ps.Usable), dash(ps.Allocated), fmt.Sprint(ps.Ready), ps.Problem)
@@ -236,6 +236,13 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 	}
 	return w.Flush()
 }
+
+// table writes rows of cells aligned in columns, as kubectl prints.
+type table struct{ *tabwriter.Writer }
+
+func newTable(out io.Writer) table { return table{tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)} }
+
+func (t table) row(cells ...string) { _, _ = fmt.Fprintln(t.Writer, strings.Join(cells, "\t")) }
 
 func dash(s string) string {
 	if s == "" {
