@@ -27,17 +27,16 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/flint-io/flint/test/localcluster"
 )
 
 var root = filepath.Join("..", "..")
@@ -103,38 +102,20 @@ func TestRenderingInstalls(t *testing.T) {
 		t.Fatalf("start envtest; is KUBEBUILDER_ASSETS set? run 'make test-envtest': %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	// prometheus-operator's CRDs are not ours to install; without them its
 	// objects cannot be checked here.
 	skip := map[string]bool{"ServiceMonitor": true, "PodMonitor": true, "PrometheusRule": true}
+	objs = slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return skip[o.GetKind()] })
+	if err := localcluster.ApplyObjects(context.Background(), c, objs); err != nil {
+		t.Fatal(err)
+	}
 	kinds := map[string]int{}
-	for _, pass := range []func(*unstructured.Unstructured) bool{
-		func(o *unstructured.Unstructured) bool {
-			return o.GetKind() == "CustomResourceDefinition" || o.GetKind() == "Namespace"
-		},
-		func(o *unstructured.Unstructured) bool {
-			return o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace"
-		},
-	} {
-		for _, o := range objs {
-			if !pass(o) || skip[o.GetKind()] {
-				continue
-			}
-			if err := c.Create(ctx, o); err != nil {
-				t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-			kinds[o.GetKind()]++
-		}
-		if err := envtest.WaitForCRDs(cfg, crds(t, objs), envtest.CRDInstallOptions{PollInterval: 100 * time.Millisecond, MaxTime: 30 * time.Second}); err != nil {
-			t.Fatal(err)
-		}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
 	}
 	t.Logf("installed: %v", kinds)
 	for _, want := range []string{"CustomResourceDefinition", "Namespace", "Deployment", "DaemonSet", "ClusterRole", "Role", "ServiceAccount", "CSIDriver", "NetworkPolicy", "StorageClass", "Pool", "ConfigMap", "Service"} {
@@ -161,21 +142,4 @@ func decode(t *testing.T, out []byte) []*unstructured.Unstructured {
 			objs = append(objs, &unstructured.Unstructured{Object: m})
 		}
 	}
-}
-
-// crds are the rendering's CRDs, for waiting until they serve.
-func crds(t *testing.T, objs []*unstructured.Unstructured) []*apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, o := range objs {
-		if o.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &crd); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &crd)
-	}
-	return out
 }

@@ -29,7 +29,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,16 +179,14 @@ func WriteAdminKubeconfig(env *envtest.Environment, name, path string) error {
 }
 
 // Apply builds the kustomization in dir and applies every object in it
-// (server-side, namespaces first, as kubectl apply orders them) but those
-// of the kinds in skip.
+// (see ApplyObjects) but those of the kinds in skip.
 func Apply(ctx context.Context, c client.Client, dir string, skip ...string) error {
 	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
-	rs := resources.Resources()
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].GetKind() == "Namespace" && rs[j].GetKind() != "Namespace" })
-	for _, r := range rs {
+	var objs []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
 		if slices.Contains(skip, r.GetKind()) {
 			continue
 		}
@@ -197,9 +194,62 @@ func Apply(ctx context.Context, c client.Client, dir string, skip ...string) err
 		if err != nil {
 			return err
 		}
-		u := &unstructured.Unstructured{Object: m}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("flint-test"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply %s %s of %s: %w", u.GetKind(), u.GetName(), dir, err)
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	if err := ApplyObjects(ctx, c, objs); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	return nil
+}
+
+// ApplyObjects applies objs server-side in the order kubectl apply takes
+// them: Namespaces and CRDs first, then, once those CRDs serve, the rest.
+func ApplyObjects(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	first := func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition"
+	}
+	for _, pass := range []bool{true, false} {
+		for _, o := range objs {
+			if first(o) != pass {
+				continue
+			}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("flint-test"), client.ForceOwnership); err != nil {
+				return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+		}
+		if pass {
+			if err := waitEstablished(ctx, c, objs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitEstablished waits until every CRD among objs serves its kind.
+func waitEstablished(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		for {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(o.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), crd); err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			if slices.ContainsFunc(conds, func(c any) bool {
+				m, _ := c.(map[string]any)
+				return m["type"] == "Established" && m["status"] == "True"
+			}) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CRD %s is not established after 30s", o.GetName())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return nil
