@@ -28,6 +28,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/volume"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -138,7 +139,17 @@ func startWriter(name string) *writer {
 				continue
 			}
 			e := target.Endpoints[0]
-			if seq, ok := fabric.Write(e.Address, int(e.Port), target.NQN, hostA); ok {
+			seq, out := fabric.Write(e.Address, int(e.Port), target.NQN, hostA)
+			// One write at a time: a held write is waited for.
+			for out == spdktest.WriteHeld {
+				select {
+				case <-w.quit:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				out = fabric.Outcome(seq)
+			}
+			if out == spdktest.WriteAcked {
 				w.mu.Lock()
 				w.seqs = append(w.seqs, seq)
 				w.mu.Unlock()

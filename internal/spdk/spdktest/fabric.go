@@ -91,8 +91,11 @@ type Fabric struct {
 	rebuildRate uint64
 	disks       map[string]*disk
 	targets     []*Target
-	// writeSeq numbers host writes (writes.go).
+	// writeSeq numbers host writes; held are those not settled, acked
+	// those acknowledged (writes.go).
 	writeSeq uint64
+	held     []*hostWrite
+	acked    map[uint64]bool
 }
 
 // FabricOption configures a Fabric.
@@ -108,7 +111,7 @@ func WithRebuildRate(blocksPerSecond uint64) FabricOption {
 
 // NewFabric returns an empty Fabric on the real clock.
 func NewFabric(opts ...FabricOption) *Fabric {
-	f := &Fabric{clock: realClock{}, rebuildRate: 64 * 1024, disks: map[string]*disk{}}
+	f := &Fabric{clock: realClock{}, rebuildRate: 64 * 1024, disks: map[string]*disk{}, acked: map[uint64]bool{}}
 	for _, o := range opts {
 		o(f)
 	}

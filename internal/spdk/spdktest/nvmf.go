@@ -264,6 +264,13 @@ func nvmfDeleteSubsystem(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	for _, ns := range s.namespaces {
+		if ns.b.kind == kindRaid {
+			if err := t.quiesce(ns.b.raid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, ns := range s.namespaces {
 		ns.b.release()
 	}
 	t.st.subsystems = slices.DeleteFunc(t.st.subsystems, func(x *subsystem) bool { return x == s })

@@ -230,6 +230,9 @@ func bdevRaidDelete(t *Target, p json.RawMessage) (any, error) {
 	if r == nil {
 		return nil, errf(-19, "raid bdev %s not found", req.Name)
 	}
+	if err := t.quiesce(r); err != nil {
+		return nil, err
+	}
 	t.deleteRaid(r)
 	return true, nil
 }
@@ -276,11 +279,24 @@ func bdevRaidRemoveBaseBdev(t *Target, p json.RawMessage) (any, error) {
 	}
 	for _, r := range t.st.raids {
 		if b := t.st.bdev(req.Name); b != nil && r.slotOf(b) >= 0 {
+			if err := t.quiesce(r); err != nil {
+				return nil, err
+			}
 			t.raidHotRemove(r, b)
 			return true, nil
 		}
 	}
 	return nil, errf(-19, "Failed to remove base bdev from raid bdev")
+}
+
+// quiesce is SPDK's wait for r's I/O before a member leaves or r goes: it
+// never ends while members hold writes, so the double refuses the call
+// rather than hang the caller.
+func (t *Target) quiesce(r *raid) error {
+	if t.fabric.holdsWrites(r) {
+		return errf(CodeNotModeled, "raid bdev %s: members hold writes (their controllers reconnect), so SPDK's quiesce would wait for ever", r.name)
+	}
+	return nil
 }
 
 func bdevRaidGetBdevs(t *Target, p json.RawMessage) (any, error) {

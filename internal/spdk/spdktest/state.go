@@ -211,6 +211,7 @@ func (f *Fabric) refresh() {
 			t.advanceRebuild(r, now, f.rebuildRate)
 		}
 	}
+	f.settleHeld()
 }
 
 // since is the time from then to now, never negative.

@@ -19,6 +19,7 @@ package spdktest
 import (
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Host writes. The double keeps no data, but SPDK does, so it keeps the
@@ -27,27 +28,88 @@ import (
 // source's. A test then checks that every acknowledged write is on every
 // replica it trusts.
 
+// WriteOutcome is what the host has seen of a write.
+type WriteOutcome int
+
+const (
+	// WriteFailed is a write never acknowledged: no path, no in-sync
+	// member took it, or the target holding it died.
+	WriteFailed WriteOutcome = iota
+	// WriteHeld is a write not acknowledged yet: a raid member whose
+	// controller is reconnecting holds it, as bdev_nvme holds I/O until
+	// the controller is back, fast_io_fail_timeout_sec runs out, or it is
+	// detached.
+	WriteHeld
+	// WriteAcked is a write acknowledged to the host.
+	WriteAcked
+)
+
+func (o WriteOutcome) String() string {
+	return [...]string{"failed", "held", "acknowledged"}[o]
+}
+
+// hostWrite is a write whose outcome is not settled: members of raid on
+// target t hold it.
+type hostWrite struct {
+	seq  uint64
+	t    *Target
+	st   *state
+	raid *raid
+	held []*bdev
+	// took says an in-sync member took it.
+	took bool
+}
+
+// ioResult is what one bdev did with a write.
+type ioResult int
+
+const (
+	ioDone ioResult = iota
+	ioHeld
+	ioFailed
+)
+
 // Write is a host's write to the first namespace of subsystem nqn at the
-// TCP listener addr:port. It returns the write's sequence number and
-// whether it was acknowledged: as SPDK's raid1 does, a write completes
-// when one member took it, and a member that failed it leaves the raid.
-func (f *Fabric) Write(addr string, port int, nqn, host string) (seq uint64, acked bool) {
+// TCP listener addr:port. It returns the write's sequence number and its
+// outcome so far: as SPDK's raid1 does, a write completes once every
+// member finished with it and one in-sync member took it; a member that
+// failed it leaves the raid. A held write settles later (Outcome).
+func (f *Fabric) Write(addr string, port int, nqn, host string) (uint64, WriteOutcome) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.refresh()
 	f.writeSeq++
-	seq = f.writeSeq
+	seq := f.writeSeq
 	t, s := f.remote(listenAddr{Trtype: "TCP", Traddr: addr, Trsvcid: strconv.Itoa(port)}, nqn, host)
-	if s == nil {
-		return seq, false
+	if s == nil || s.namespace(1) == nil {
+		return seq, WriteFailed
 	}
-	ns := s.namespace(1)
-	if ns == nil {
-		return seq, false
-	}
-	acked = t.write(ns.b, seq)
+	w := &hostWrite{seq: seq, t: t, st: t.st}
+	res := t.write(s.namespace(1).b, w)
 	t.st.gen++ // a raid may have lost a member
-	return seq, acked
+	switch res {
+	case ioHeld:
+		f.held = append(f.held, w)
+		return seq, WriteHeld
+	case ioDone:
+		f.acked[seq] = true
+		return seq, WriteAcked
+	}
+	return seq, WriteFailed
+}
+
+// Outcome is what the host has seen of write seq by now.
+func (f *Fabric) Outcome(seq uint64) WriteOutcome {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refresh()
+	switch {
+	case f.acked[seq]:
+		return WriteAcked
+	case slices.ContainsFunc(f.held, func(w *hostWrite) bool { return w.seq == seq }):
+		return WriteHeld
+	}
+	return WriteFailed
 }
 
 // Writes lists the writes lvol alias (lvstore/lvol) holds, on whichever
@@ -63,33 +125,104 @@ func (f *Fabric) Writes(alias string) ([]uint64, bool) {
 	return nil, false
 }
 
-// write takes write seq to b and what lies under it; false when it did
-// not reach stable storage.
-func (t *Target) write(b *bdev, seq uint64) bool {
+// write takes w to b and what lies under it.
+func (t *Target) write(b *bdev, w *hostWrite) ioResult {
 	switch b.kind {
 	case kindLvol:
-		b.lvol.writes = append(b.lvol.writes, seq)
-		return true
+		b.lvol.writes = append(b.lvol.writes, w.seq)
 	case kindRaid:
-		r, acked := b.raid, false
+		r := b.raid
+		w.raid = r
 		for i, s := range slices.Clone(r.slots) {
 			if s.b == nil {
 				continue
 			}
-			if !t.write(s.b, seq) {
+			switch t.write(s.b, w) {
+			case ioFailed:
 				t.raidHotRemove(r, s.b)
-				continue
-			}
-			if r.rebuild == nil || r.rebuild.slot != i {
-				acked = true
+			case ioHeld:
+				w.held = append(w.held, s.b)
+			case ioDone:
+				w.took = w.took || r.rebuild == nil || r.rebuild.slot != i
 			}
 		}
-		return acked
+		switch {
+		case len(w.held) > 0:
+			return ioHeld
+		case !w.took:
+			return ioFailed
+		}
 	case kindNvme:
-		rt, under := t.behind(b)
-		return b.ctrlr.state == ctrlrEnabled && under != nil && rt.write(under, seq)
+		res := t.remoteIO(b)
+		if res == ioDone {
+			rt, under := t.behind(b)
+			return rt.write(under, w)
+		}
+		return res
 	}
-	return true // a device: its data is not followed
+	return ioDone // a device: its data is not followed
+}
+
+// remoteIO is what I/O to the remote namespace b does now: it goes
+// through while its controller is connected, waits while the controller
+// reconnects and fast_io_fail_timeout_sec (0: never) has not run out,
+// and fails otherwise.
+func (t *Target) remoteIO(b *bdev) ioResult {
+	c := b.ctrlr
+	switch {
+	case c.state == ctrlrEnabled:
+		if _, under := t.behind(b); under != nil {
+			return ioDone
+		}
+	case c.state == ctrlrReconnectIsDelayed && (c.fastIOFail == 0 || since(c.lostAt, t.fabric.now()) < time.Duration(c.fastIOFail)*time.Second):
+		return ioHeld
+	}
+	return ioFailed
+}
+
+// settleHeld moves held writes on: a member whose controller is back
+// takes the write, one whose controller is gone (detached, or lost for
+// ctrlr_loss_timeout_sec) or whose fast I/O fail ran out fails it and
+// leaves the raid. A write nothing holds any more is acknowledged if an
+// in-sync member took it. A write held by a Target that died is lost.
+func (f *Fabric) settleHeld() {
+	f.held = slices.DeleteFunc(f.held, func(w *hostWrite) bool {
+		if !w.t.running || w.t.st != w.st {
+			return true
+		}
+		t, r := w.t, w.raid
+		w.held = slices.DeleteFunc(w.held, func(b *bdev) bool {
+			slot := r.slotOf(b)
+			if slot < 0 || !slices.Contains(t.st.bdevs, b) {
+				return true // it left the raid: the write failed on it
+			}
+			switch t.remoteIO(b) {
+			case ioDone:
+				rt, under := t.behind(b)
+				rt.write(under, w)
+				w.took = w.took || r.rebuild == nil || r.rebuild.slot != slot
+				return true
+			case ioFailed:
+				t.raidHotRemove(r, b)
+				return true
+			}
+			return false
+		})
+		if len(w.held) > 0 {
+			return false
+		}
+		if w.took {
+			f.acked[w.seq] = true
+		}
+		return true
+	})
+}
+
+// holdsWrites says whether writes wait on members of r: SPDK quiesces a
+// raid before it removes a member or deletes it, and a quiesce waits for
+// them for ever.
+func (f *Fabric) holdsWrites(r *raid) bool {
+	return slices.ContainsFunc(f.held, func(w *hostWrite) bool { return w.raid == r })
 }
 
 // lvolUnder is the lvol b stores its data on, through remote
