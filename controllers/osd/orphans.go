@@ -54,7 +54,9 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 				return err
 			}
 		}
-		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members}); err != nil {
+		// The target serves no Volume any more: it lets go of any replica
+		// it waits for.
+		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members, OutOfSyncOsds: members}); err != nil {
 			return fmt.Errorf("delete the orphan target of the Volume with uid %s: %w", uid, err)
 		}
 		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)

@@ -59,6 +59,13 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	// a first target that never served proves no replica holds a write.
 	servedHere := len(vol.Status.Target.Endpoints) > 0
 	neverServed := !servedHere && epoch(vol.Status.Target) == 1
+	// The target lets a member that holds writes go only when told it is
+	// not in sync, so that is told from the states already recorded, not
+	// from what this pass finds before it records it.
+	recorded := make([]bool, len(vol.Status.Replicas))
+	for i, rep := range vol.Status.Replicas {
+		recorded[i] = inSync(rep.State)
+	}
 	ensured := r.ensureReplicas(ctx, vol, w, t, targetHost)
 	r.point(ctx, vol, PointReplicasEnsured)
 	for i := range vol.Status.Replicas {
@@ -74,17 +81,11 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		case ensured[i].asked:
 			present[rep.OSD] = true
 		}
-		if m.Export == nil && o != t && o.Status.Endpoint != nil {
-			e := o.Status.Endpoint
-			m.Export = &agentv1.Export{Nqn: agentv1.ReplicaNQN(string(vol.UID)), Transport: string(e.Transport), Address: e.Address, Port: uint32(e.Port)}
-		}
-		if o != t && m.Export == nil {
-			failures = append(failures, fmt.Sprintf("OSD %s has never reported its endpoint", o.Name))
-			continue
-		}
+		// A member without an export (its OSD does not serve) is listed
+		// all the same: the target may hold writes for it.
 		// A Volume whose target never served holds no acknowledged write:
 		// every replica is in sync, whatever a restart made of its state.
-		m.InSync = inSync(rep.State) || neverServed
+		m.InSync = recorded[i] || neverServed
 		members = append(members, m)
 		memberReplica = append(memberReplica, i)
 	}

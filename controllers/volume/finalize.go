@@ -93,7 +93,9 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
-			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: string(vol.UID), MemberOsds: uids}); err != nil {
+			// The Volume goes: no replica needs to stay in sync, so the
+			// target lets go of any it waits for.
+			if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: string(vol.UID), MemberOsds: uids, OutOfSyncOsds: uids}); err != nil {
 				return ctrl.Result{}, fmt.Errorf("delete the target on OSD %s: %w", name, err)
 			}
 		}

@@ -108,7 +108,15 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		if err != nil {
 			return err
 		}
-		stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: string(vol.UID), MemberOsds: memberUIDs(vol, w)})
+		stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{
+			VolumeUid: string(vol.UID), MemberOsds: memberUIDs(vol, w, nil), OutOfSyncOsds: memberUIDs(vol, w, notInSync),
+		})
+		if held := agentv1.MembersHeldOf(err); held != nil {
+			// Replicas the target lost and waits for: they are recorded out
+			// of sync first, the target lets them go, and the move follows.
+			r.dropHeld(vol, w, held, now)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
 		}
@@ -254,12 +262,27 @@ func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world,
 }
 
 // memberUIDs are the uids of the OSDs holding the Volume's replicas.
-func memberUIDs(vol *flintv1.Volume, w *world) []string {
+// memberUIDs lists the uids of the OSDs of vol's replicas, those whose
+// state ok takes when ok is set.
+func memberUIDs(vol *flintv1.Volume, w *world, ok func(flintv1.ReplicaState) bool) []string {
 	var uids []string
 	for _, rep := range vol.Status.Replicas {
-		if o, ok := w.osds[rep.OSD]; ok {
+		if o, found := w.osds[rep.OSD]; found && (ok == nil || ok(rep.State)) {
 			uids = append(uids, string(o.UID))
 		}
 	}
 	return uids
+}
+
+func notInSync(s flintv1.ReplicaState) bool { return !inSync(s) }
+
+// dropHeld marks Faulted the replicas on the OSDs (uids) a target holds
+// writes for: it lost them, and lets them go once that is recorded.
+func (r *Reconciler) dropHeld(vol *flintv1.Volume, w *world, uids []string, now time.Time) {
+	for i := range vol.Status.Replicas {
+		rep := &vol.Status.Replicas[i]
+		if o, ok := w.osds[rep.OSD]; ok && slices.Contains(uids, string(o.UID)) {
+			r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
+		}
+	}
 }

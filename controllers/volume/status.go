@@ -67,7 +67,10 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 				rep.RebuildPercent = ptr.To(int32(m.GetRebuildPercent()))
 			case agentv1.MemberState_MEMBER_STATE_PENDING:
 				r.dropOut(vol, rep, flintv1.ReplicaStateStale, now)
-			case agentv1.MemberState_MEMBER_STATE_MISSING:
+			case agentv1.MemberState_MEMBER_STATE_MISSING, agentv1.MemberState_MEMBER_STATE_HELD:
+				// A held member waits for this record: the next drive
+				// tells the target it is not in sync, and the target
+				// lets it go.
 				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
 			}
 		}

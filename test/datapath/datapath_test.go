@@ -81,17 +81,38 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	target.NQN = agentv1.VolumeNQN(volume)
 
 	// The host writes while every replica is in sync, then again while
-	// replica 2's SPDK is dead: the raid carries on without an I/O error.
+	// replica 2's SPDK is dead: the raid waits for the lost member, so
+	// the write is not acknowledged while the caller counts it in sync.
+	// Once it is recorded out of sync, the target lets it go and the
+	// write completes without an I/O error.
 	want := make([]byte, volSize)
 	first, second := randomChunk(t), randomChunk(t)
 	copy(want, first)
 	copy(want[2*chunk:], second)
 	dd.write(target, hostNQN, first, 0)
 	lab.Targets[2].Kill()
-	dd.write(target, hostNQN, second, 2*chunk)
+	done := make(chan error, 1)
+	go func() { done <- dd.tryWrite(target, hostNQN, second, 2*chunk) }()
+	waitFor("the lost replica holding writes", func(st storage.TargetStatus) bool {
+		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
+	})
+	if lab.Real {
+		select {
+		case err := <-done:
+			t.Fatalf("the write ended (%v) while a member counted in sync held it", err)
+		case <-time.After(3 * time.Second):
+		}
+	}
+	members[2].InSync = false
 	waitFor("the lost replica leaving the raid", func(st storage.TargetStatus) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_MISSING
 	})
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the write is still held after the lost member left")
+	}
 
 	// It comes back with its lvstore on its disk, behind by the second
 	// write, and is rebuilt from the others.
@@ -101,7 +122,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	waitFor("the rebuild finishing", func(st storage.TargetStatus) bool { return !st.Degraded() })
 
 	// Stop the target and read every replica back on its own.
-	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
+	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil)
 	must(t, err)
 	if !stopped.RaidFound || len(stopped.InSync) != 3 {
 		t.Errorf("the stopped target = %+v, want all three replicas in sync", stopped)
@@ -208,12 +229,7 @@ func newHost(t *testing.T, lab *spdklab.Lab) *host {
 
 // write copies data to the namespace of e at offset.
 func (h *host) write(e storage.Export, nqn string, data []byte, offset int) {
-	if h.bin == "" {
-		return
-	}
-	in := filepath.Join(h.dir, "in.bin")
-	must(h.t, os.WriteFile(in, data, 0o600))
-	h.run(e, nqn, "--if="+in, "--ob=hn1", "--bs=1048576", fmt.Sprintf("--count=%d", len(data)>>20), fmt.Sprintf("--seek=%d", offset>>20))
+	must(h.t, h.tryWrite(e, nqn, data, offset))
 }
 
 // read returns size bytes of the namespace of e; nil on the double.
@@ -235,11 +251,17 @@ func (h *host) run(e storage.Export, nqn string, args ...string) {
 	}
 }
 
-// tryWrite writes data at offset 0 and returns spdk_dd's error.
-func (h *host) tryWrite(e storage.Export, nqn string, data []byte) error {
-	in := filepath.Join(h.dir, "in.bin")
-	must(h.t, os.WriteFile(in, data, 0o600))
-	out, err := h.try(e, nqn, "--if="+in, "--ob=hn1", "--bs=1048576", fmt.Sprintf("--count=%d", len(data)>>20))
+// tryWrite writes data at offset and returns spdk_dd's error; nil on the
+// double, which has no host.
+func (h *host) tryWrite(e storage.Export, nqn string, data []byte, offset int) error {
+	if h.bin == "" {
+		return nil
+	}
+	in := filepath.Join(h.dir, fmt.Sprintf("in-%d.bin", offset))
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		return err
+	}
+	out, err := h.try(e, nqn, "--if="+in, "--ob=hn1", "--bs=1048576", fmt.Sprintf("--count=%d", len(data)>>20), fmt.Sprintf("--seek=%d", offset>>20))
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}

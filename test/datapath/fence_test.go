@@ -71,7 +71,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	must(t, err)
 	must(t, ensure(false))
 	if lab.Real {
-		must(t, dd.tryWrite(target, hostNQN, data))
+		must(t, dd.tryWrite(target, hostNQN, data, 0))
 	}
 
 	time.Sleep(2 * time.Second)
@@ -80,7 +80,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 		t.Fatalf("a lapsed lease left hosts let in to %v", got)
 	}
 	if lab.Real {
-		if err := dd.tryWrite(target, hostNQN, data); err == nil {
+		if err := dd.tryWrite(target, hostNQN, data, 0); err == nil {
 			t.Fatal("the fenced target acknowledged a host write")
 		}
 	}
@@ -95,7 +95,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	}
 	must(t, ensure(true))
 	if lab.Real {
-		must(t, dd.tryWrite(target, hostNQN, data))
+		must(t, dd.tryWrite(target, hostNQN, data, 0))
 	}
 
 	// SPDK freezes while it serves; the lease lapses. The agent cannot
@@ -117,4 +117,63 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 		t.Fatalf("the SPDK started again serves %v", got)
 	}
 	must(t, probe())
+}
+
+// TestAFenceCutsOffATargetThatHoldsWrites: a target whose raid waits for
+// a lost member (the host's write is held) still fences at once: the
+// host is removed while SPDK holds the write, and no host is let in.
+// Stopping it is refused until the member is out of sync, then prompt.
+func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 2)
+	osds := startOSDs(ctx, t, lab)
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.Member{{OSD: "osd-0", InSync: true}, exportTo(ctx, t, osds, 1, 0, true)}}
+	_, err := osds[0].EnsureTarget(ctx, spec)
+	must(t, err)
+	dd := newHost(t, lab)
+	target := osds[0].Endpoint()
+	target.NQN = agentv1.VolumeNQN(volume)
+
+	lab.Targets[1].Kill()
+	go func() { _ = dd.tryWrite(target, hostNQN, randomChunk(t), 0) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := osds[0].EnsureTarget(ctx, spec)
+		must(t, err)
+		if st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost member never held: %+v", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the host's write is in flight, held
+
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	began := time.Now()
+	fenced, err := osds[0].FenceTargets(fctx)
+	must(t, err)
+	t.Logf("fenced %v in %s while a member held writes", fenced, time.Since(began).Round(time.Millisecond))
+	if served, err := storage.VolumesServed(ctx, lab.Targets[0].Client); err != nil || len(served) != 0 {
+		t.Fatalf("after the fence hosts are let in to %v (%v)", served, err)
+	}
+
+	// Stopping the target waits for the member only as long as the caller
+	// counts it in sync: refused then, done at once once it does not.
+	names := []string{"osd-0", "osd-1"}
+	var held *storage.MembersHeldError
+	if _, err := osds[0].DeleteTarget(fctx, volume, names, nil); !errors.As(err, &held) || len(held.OSDs) != 1 || held.OSDs[0] != "osd-1" {
+		t.Fatalf("stopping the target while osd-1 holds writes: %v, want it refused naming osd-1", err)
+	}
+	began = time.Now()
+	stopped, err := osds[0].DeleteTarget(fctx, volume, names, []string{"osd-1"})
+	must(t, err)
+	t.Logf("stopped in %s once osd-1 was out of sync: %+v", time.Since(began).Round(time.Millisecond), stopped)
+	if !stopped.RaidFound || len(stopped.InSync) != 1 || stopped.InSync[0] != "osd-0" {
+		t.Fatalf("stopped = %+v, want osd-0 alone in sync", stopped)
+	}
 }

@@ -82,7 +82,7 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	target.NQN = agentv1.VolumeNQN(volume)
 	dd.write(target, hostNQN, after, chunk)
 
-	stopped, err := osds[1].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
+	stopped, err := osds[1].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil)
 	must(t, err)
 	if !stopped.RaidFound || len(stopped.InSync) != 2 {
 		t.Fatalf("stopped = %+v, want osd-1 and osd-2 in sync", stopped)
@@ -103,8 +103,9 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	osds := startOSDs(ctx, t, lab)
 	names := []string{"osd-0", "osd-1", "osd-2"}
 	member := func(i, target int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, target, inSync) }
+	dropped := member(2, 0, true)
 	st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{member(0, 0, true), member(1, 0, true), member(2, 0, true)}})
+		Members: []storage.Member{member(0, 0, true), member(1, 0, true), dropped}})
 	must(t, err)
 	if st.Degraded() {
 		t.Fatalf("first target = %+v", st)
@@ -119,10 +120,10 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	dd.write(target, hostNQN, before, 0)
 
 	// OSD 2's replica leaves the raid; the next write misses it.
-	removeMember(ctx, t, lab.Targets[0], osds[2].Endpoint())
+	removeMember(ctx, t, lab.Targets[0], dropped.Export)
 	dd.write(target, hostNQN, after, chunk)
 
-	stopped, err := osds[0].DeleteTarget(ctx, volume, names)
+	stopped, err := osds[0].DeleteTarget(ctx, volume, names, nil)
 	must(t, err)
 	if !stopped.RaidFound || len(stopped.InSync) != 2 || slices.Contains(stopped.InSync, "osd-2") {
 		t.Fatalf("stopped = %+v, want osd-0 and osd-1 in sync and osd-2 not", stopped)
@@ -142,7 +143,7 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if _, err := osds[1].DeleteTarget(ctx, volume, names); err != nil {
+	if _, err := osds[1].DeleteTarget(ctx, volume, names, nil); err != nil {
 		t.Fatal(err)
 	}
 	expectReplicas(ctx, t, dd, osds, []int{0, 1, 2}, want)
@@ -156,7 +157,7 @@ func removeMember(ctx context.Context, t *testing.T, target *spdklab.Target, e s
 	must(t, err)
 	for _, c := range ctrlrs {
 		for _, p := range c.Ctrlrs {
-			if p.Trid.Subnqn == agentv1.ReplicaNQN(volume) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == strconv.Itoa(e.Port) {
+			if p.Trid.Subnqn == e.NQN && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == strconv.Itoa(e.Port) {
 				must(t, target.Client.BdevRaidRemoveBaseBdev(ctx, c.Name+"n1"))
 				return
 			}

@@ -35,6 +35,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
@@ -94,7 +95,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		Expect(hostsOf(got.Status.Target.OSD, agentv1.VolumeNQN(uidOf("vol-1")))).To(ConsistOf(hostA))
 		for _, r := range got.Status.Replicas {
 			if r.OSD != got.Status.Target.OSD {
-				Expect(hostsOf(r.OSD, agentv1.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentv1.HostNQN(osdUID(got.Status.Target.OSD))))
+				Expect(replicaHostsOf(r.OSD, "vol-1")).To(ConsistOf(agentv1.HostNQN(osdUID(got.Status.Target.OSD))))
 			}
 		}
 	})
@@ -173,7 +174,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(got)
 		for _, r := range got.Status.Replicas {
 			if r.OSD != moved {
-				Expect(hostsOf(r.OSD, agentv1.ReplicaNQN(uidOf("vol-1")))).To(ConsistOf(agentv1.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
+				Expect(replicaHostsOf(r.OSD, "vol-1")).To(ConsistOf(agentv1.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
 			}
 		}
 		Expect(eventsFor("vol-1")()).To(ContainElement("ReplicaReplaced"))
@@ -217,6 +218,47 @@ var _ = Describe("A Volume", Ordered, func() {
 		}, "60s").Should(Succeed())
 		Expect(hostsOf(old, agentv1.VolumeNQN(uidOf("vol-1")))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
 		expectVolumeIdentity(getVolume("vol-1"))
+	})
+
+	It("holds a host's write for a replica its target lost until the status records that replica out of sync", func() {
+		v := getVolume("vol-1")
+		lost, target := otherThanTarget(v), v.Status.Target
+		Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		before := replicaOSDs(v)
+		e := target.Endpoints[0]
+		write := func() (uint64, spdktest.WriteOutcome) {
+			return fabric.Write(e.Address, int(e.Port), target.NQN, v.Spec.PublishedHosts[0])
+		}
+		_, out := write()
+		Expect(out).To(Equal(spdktest.WriteAcked))
+
+		node.Target("osd-" + lost).Kill()
+		restarted := false
+		DeferCleanup(func() {
+			if !restarted {
+				_ = node.Target("osd-" + lost).Restart()
+			}
+		})
+		seq, out := write()
+		Expect(out).To(Equal(spdktest.WriteHeld), "a write while the target's connection to %s is down", lost)
+		heldAt := time.Now()
+		Eventually(func() spdktest.WriteOutcome { return fabric.Outcome(seq) }, "30s", "5ms").Should(Equal(spdktest.WriteAcked))
+		held := time.Since(heldAt)
+		// Read after the acknowledgement: the status that let it go.
+		for _, r := range getVolume("vol-1").Status.Replicas {
+			if r.OSD == lost {
+				Expect(r.State).NotTo(Equal(flintv1.ReplicaStateOnline), "the write was acknowledged while the status counted the replica on %s in sync", lost)
+			}
+		}
+		GinkgoWriter.Printf("write held %s, until the replica on %s was recorded out of sync\n", held.Round(time.Millisecond), lost)
+
+		Expect(node.Target("osd-" + lost).Restart()).To(Succeed())
+		restarted = true
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(replicaOSDs(got)).To(Equal(before), "rebuilt in place")
+		}, "60s").Should(Succeed())
 	})
 
 	It("records a member that drops out of the target's raid at the next lease renewal, says so, and rebuilds it", func() {
@@ -476,6 +518,22 @@ func hostsOf(osd, nqn string) []string {
 	return subs[0].HostNQNs()
 }
 
+// replicaHostsOf lists the hosts OSD osd exports its replica of Volume
+// name to; nil when it does not export one.
+func replicaHostsOf(osd, name string) []string {
+	c, cctx := spdkOf(osd)
+	subs, err := c.NvmfGetSubsystems(cctx, "")
+	if err != nil {
+		return nil
+	}
+	for _, s := range subs {
+		if strings.HasPrefix(s.NQN, agentv1.ReplicaNQNPrefix(uidOf(name))) {
+			return s.HostNQNs()
+		}
+	}
+	return nil
+}
+
 // expectVolumeIdentity checks that v's target presents the namespace
 // identity derived from v's uid, the same on every target, and numbers
 // host controllers from the range of the epoch in v's status.
@@ -526,7 +584,7 @@ func dropMember(name, target, dropped string) {
 	member := ""
 	for _, ctrlr := range ctrlrs {
 		for _, p := range ctrlr.Ctrlrs {
-			if p.Trid.Subnqn == agentv1.ReplicaNQN(uidOf(name)) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
+			if strings.HasPrefix(p.Trid.Subnqn, agentv1.ReplicaNQNPrefix(uidOf(name))) && p.Trid.Traddr == e.Address && p.Trid.Trsvcid == fmt.Sprint(e.Port) {
 				member = ctrlr.Name + "n1"
 			}
 		}

@@ -108,7 +108,10 @@ func statusOf(err error) error {
 		return nil
 	}
 	code := codes.Internal
+	var held *storage.MembersHeldError
 	switch {
+	case errors.As(err, &held):
+		return agentv1.MembersHeldError(held.OSDs, err.Error())
 	case errors.Is(err, storage.ErrInvalid):
 		code = codes.InvalidArgument
 	case errors.Is(err, storage.ErrNotFound):
@@ -256,7 +259,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 
 // DeleteTarget stops serving a volume here.
 func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequest) (*agentv1.DeleteTargetResponse, error) {
-	st, err := s.osd.DeleteTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds())
+	st, err := s.osd.DeleteTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds(), req.GetOutOfSyncOsds())
 	if err != nil {
 		return nil, statusOf(err)
 	}

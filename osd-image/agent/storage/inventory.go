@@ -105,13 +105,20 @@ func (o *OSD) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list raids: %w", err)
 	}
+	down, err := o.downControllers(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []TargetSummary
 	for _, r := range raids {
 		volume, ok := strings.CutPrefix(r.Name, raidName(""))
 		if !ok {
 			continue
 		}
-		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(members(r)), RebuildPercent: -1}
+		// A member whose connection is down holds writes: it is no more
+		// online than one that left.
+		online := slices.DeleteFunc(members(r), func(b string) bool { return down[strings.TrimSuffix(b, "n1")] })
+		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(online), RebuildPercent: -1}
 		if r.Process != nil {
 			t.Online--
 			t.RebuildPercent = r.Process.Progress.Percent
@@ -122,9 +129,10 @@ func (o *OSD) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 }
 
 // DegradedTargets lists the volumes whose raid here runs with fewer
-// in-sync members than slots: a member dropped out (fast I/O fail) or is
-// being rebuilt. The operator learns of a drop from it within a lease
-// renewal, not a status read later.
+// in-sync members than slots: a member lost its connection (and holds
+// writes), dropped out, or is being rebuilt. The operator learns of a
+// lost connection from it within a lease renewal, and writes wait for the
+// member only until then.
 func (o *OSD) DegradedTargets(ctx context.Context) ([]string, error) {
 	targets, err := o.raidTargets(ctx)
 	if err != nil {

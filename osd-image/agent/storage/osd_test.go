@@ -21,6 +21,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flint-io/flint/internal/spdk/client"
@@ -259,13 +260,13 @@ func TestExportFencesTheOldTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp.NQN != agentv1.ReplicaNQN("pvc-1") || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
+	if !strings.HasPrefix(exp.NQN, agentv1.ReplicaNQNPrefix("pvc-1")) || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
 		t.Errorf("export = %+v", exp)
 	}
 	if _, err := o.ExportReplica(ctx, "pvc-1", hostB); err != nil {
 		t.Fatal(err)
 	}
-	subs, err := r.spdk.NvmfGetSubsystems(ctx, agentv1.ReplicaNQN("pvc-1"))
+	subs, err := r.spdk.NvmfGetSubsystems(ctx, exp.NQN)
 	if err != nil {
 		t.Fatal(err)
 	}

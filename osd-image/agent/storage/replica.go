@@ -180,13 +180,17 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 
 // ExportReplica exports a replica to exactly one host: the NQN of the OSD
 // that runs the volume's target. Any other host is removed, which drops its
-// live connections: that is how an old target is fenced.
+// live connections: that is how an old target is fenced. An export of an
+// earlier lvol of the volume (under another NQN) goes.
 func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (Export, error) {
 	_, b, err := o.replica(ctx, volume)
 	if err != nil {
 		return Export{}, err
 	}
-	nqn := agentv1.ReplicaNQN(volume)
+	nqn := agentv1.ReplicaNQN(volume, b.UUID)
+	if err := o.unexportReplicaBut(ctx, volume, nqn); err != nil {
+		return Export{}, err
+	}
 	if err := o.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
 		return Export{}, err
 	}
@@ -198,7 +202,23 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 
 // UnexportReplica deletes a replica's subsystem; a missing one is success.
 func (o *OSD) UnexportReplica(ctx context.Context, volume string) error {
-	return o.deleteSubsystem(ctx, agentv1.ReplicaNQN(volume))
+	return o.unexportReplicaBut(ctx, volume, "")
+}
+
+// unexportReplicaBut deletes every export of volume's replica except keep.
+func (o *OSD) unexportReplicaBut(ctx context.Context, volume, keep string) error {
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+	if err != nil {
+		return fmt.Errorf("list subsystems: %w", err)
+	}
+	for _, s := range subs {
+		if strings.HasPrefix(s.NQN, agentv1.ReplicaNQNPrefix(volume)) && s.NQN != keep {
+			if err := o.deleteSubsystem(ctx, s.NQN); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (o *OSD) export(nqn string) Export {

@@ -29,13 +29,19 @@ import (
 )
 
 // Reconnect options for remote replicas: a lost replica is retried every
-// 2 s, I/O to it fails after 5 s so the raid carries on degraded, and the
-// controller and its bdev are deleted after 10 s. With SPDK's defaults a
-// replica that dies while idle is never noticed.
+// 2 s for ever, and I/O to it is held, never failed. SPDK's raid1
+// acknowledges a write once an in-sync member took it and drops a member
+// whose I/O failed, so with a fast I/O fail the raid would acknowledge
+// writes that a replica the operator still counts in sync lacks, and a
+// target lost before the operator heard of it could be rebuilt from that
+// replica. Held, a member leaves only once the caller has recorded it out
+// of sync (EnsureTarget with InSync false, DeleteTarget with it in
+// outOfSync): its controller is detached, which fails the held I/O on it,
+// and the other members complete the writes.
 const (
-	ctrlrLossTimeoutSec  = 10
+	ctrlrLossTimeoutSec  = -1
 	reconnectDelaySec    = 2
-	fastIOFailTimeoutSec = 5
+	fastIOFailTimeoutSec = 0
 )
 
 // Member is one replica of a volume as its target sees it.
@@ -116,24 +122,27 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 		return o.ensureSingleTarget(ctx, spec, local, localBdev)
 	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
+	down := map[string]string{}  // member OSD → its bdev, when its connection is down
 	for _, m := range spec.Members {
 		if m.OSD == o.cfg.UID {
 			bdevs[m.OSD] = localBdev.Name
 			continue
 		}
-		b, err := o.attachRemote(ctx, spec.Volume, m)
-		if err != nil {
+		b, connected, err := o.attachRemote(ctx, spec.Volume, m)
+		switch {
+		case err != nil:
 			return TargetStatus{}, err
-		}
-		if b != "" {
+		case connected:
 			bdevs[m.OSD] = b
+		case b != "":
+			down[m.OSD] = b
 		}
 	}
 	raid, err := o.ensureRaid(ctx, spec, bdevs, local.SizeBytes/4096)
 	if err != nil {
 		return TargetStatus{}, err
 	}
-	if raid, err = o.removeFormerMembers(ctx, raid, bdevs); err != nil {
+	if raid, err = o.letGo(ctx, spec, raid, bdevs, down); err != nil {
 		return TargetStatus{}, err
 	}
 	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
@@ -147,7 +156,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err != nil {
 		return TargetStatus{}, err
 	}
-	st, err := o.targetStatus(ctx, spec, bdevs)
+	st, err := o.targetStatus(ctx, spec, bdevs, down)
 	st.AllowedHosts = allowed
 	return st, err
 }
@@ -204,39 +213,40 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 }
 
 // attachRemote attaches a remote replica unless it is attached, and
-// returns its bdev; "" when the replica cannot be reached now.
-func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string, error) {
+// returns its bdev and whether its controller is connected; "" when the
+// replica cannot be reached now. A controller that lost its connection
+// keeps its bdev (it retries for ever); letGo decides whether it stays.
+func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string, bool, error) {
 	name, bdev := remoteName(volume, m.OSD), remoteBdev(volume, m.OSD)
 	if _, err := o.spdk.BdevGetBdevs(ctx, bdev); err == nil {
-		// The bdev outlives a lost connection while its controller retries,
-		// failing I/O: only a connected one is reachable.
-		if connected, err := o.connected(ctx, name); err != nil || !connected {
-			return "", err
-		}
-		return bdev, nil
+		connected, err := o.connected(ctx, name)
+		return bdev, connected, err
 	} else if !errors.Is(err, jsonrpc.ErrNotFound) {
-		return "", fmt.Errorf("look up replica bdev %s: %w", bdev, err)
+		return "", false, fmt.Errorf("look up replica bdev %s: %w", bdev, err)
 	}
-	// A controller without its bdev is retrying or failed: let it go and
+	// A controller without its bdev lost its namespace: let it go and
 	// attach afresh.
 	if _, err := o.spdk.BdevNvmeGetControllers(ctx, name); err == nil {
 		if err := o.spdk.BdevNvmeDetachController(ctx, name); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-			return "", fmt.Errorf("detach stale controller %s: %w", name, err)
+			return "", false, fmt.Errorf("detach stale controller %s: %w", name, err)
 		}
 	}
 	e := m.Export
+	if e.NQN == "" {
+		return "", false, nil // its OSD has not exported it
+	}
 	_, err := o.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
 		Name: name, Trtype: e.Transport, Adrfam: "ipv4", Traddr: e.Address, Trsvcid: fmt.Sprint(e.Port),
 		Subnqn: e.NQN, Hostnqn: agentv1.HostNQN(o.cfg.UID),
 		CtrlrLossTimeoutSec: ctrlrLossTimeoutSec, ReconnectDelaySec: reconnectDelaySec, FastIOFailTimeoutSec: fastIOFailTimeoutSec,
 	})
 	if jsonrpc.CodeOf(err) == jsonrpc.CodeIOError {
-		return "", nil
+		return "", false, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
+		return "", false, fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
 	}
-	return bdev, nil
+	return bdev, true, nil
 }
 
 // connected reports whether controller name has a path that is enabled.
@@ -330,40 +340,76 @@ func members(r types.RaidBdev) []string {
 	return names
 }
 
-// removeFormerMembers takes out of the raid every member that is not
-// reachable now: one the spec no longer lists (a replica drained away,
-// freeing its slot for the replacement), and one whose connection is down.
-// The latter cannot be shown to come back with the data it had (its SPDK
-// may have restarted on an empty device, exporting a new lvol under the
-// same NQN, and a raid that issued no I/O meanwhile would not notice), so
-// it is rebuilt once it is reachable again. A remote member's controller is
-// detached. The raid keeps at least one member: SPDK deletes a raid that
-// loses its last.
-func (o *OSD) removeFormerMembers(ctx context.Context, r types.RaidBdev, bdevs map[string]string) (types.RaidBdev, error) {
-	wanted := map[string]bool{}
-	for _, b := range bdevs {
-		wanted[b] = true
+// letGo takes out of the raid every member the target must not keep:
+// one the spec no longer lists (a replica drained away, freeing its slot
+// for the replacement), and one whose connection is down that the spec
+// does not count in sync. A down member the spec counts in sync stays and
+// holds writes (HELD): no write is acknowledged without a replica the
+// caller trusts until the caller has recorded it out of sync. A remote
+// member leaves by its controller's detach, which also fails the I/O it
+// holds (a removal from the raid would wait for that I/O for ever). A down
+// controller that is no member is detached too, so that the next call
+// attaches the replica's current export afresh. The raid keeps at least
+// one member: SPDK deletes a raid that loses its last.
+func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, down map[string]string) (types.RaidBdev, error) {
+	keep := map[string]bool{}
+	for _, m := range spec.Members {
+		if b, ok := bdevs[m.OSD]; ok {
+			keep[b] = true
+		}
+		if b, ok := down[m.OSD]; ok && m.InSync {
+			keep[b] = true
+		}
 	}
 	in := members(r)
-	removed := false
-	for _, b := range in {
-		if wanted[b] || len(in) == 1 {
-			continue
-		}
-		if err := o.spdk.BdevRaidRemoveBaseBdev(ctx, b); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-			return r, fmt.Errorf("remove former member %s from %s: %w", b, r.Name, err)
-		}
-		ctrlr := strings.TrimSuffix(b, "n1")
-		if err := o.spdk.BdevNvmeDetachController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-			return r, fmt.Errorf("detach former member %s: %w", ctrlr, err)
+	changed := false
+	leave := func(b string) error {
+		if err := o.detachMember(ctx, r, b); err != nil {
+			return err
 		}
 		in = slices.DeleteFunc(in, func(x string) bool { return x == b })
-		removed = true
+		changed = true
+		return nil
 	}
-	if !removed {
+	for _, b := range down {
+		member := slices.Contains(in, b)
+		if member && (keep[b] || len(in) == 1) {
+			continue
+		}
+		if err := leave(b); err != nil {
+			return r, err
+		}
+	}
+	for _, b := range slices.Clone(in) {
+		if keep[b] || len(in) == 1 {
+			continue
+		}
+		if err := leave(b); err != nil {
+			return r, err
+		}
+	}
+	if !changed {
 		return r, nil
 	}
 	return o.raid(ctx, r.Name)
+}
+
+// detachMember takes bdev out of raid r: a remote replica by detaching its
+// controller (SPDK then drops it from the raid), anything else by removing
+// it from the raid.
+func (o *OSD) detachMember(ctx context.Context, r types.RaidBdev, bdev string) error {
+	ctrlr := strings.TrimSuffix(bdev, "n1")
+	err := o.spdk.BdevNvmeDetachController(ctx, ctrlr)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, jsonrpc.ErrNotFound):
+		return fmt.Errorf("detach member %s of %s: %w", ctrlr, r.Name, err)
+	}
+	if err := o.spdk.BdevRaidRemoveBaseBdev(ctx, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		return fmt.Errorf("remove member %s from %s: %w", bdev, r.Name, err)
+	}
+	return nil
 }
 
 // startNextRebuild adds one reachable replica that is not a member, unless
@@ -386,7 +432,7 @@ func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.Rai
 	return nil
 }
 
-func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[string]string) (TargetStatus, error) {
+func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs, down map[string]string) (TargetStatus, error) {
 	r, err := o.raid(ctx, raidName(spec.Volume))
 	if err != nil {
 		return TargetStatus{}, err
@@ -407,6 +453,8 @@ func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs map[strin
 			ms.State = agentv1.MemberState_MEMBER_STATE_ONLINE
 		case reachable:
 			ms.State = agentv1.MemberState_MEMBER_STATE_PENDING
+		case down[m.OSD] != "" && slices.Contains(in, down[m.OSD]):
+			ms.State = agentv1.MemberState_MEMBER_STATE_HELD
 		}
 		st.Members = append(st.Members, ms)
 	}
@@ -423,11 +471,40 @@ type Stopped struct {
 	InSync []string
 }
 
-// DeleteTarget stops serving a volume here: its subsystem goes (hosts are
-// cut off), then the raid, read just before it goes, and the remote
-// attachments; the local replica stays. Missing pieces are success.
-// memberOSDs are the uids of the OSDs holding the volume's replicas.
-func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
+// MembersHeldError refuses to stop a target whose members hold writes:
+// the caller has not recorded them out of sync.
+type MembersHeldError struct {
+	Volume string
+	// OSDs are the uids of the OSDs of the members that hold writes.
+	OSDs []string
+}
+
+func (e *MembersHeldError) Error() string {
+	return fmt.Sprintf("the target of %s waits for replicas on OSDs %s, which lost their connection and hold writes: record them out of sync, then stop the target with them in out_of_sync_osds", e.Volume, strings.Join(e.OSDs, ", "))
+}
+
+// DeleteTarget stops serving a volume here: members that hold writes and
+// that the caller lists in outOfSync are let go (the writes complete on
+// the others), then its subsystem goes (hosts are cut off), then the
+// raid, read just before it goes, and the remote attachments; the local
+// replica stays. Missing pieces are success. memberOSDs are the uids of
+// the OSDs holding the volume's replicas. A member that holds writes and
+// is not in outOfSync fails the call (*MembersHeldError): SPDK would wait
+// for its writes for ever, and letting it go would acknowledge writes it
+// lacks while the caller still counts it in sync.
+func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOfSync []string) (Stopped, error) {
+	held, err := o.heldMembers(ctx, volume, memberOSDs)
+	if err != nil {
+		return Stopped{}, err
+	}
+	if refused := slices.DeleteFunc(slices.Clone(held), func(m string) bool { return slices.Contains(outOfSync, m) }); len(refused) > 0 {
+		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: refused}
+	}
+	for _, m := range held {
+		if err := o.spdk.BdevNvmeDetachController(ctx, remoteName(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return Stopped{}, fmt.Errorf("let go of the replica of %s on OSD %s: %w", volume, m, err)
+		}
+	}
 	if err := o.deleteSubsystem(ctx, agentv1.VolumeNQN(volume)); err != nil {
 		return Stopped{}, err
 	}
@@ -447,6 +524,46 @@ func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs []stri
 		}
 	}
 	return stopped, nil
+}
+
+// heldMembers lists the OSDs among memberOSDs whose replicas are members
+// of the volume's raid here through a controller that lost its
+// connection: they hold writes.
+func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []string) ([]string, error) {
+	r, err := o.raid(ctx, raidName(volume))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	down, err := o.downControllers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, m := range memberOSDs {
+		if down[remoteName(volume, m)] && slices.Contains(members(r), remoteBdev(volume, m)) {
+			held = append(held, m)
+		}
+	}
+	return held, nil
+}
+
+// downControllers are the names of the NVMe-oF controllers whose
+// connection is down.
+func (o *OSD) downControllers(ctx context.Context) (map[string]bool, error) {
+	ctrlrs, err := o.spdk.BdevNvmeGetControllers(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list controllers: %w", err)
+	}
+	down := map[string]bool{}
+	for _, c := range ctrlrs {
+		if !slices.ContainsFunc(c.Ctrlrs, func(p types.NvmeCtrlrPath) bool { return p.State == "enabled" }) {
+			down[c.Name] = true
+		}
+	}
+	return down, nil
 }
 
 // inSyncMembers reads which of memberOSDs' replicas are configured,

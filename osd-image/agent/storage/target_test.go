@@ -42,6 +42,7 @@ const (
 type cluster struct {
 	t       *testing.T
 	clock   *spdktest.FakeClock
+	fabric  *spdktest.Fabric
 	targets []*spdktest.Target
 	osds    []*OSD
 	spdks   []*client.Client
@@ -55,6 +56,7 @@ func newCluster(t *testing.T, n int) *cluster {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	c := &cluster{t: t, clock: spdktest.NewFakeClock()}
 	fabric := spdktest.NewFabric(spdktest.WithClock(c.clock), spdktest.WithRebuildRate(4096))
+	c.fabric = fabric
 	for i := range n {
 		tg, err := fabric.StartTarget(filepath.Join(dir, fmt.Sprintf("osd%d.sock", i)))
 		if err != nil {
@@ -114,6 +116,16 @@ func (c *cluster) exportReplica(i int, inSync bool) Member {
 	return m
 }
 
+// write is a host's write to the volume through OSD 0's target.
+func (c *cluster) write() (uint64, spdktest.WriteOutcome) {
+	return c.fabric.Write("127.0.0.1", 4421, agentv1.VolumeNQN(volume), publishedHost)
+}
+
+func errorsAsHeld(err error, osd string) bool {
+	var held *MembersHeldError
+	return errors.As(err, &held) && slices.Equal(held.OSDs, []string{osd})
+}
+
 func (c *cluster) ensure(members ...Member) TargetStatus {
 	c.t.Helper()
 	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{publishedHost}})
@@ -156,14 +168,32 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	}
 	wantIdentity(t, c.spdks[0], 1)
 
-	// OSD 2's SPDK dies. Its controller retries, then is deleted with its
-	// bdev after the loss timeout, and the raid goes on with two members.
+	// OSD 2's SPDK dies. Its controller retries for ever and the raid
+	// waits for it: a host's write is held, not acknowledged without it,
+	// for as long as the caller counts it in sync.
 	c.targets[2].Kill()
-	c.clock.Advance(ctrlrLossTimeoutSec * time.Second)
+	seq, out := c.write()
+	c.clock.Advance(time.Hour)
+	st = c.ensure(m0, m1, m2)
+	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_HELD)
+	if !st.Degraded() {
+		t.Error("a target with a member that holds writes must be degraded")
+	}
+	if out != spdktest.WriteHeld || c.fabric.Outcome(seq) != spdktest.WriteHeld {
+		t.Fatalf("a write while a member is lost: %v, now %v; want held", out, c.fabric.Outcome(seq))
+	}
+	if degraded, err := c.osds[0].DegradedTargets(ctx); err != nil || !slices.Equal(degraded, []string{volume}) {
+		t.Fatalf("degraded targets = %v, %v; want the volume, for the operator to record the member out of sync", degraded, err)
+	}
+	if _, err := c.osds[0].DeleteTarget(ctx, volume, []string{m0.OSD, m1.OSD, m2.OSD}, nil); !errorsAsHeld(err, m2.OSD) {
+		t.Fatalf("stopping the target while a member holds writes: %v, want it refused naming %s", err, m2.OSD)
+	}
+	// Recorded out of sync, it leaves: the others acknowledge the write.
+	m2.InSync = false
 	st = c.ensure(m0, m1, m2)
 	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
-	if !st.Degraded() {
-		t.Error("a target with a missing member must be degraded")
+	if out := c.fabric.Outcome(seq); out != spdktest.WriteAcked {
+		t.Fatalf("the held write once the member left: %v, want acknowledged", out)
 	}
 
 	// It comes back with its lvol on its disk; it missed writes, so it is
@@ -197,7 +227,7 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 		t.Errorf("deleting the target's own replica before the target: %v, want ErrInUse", err)
 	}
 	for range 2 {
-		if _, err := c.osds[0].DeleteTarget(ctx, volume, uids); err != nil {
+		if _, err := c.osds[0].DeleteTarget(ctx, volume, uids, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,35 +246,60 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	}
 }
 
-// A replica lost for good is replaced by a new one on a fourth OSD, which
-// the target rebuilds into the freed slot.
-// A member whose connection drops, even for a moment, leaves the raid and
-// is rebuilt: its SPDK may have come back on an empty device, exporting a
-// new lvol under the same NQN, which a raid that issued no I/O meanwhile
-// would take for the old one.
-func TestADisconnectedMemberIsRebuilt(t *testing.T) {
+// A member whose connection drops holds writes and reconnects by itself
+// only to the lvol it had: one that comes back from its disk takes the
+// held writes and stays in sync. A replica made anew (its device was
+// replaced) is exported under another NQN, so the held controller never
+// takes it for the old one; recorded out of sync, the old member leaves
+// and the new replica is rebuilt.
+func TestALostMemberReconnectsOnlyToItsOwnLvol(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 3)
 	c.createReplicas(64 << 20)
 	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
-	c.targets[2].Kill() // no I/O failed yet: SPDK's raid still counts it
-	c.ensure(m0, m1, m2)
-	r, err := c.osds[0].raid(ctx, raidName(volume))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.Contains(members(r), remoteBdev(volume, "osd-2")) {
-		t.Fatalf("raid members while osd-2 is unreachable = %v: it must leave the raid", members(r))
-	}
+	c.targets[2].Kill()
+	seq, _ := c.write()
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_HELD)
 	if err := c.targets[2].Restart(); err != nil {
 		t.Fatal(err)
 	}
 	c.bootstrap(2)
-	m2 = c.exportReplica(2, true)
+	if again := c.exportReplica(2, true); again.Export != m2.Export {
+		t.Fatalf("the replica back from its disk is exported as %+v, was %+v", again.Export, m2.Export)
+	}
 	c.clock.Advance(reconnectDelaySec * time.Second)
-	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+	if writes, _ := c.fabric.Writes(c.osds[2].lvolAlias(volume)); c.fabric.Outcome(seq) != spdktest.WriteAcked || !slices.Contains(writes, seq) {
+		t.Fatalf("the held write: %v, on the member that came back: %v", c.fabric.Outcome(seq), writes)
+	}
+
+	// Its replica is made anew, empty: a new lvol, a new NQN.
+	c.targets[2].Kill()
+	seq, _ = c.write()
+	if err := c.targets[2].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(2)
+	if err := c.osds[2].DeleteReplica(ctx, volume); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.osds[2].CreateReplica(ctx, volume, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	fresh := c.exportReplica(2, true)
+	if fresh.Export.NQN == m2.Export.NQN {
+		t.Fatalf("a new lvol is exported under the old one's NQN %s", fresh.Export.NQN)
+	}
+	c.clock.Advance(time.Hour)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_HELD)
+	if writes, _ := c.fabric.Writes(c.osds[2].lvolAlias(volume)); slices.Contains(writes, seq) || c.fabric.Outcome(seq) != spdktest.WriteHeld {
+		t.Fatalf("the new lvol took the held write (%v), or it settled (%v)", writes, c.fabric.Outcome(seq))
+	}
+	fresh.InSync = false
+	wantStates(t, c.ensure(m0, m1, fresh), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
+	wantStates(t, c.ensure(m0, m1, fresh), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 }
 
 func TestThreeOSDsReplaceALostReplica(t *testing.T) {
@@ -254,7 +309,6 @@ func TestThreeOSDsReplaceALostReplica(t *testing.T) {
 	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
 	c.targets[2].Kill()
-	c.clock.Advance(ctrlrLossTimeoutSec * time.Second)
 	if st := c.ensure(m0, m1, m2); !st.Degraded() {
 		t.Fatalf("target after losing a replica = %+v, want degraded", st)
 	}
@@ -385,8 +439,10 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING, agentv1.MemberState_MEMBER_STATE_MISSING)
-	if _, err := c.spdks[1].NvmfGetSubsystems(ctx, agentv1.ReplicaNQN(volume)); err == nil {
-		t.Errorf("the new target's replica is still exported to the old target")
+	if subs, err := c.spdks[1].NvmfGetSubsystems(ctx, ""); err != nil || slices.ContainsFunc(subs, func(s types.NvmfSubsystem) bool {
+		return strings.HasPrefix(s.NQN, agentv1.ReplicaNQNPrefix(volume))
+	}) {
+		t.Errorf("the new target's replica is still exported to the old target (%v)", err)
 	}
 
 	if err := c.targets[0].Restart(); err != nil {
@@ -448,7 +504,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 		t.Fatalf("epochs 1 and 2 share controller ids: %d-%d and %d-%d", a, b, c, d)
 	}
 	on(0, 1, 2)
-	if _, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1"}); err != nil {
+	if _, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	moved := on(1, 0, 3)
@@ -500,14 +556,14 @@ func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
 	if d, err := c.osds[0].DegradedTargets(ctx); err != nil || fmt.Sprint(d) != "["+volume+"]" {
 		t.Fatalf("degraded targets after a member dropped out = %v, %v; want [%s]", d, err, volume)
 	}
-	st, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
+	st, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !st.RaidFound || fmt.Sprint(st.InSync) != "[osd-0 osd-1]" {
 		t.Fatalf("stopped = %+v, want osd-0 and osd-1 in sync", st)
 	}
-	again, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"})
+	again, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil)
 	if err != nil || again.RaidFound {
 		t.Fatalf("a second stop = %+v, %v; want no raid to read", again, err)
 	}
@@ -576,7 +632,7 @@ func TestOneReplicaVolumeExportsItsLvol(t *testing.T) {
 	if err != nil || len(subs[0].Namespaces) != 1 || fmt.Sprint(subs[0].HostNQNs()) != fmt.Sprint([]string{publishedHost}) {
 		t.Fatalf("volume subsystem = %+v, %v", subs, err)
 	}
-	if _, err := c.osds[0].DeleteTarget(ctx, volume, nil); err != nil {
+	if _, err := c.osds[0].DeleteTarget(ctx, volume, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.osds[0].DeleteReplica(ctx, volume); err != nil {

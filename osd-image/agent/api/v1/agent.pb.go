@@ -41,8 +41,12 @@ const (
 	MemberState_MEMBER_STATE_REBUILDING MemberState = 2
 	// PENDING: reachable, waiting for its rebuild.
 	MemberState_MEMBER_STATE_PENDING MemberState = 3
-	// MISSING: not reachable.
+	// MISSING: not reachable, and not in the raid.
 	MemberState_MEMBER_STATE_MISSING MemberState = 4
+	// HELD: in the raid, but the target lost its connection to it. Writes
+	// wait for it (none is acknowledged without it) until it reconnects or
+	// the caller says it is not in sync, which releases them.
+	MemberState_MEMBER_STATE_HELD MemberState = 5
 )
 
 // Enum value maps for MemberState.
@@ -53,6 +57,7 @@ var (
 		2: "MEMBER_STATE_REBUILDING",
 		3: "MEMBER_STATE_PENDING",
 		4: "MEMBER_STATE_MISSING",
+		5: "MEMBER_STATE_HELD",
 	}
 	MemberState_value = map[string]int32{
 		"MEMBER_STATE_UNSPECIFIED": 0,
@@ -60,6 +65,7 @@ var (
 		"MEMBER_STATE_REBUILDING":  2,
 		"MEMBER_STATE_PENDING":     3,
 		"MEMBER_STATE_MISSING":     4,
+		"MEMBER_STATE_HELD":        5,
 	}
 )
 
@@ -1464,8 +1470,13 @@ type DeleteTargetRequest struct {
 	// volume_uid is the Volume's uid: every SPDK object of the volume is
 	// named after it, so a Volume re-created under the same name never
 	// meets the lvols of the one before.
-	VolumeUid     string   `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
-	MemberOsds    []string `protobuf:"bytes,2,rep,name=member_osds,json=memberOsds,proto3" json:"member_osds,omitempty"`
+	VolumeUid  string   `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	MemberOsds []string `protobuf:"bytes,2,rep,name=member_osds,json=memberOsds,proto3" json:"member_osds,omitempty"`
+	// out_of_sync_osds are the members the caller has recorded out of sync.
+	// A member that lost its connection holds writes; it is let go (the
+	// writes complete on the others) only when listed here. Otherwise the
+	// call fails with FAILED_PRECONDITION, reason MembersHeld, naming them.
+	OutOfSyncOsds []string `protobuf:"bytes,3,rep,name=out_of_sync_osds,json=outOfSyncOsds,proto3" json:"out_of_sync_osds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1510,6 +1521,13 @@ func (x *DeleteTargetRequest) GetVolumeUid() string {
 func (x *DeleteTargetRequest) GetMemberOsds() []string {
 	if x != nil {
 		return x.MemberOsds
+	}
+	return nil
+}
+
+func (x *DeleteTargetRequest) GetOutOfSyncOsds() []string {
+	if x != nil {
+		return x.OutOfSyncOsds
 	}
 	return nil
 }
@@ -1676,23 +1694,25 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\bdegraded\x18\x03 \x01(\bR\bdegraded\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\x12#\n" +
-	"\rallowed_hosts\x18\x05 \x03(\tR\fallowedHosts\"U\n" +
+	"\rallowed_hosts\x18\x05 \x03(\tR\fallowedHosts\"~\n" +
 	"\x13DeleteTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
 	"\vmember_osds\x18\x02 \x03(\tR\n" +
-	"memberOsds\"W\n" +
+	"memberOsds\x12'\n" +
+	"\x10out_of_sync_osds\x18\x03 \x03(\tR\routOfSyncOsds\"W\n" +
 	"\x14DeleteTargetResponse\x12\x1d\n" +
 	"\n" +
 	"raid_found\x18\x01 \x01(\bR\traidFound\x12 \n" +
 	"\fin_sync_osds\x18\x02 \x03(\tR\n" +
-	"inSyncOsds*\x95\x01\n" +
+	"inSyncOsds*\xac\x01\n" +
 	"\vMemberState\x12\x1c\n" +
 	"\x18MEMBER_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MEMBER_STATE_ONLINE\x10\x01\x12\x1b\n" +
 	"\x17MEMBER_STATE_REBUILDING\x10\x02\x12\x18\n" +
 	"\x14MEMBER_STATE_PENDING\x10\x03\x12\x18\n" +
-	"\x14MEMBER_STATE_MISSING\x10\x04*\xa9\x01\n" +
+	"\x14MEMBER_STATE_MISSING\x10\x04\x12\x15\n" +
+	"\x11MEMBER_STATE_HELD\x10\x05*\xa9\x01\n" +
 	"\fNotReadyCode\x12\x1e\n" +
 	"\x1aNOT_READY_CODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17NOT_READY_CODE_STARTING\x10\x01\x12\x1c\n" +

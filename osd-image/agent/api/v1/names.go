@@ -50,8 +50,15 @@ const NQNPrefix = "nqn.2026-01.io.flint"
 // owner on the device itself.
 func LvstoreName(osdUID string) string { return "flint-" + osdUID }
 
-// ReplicaNQN is the subsystem that exports a volume's replica to its target.
-func ReplicaNQN(volume string) string { return NQNPrefix + ":replica:" + volume }
+// ReplicaNQN is the subsystem that exports a volume's replica to its
+// target. It names the replica's lvol (its uuid), so a target's controller
+// that reconnects by itself after a lost connection only ever finds the
+// lvol it had: never one created since under the volume's name, which
+// holds none of its data.
+func ReplicaNQN(volume, lvolUUID string) string { return ReplicaNQNPrefix(volume) + lvolUUID }
+
+// ReplicaNQNPrefix starts the NQN of every export of a volume's replica.
+func ReplicaNQNPrefix(volume string) string { return NQNPrefix + ":replica:" + volume + ":" }
 
 // VolumeNQN is the subsystem hosts connect to. It never changes, so a
 // target that moves keeps the namespace of the host's multipath device.

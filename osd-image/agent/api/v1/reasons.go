@@ -17,6 +17,8 @@ limitations under the License.
 package agentv1
 
 import (
+	"strings"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -35,11 +37,34 @@ const (
 	// re-drive it with confirmed set, after reading the Volume from the
 	// apiserver.
 	ReasonTargetFenced = "TargetFenced"
+	// ReasonMembersHeld: members of the target's raid lost their
+	// connection and hold writes; stopping the target would wait for them
+	// for ever. Record them out of sync and list them in out_of_sync_osds
+	// (metadata "osds": their uids, comma-separated).
+	ReasonMembersHeld = "MembersHeld"
 )
+
+// MembersHeldError refuses to stop a target whose members osds hold
+// writes.
+func MembersHeldError(osds []string, msg string) error {
+	return errorWithInfo(codes.FailedPrecondition, &errdetails.ErrorInfo{Reason: ReasonMembersHeld, Domain: ErrorDomain, Metadata: map[string]string{"osds": strings.Join(osds, ",")}}, msg)
+}
+
+// MembersHeldOf lists the OSDs a MembersHeld refusal names.
+func MembersHeldOf(err error) []string {
+	if info := infoOf(err); info != nil && info.GetReason() == ReasonMembersHeld && info.GetMetadata()["osds"] != "" {
+		return strings.Split(info.GetMetadata()["osds"], ",")
+	}
+	return nil
+}
 
 // ErrorWithReason is a status error of code carrying reason.
 func ErrorWithReason(code codes.Code, reason, msg string) error {
-	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain})
+	return errorWithInfo(code, &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}, msg)
+}
+
+func errorWithInfo(code codes.Code, info *errdetails.ErrorInfo, msg string) error {
+	st, err := status.New(code, msg).WithDetails(info)
 	if err != nil {
 		return status.Error(code, msg)
 	}
@@ -48,10 +73,14 @@ func ErrorWithReason(code codes.Code, reason, msg string) error {
 
 // ReasonOf is the reason an agent attached to err, "" without one.
 func ReasonOf(err error) string {
+	return infoOf(err).GetReason()
+}
+
+func infoOf(err error) *errdetails.ErrorInfo {
 	for _, d := range status.Convert(err).Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
-			return info.GetReason()
+			return info
 		}
 	}
-	return ""
+	return nil
 }
