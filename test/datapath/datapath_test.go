@@ -58,20 +58,15 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	osds := startOSDs(ctx, t, lab)
 	member := func(i int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, 0, inSync) }
 	members := []storage.Member{member(0, true), member(1, true), member(2, true)}
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
 	ensure := func() storage.TargetStatus {
-		st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}})
+		st, err := osds[0].EnsureTarget(ctx, spec)
 		must(t, err)
 		return st
 	}
 	waitFor := func(what string, ok func(storage.TargetStatus) bool) {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for st := ensure(); !ok(st); st = ensure() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s: %+v", what, st)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		ensureUntil(ctx, t, osds[0], spec, what, ok)
 	}
 	if st := ensure(); st.Degraded() || st.SizeBytes != volSize {
 		t.Fatalf("new target = %+v, want three online members and %d bytes", st, volSize)
@@ -161,6 +156,24 @@ func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage
 		} else {
 			t.Logf("replica on osd-%d: sha256 %x (every acknowledged write)", i, sha256.Sum256(got))
 		}
+	}
+}
+
+// ensureUntil drives the target on o with spec, every 500 ms for at most
+// 90 s, until ok holds for its status, and returns that status.
+func ensureUntil(ctx context.Context, t *testing.T, o *storage.OSD, spec storage.TargetSpec, what string, ok func(storage.TargetStatus) bool) storage.TargetStatus {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st, err := o.EnsureTarget(ctx, spec)
+		must(t, err)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %+v", what, st)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

@@ -138,18 +138,9 @@ func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
 
 	lab.Targets[1].Kill()
 	go func() { _ = dd.tryWrite(target, hostNQN, randomChunk(t), 0) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, err := osds[0].EnsureTarget(ctx, spec)
-		must(t, err)
-		if st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lost member never held: %+v", st)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	ensureUntil(ctx, t, osds[0], spec, "the lost member holding writes", func(st storage.TargetStatus) bool {
+		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD
+	})
 	time.Sleep(time.Second) // the host's write is in flight, held
 
 	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)

@@ -63,18 +63,9 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	lab.Targets[0].Kill()
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
 		Members: []storage.Member{member(1, 1, true), member(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		st, err = osds[1].EnsureTarget(ctx, moved)
-		must(t, err)
-		if st.Members[1].State == agentv1.MemberState_MEMBER_STATE_ONLINE {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rebuild onto OSD 2 did not finish: %+v", st)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	st = ensureUntil(ctx, t, osds[1], moved, "the rebuild onto OSD 2", func(st storage.TargetStatus) bool {
+		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_ONLINE
+	})
 	if st.Members[0].State != agentv1.MemberState_MEMBER_STATE_ONLINE || st.Members[2].State != agentv1.MemberState_MEMBER_STATE_MISSING {
 		t.Fatalf("moved target = %+v, want osd-1 and osd-2 online, osd-0 missing", st)
 	}
@@ -131,18 +122,9 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	inSync := func(i int) bool { return slices.Contains(stopped.InSync, names[i]) }
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
 		Members: []storage.Member{member(1, 1, inSync(1)), member(0, 1, inSync(0)), member(2, 1, inSync(2))}}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		st, err = osds[1].EnsureTarget(ctx, moved)
-		must(t, err)
-		if !st.Degraded() && st.Members[2].State == agentv1.MemberState_MEMBER_STATE_ONLINE {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rebuild of the dropped member did not finish: %+v", st)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	ensureUntil(ctx, t, osds[1], moved, "the rebuild of the dropped member", func(st storage.TargetStatus) bool {
+		return !st.Degraded() && st.Members[2].State == agentv1.MemberState_MEMBER_STATE_ONLINE
+	})
 	if _, err := osds[1].DeleteTarget(ctx, volume, names, nil); err != nil {
 		t.Fatal(err)
 	}
