@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/flint-io/flint/internal/pki"
+	"github.com/flint-io/flint/internal/pki/pkitest"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/launch"
@@ -58,22 +59,9 @@ func httpsClient(t *testing.T, ca *pki.CA, client string) *http.Client {
 	roots.AddCert(ca.Cert)
 	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
 	if client != "" {
-		cfg.Certificates = []tls.Certificate{issueCert(t, ca, client)}
+		cfg.Certificates = []tls.Certificate{pkitest.Cert(t, ca, pki.Leaf{Name: client})}
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
-}
-
-func issueCert(t *testing.T, ca *pki.CA, name string) tls.Certificate {
-	t.Helper()
-	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Name: name, Validity: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
 }
 
 func get(c *http.Client, url string) (int, string) {
@@ -201,7 +189,7 @@ func writeLeaf(t *testing.T, ca *pki.CA, dir string, l pki.Leaf) {
 }
 
 func dial(t *testing.T, ca *pki.CA, addr string) agentv1.OSDAgentClient {
-	cert := issueCert(t, ca, agentv1.OperatorClientName)
+	cert := pkitest.Cert(t, ca, pki.Leaf{Name: agentv1.OperatorClientName})
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{

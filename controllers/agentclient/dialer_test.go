@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flint-io/flint/internal/pki"
+	"github.com/flint-io/flint/internal/pki/pkitest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -46,23 +47,11 @@ func newMaterial(t *testing.T) material {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair := func(l pki.Leaf) tls.Certificate {
-		l.Validity = time.Hour
-		certPEM, keyPEM, err := ca.Issue(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	return material{
-		server: &tls.Config{Certificates: []tls.Certificate{pair(pki.Leaf{Name: "osd-a", Server: true, DNSNames: []string{serverName}})}, ClientCAs: roots, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13},
-		client: &tls.Config{Certificates: []tls.Certificate{pair(pki.Leaf{Name: "flint-operator"})}, RootCAs: roots, MinVersion: tls.VersionTLS13},
+		server: &tls.Config{Certificates: []tls.Certificate{pkitest.Cert(t, ca, pki.Leaf{Name: "osd-a", Server: true, DNSNames: []string{serverName}})}, ClientCAs: roots, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13},
+		client: &tls.Config{Certificates: []tls.Certificate{pkitest.Cert(t, ca, pki.Leaf{Name: "flint-operator"})}, RootCAs: roots, MinVersion: tls.VersionTLS13},
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flint-io/flint/internal/pki"
+	"github.com/flint-io/flint/internal/pki/pkitest"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -173,11 +174,7 @@ func clientCert(t *testing.T, signer *pki.CA) *tls.Certificate {
 }
 
 func namedClientCert(t *testing.T, signer *pki.CA, name string) *tls.Certificate {
-	certPEM, keyPEM := issue(t, signer, pki.Leaf{Name: name})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := pkitest.Cert(t, signer, pki.Leaf{Name: name})
 	return &cert
 }
 
