@@ -52,7 +52,6 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	var members []*agentv1.Member
 	var memberReplica []int // the index in the status of each member's replica
 	var failures []string
-	present := map[string]bool{} // replicas an agent confirmed in this pass
 	// This incarnation of the target served once its endpoints are
 	// recorded: its raid must still be there. A target of a later epoch
 	// (moved, or re-assembled) follows one that may have served, so only
@@ -75,11 +74,8 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 			continue // replaced by replaceReplicas
 		}
 		m := &agentv1.Member{Osd: string(o.UID), Export: ensured[i].export}
-		switch {
-		case ensured[i].err != nil:
+		if ensured[i].err != nil {
 			failures = append(failures, ensured[i].err.Error())
-		case ensured[i].asked:
-			present[rep.OSD] = true
 		}
 		// A member without an export (its OSD does not serve) is listed
 		// all the same: the target may hold writes for it.
@@ -101,8 +97,11 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	ts, err := agent.EnsureTarget(ctx, req)
 	if status.Code(err) == codes.Aborted {
 		// SPDK on the target restarted: its raid is gone and the replicas
-		// may differ in the writes that were in flight.
-		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name, present)
+		// may differ in the writes that were in flight. Only an answer
+		// given after the loss counts: the restart may have come after
+		// this pass ensured the replicas, and taken the target's own
+		// replica with it (a device that comes back empty).
+		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name, confirmed(vol, r.ensureReplicas(ctx, vol, w, t, targetHost)))
 		if rerr != nil {
 			return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("record the replica the lost target is re-assembled from: %v", rerr)}
 		}
@@ -214,6 +213,17 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 		return nil, fmt.Errorf("export the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
 	}
 	return exp, nil
+}
+
+// confirmed is the set of OSDs whose agents confirmed their replica.
+func confirmed(vol *flintv1.Volume, ensured []ensured) map[string]bool {
+	present := map[string]bool{}
+	for i, e := range ensured {
+		if e.asked && e.err == nil {
+			present[vol.Status.Replicas[i].OSD] = true
+		}
+	}
+	return present
 }
 
 // reassembleFromOneSource keeps one in-sync replica that its agent just

@@ -36,7 +36,6 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
-	"github.com/flint-io/flint/internal/pki"
 )
 
 // blackHole accepts connections on addr and never answers, recording
@@ -81,23 +80,11 @@ func (b *blackHole) first() (time.Time, bool) {
 // Replica agents that accept connections and never answer are asked at
 // once, not one after the other's budget ran out: a pass costs one call
 // budget, however many of them hang.
-func TestHungReplicaAgentsAreAskedAtOnce(t *testing.T) {
-	const budget = 2 * time.Second
-	ips := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}
-	holes := make([]*blackHole, len(ips))
-	var port string
-	for i, ip := range ips {
-		var addr string
-		holes[i], addr = listenBlackHole(t, net.JoinHostPort(ip, port))
-		_, port, _ = net.SplitHostPort(addr)
-	}
-	portNum, _ := strconv.Atoi(port)
-
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = flintv1.AddToScheme(scheme)
+// servingOSDs is a world of Ready OSDs osd-0, osd-1… whose agents' pods
+// have ips, and a Volume with an Online replica on each, whose target
+// served on osd-0.
+func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Volume) {
 	w := &world{osds: map[string]*flintv1.OSD{}}
-	builder := fake.NewClientBuilder().WithScheme(scheme)
 	vol := &flintv1.Volume{
 		ObjectMeta: metav1.ObjectMeta{Name: "v", UID: "0b5d7f63-1f0e-4c55-9d43-5d1f0e6c2a10"},
 		Spec:       flintv1.VolumeSpec{Size: resource.MustParse("1Gi")},
@@ -118,8 +105,32 @@ func TestHungReplicaAgentsAreAskedAtOnce(t *testing.T) {
 	}
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: "osd-0", Epoch: 1,
 		Endpoints: []flintv1.Endpoint{{Transport: flintv1.TransportTCP, Address: ips[0], Port: 4420}}}
+	return w, vol
+}
 
-	client := clientTLS(t)
+func testScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = flintv1.AddToScheme(scheme)
+	return scheme
+}
+
+func TestHungReplicaAgentsAreAskedAtOnce(t *testing.T) {
+	const budget = 2 * time.Second
+	ips := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}
+	holes := make([]*blackHole, len(ips))
+	var port string
+	for i, ip := range ips {
+		var addr string
+		holes[i], addr = listenBlackHole(t, net.JoinHostPort(ip, port))
+		_, port, _ = net.SplitHostPort(addr)
+	}
+	portNum, _ := strconv.Atoi(port)
+
+	builder := fake.NewClientBuilder().WithScheme(testScheme())
+	w, vol := servingOSDs(builder, ips)
+
+	client, _ := agentTLS(t)
 	r := &Reconciler{
 		Recorder: events.NewFakeRecorder(10),
 		Agents: &agentclient.Agents{Reader: builder.Build(), Namespace: "flint", Port: portNum, Dialer: &agentclient.Dialer{
@@ -146,21 +157,4 @@ func TestHungReplicaAgentsAreAskedAtOnce(t *testing.T) {
 	if spread := latest.Sub(earliest); spread > budget/2 {
 		t.Fatalf("the replica agents were asked %s apart: one waited for another's budget (%s)", spread, budget)
 	}
-}
-
-func clientTLS(t *testing.T) *tls.Config {
-	t.Helper()
-	ca, err := pki.NewCA("test-ca", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Name: "flint-operator", Validity: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
 }
