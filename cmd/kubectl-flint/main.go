@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Command kubectl-flint is the kubectl plugin for Flint: status, volume
-// details, OSD drains and cordons, against the current kubeconfig context.
+// details, OSD drains and cordons, node diagnosis and benchmarks, against
+// the current kubeconfig context.
 package main
 
 import (
@@ -24,8 +25,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +38,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/internal/cli"
 	"github.com/flint-io/flint/internal/kubectl"
+	"github.com/flint-io/flint/internal/version"
 )
 
 const commands = `Commands:
@@ -46,7 +51,12 @@ const commands = `Commands:
   uncordon OSD             let a cordoned OSD take replicas again
   diagnose [NODE]          what each storage node offers the OSDs of its Pools
                            (cores, hugepages, NVMe devices, RDMA functions) and
-                           the operator's preflight verdicts, with the fix`
+                           the operator's preflight verdicts, with the fix
+  bench --storage-class SC [--size 10Gi] [--runtime 30s] [--namespace NS]
+        [--image IMAGE] [--keep]
+                           fio on a new raw block PVC of SC: 4 KiB random write
+                           and read at QD1 and QD32, 128 KiB sequential; ops/s,
+                           MiB/s, average and p50/p99/p99.9 latency`
 
 func main() {
 	fs := flag.NewFlagSet("kubectl-flint", flag.ContinueOnError)
@@ -54,7 +64,7 @@ func main() {
 	kubeContext := fs.String("context", "", "the kubeconfig context (default: the current one)")
 	cmd := &cli.Command{
 		Name:        "kubectl-flint",
-		Summary:     "kubectl plugin for Flint: status, volume details, OSD drains and cordons",
+		Summary:     "kubectl plugin for Flint: status, volume details, OSD drains and cordons, node diagnosis, benchmarks",
 		Description: "Install on PATH as kubectl-flint and run as 'kubectl flint COMMAND'.\n\n" + commands,
 		Flags:       fs,
 		Args:        "COMMAND [ARGS]",
@@ -81,14 +91,20 @@ func main() {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
 		return run(ctx, &kubectl.Plugin{Client: c, Out: os.Stdout}, args)
 	})
 }
 
 // run runs one command of args.
 func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
+	if args[0] == "bench" {
+		return runBench(ctx, p, args[1:])
+	}
+	// Every other command reads or writes a few objects.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	switch {
 	case args[0] == "status":
 		sub := flag.NewFlagSet("status", flag.ContinueOnError)
@@ -119,4 +135,27 @@ func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
 		return p.PrintChecks(checks)
 	}
 	return fmt.Errorf("unknown command %q\n\n%s", args, commands)
+}
+
+func runBench(ctx context.Context, p *kubectl.Plugin, args []string) error {
+	sub := flag.NewFlagSet("bench", flag.ContinueOnError)
+	o := kubectl.BenchOptions{}
+	sub.StringVar(&o.StorageClass, "storage-class", "", "the StorageClass whose volumes are benchmarked (required)")
+	sub.StringVar(&o.Namespace, "namespace", "default", "where the PVC and the Pod are created")
+	size := sub.String("size", "10Gi", "the PVC's size; the jobs use all of it")
+	sub.DurationVar(&o.Runtime, "runtime", 30*time.Second, "how long each timed job runs")
+	sub.StringVar(&o.Image, "image", "ghcr.io/flint-io/flint-bench:"+version.Version, "the image with flint-bench and fio (make images builds it)")
+	sub.BoolVar(&o.Keep, "keep", false, "leave the PVC and the Pod behind")
+	timeout := sub.Duration("timeout", 30*time.Minute, "how long provisioning, scheduling and the jobs may take in all")
+	if err := sub.Parse(args); err != nil {
+		return err
+	}
+	q, err := resource.ParseQuantity(*size)
+	if err != nil {
+		return fmt.Errorf("--size %q: %w", *size, err)
+	}
+	o.Size = q
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	return p.Bench(ctx, o)
 }
