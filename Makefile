@@ -8,7 +8,7 @@ SHELL := /usr/bin/env bash -o pipefail
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/flint-io/flint/internal/version.Version=$(VERSION)
 BIN := bin
-BINARIES := operator osd-agent csi-driver kubectl-flint
+BINARIES := operator osd-agent csi-driver kubectl-flint flint-bench
 
 CONTROLLER_GEN := go tool controller-gen
 STATICCHECK := go tool staticcheck
@@ -71,8 +71,8 @@ test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 ke
 	hack/vmlab/run.sh
 
 .PHONY: test-spdk
-test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing; data checksummed with spdk_dd) against real spdk_tgt from FLINT_SPDK_DIR.
-	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/spdk_tgt)" >&2; exit 2; fi
+test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing; data checksummed with spdk_dd) against real nvmf_tgt from FLINT_SPDK_DIR.
+	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/nvmf_tgt)" >&2; exit 2; fi
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./test/datapath/
@@ -84,15 +84,20 @@ test-images: images ## Run each image of make images with runc (as root; needs r
 ##@ Images
 
 IMAGES ?= _output/images
+# SPDK's and DPDK's git repositories (paths or URLs) for the OSD image;
+# without them it is skipped.
+SPDK_SRC ?=
+DPDK_SRC ?=
+IMAGE_FLAGS = -out $(IMAGES) -version $(VERSION) -spdk-src "$(SPDK_SRC)" -dpdk-src "$(DPDK_SRC)"
 
 .PHONY: images
-images: ## Build the operator and CSI images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap).
-	go run ./hack/images -out $(IMAGES) -version $(VERSION)
+images: ## Build the operator, CSI and (given SPDK_SRC and DPDK_SRC) OSD images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap).
+	go run ./hack/images $(IMAGE_FLAGS)
 
 .PHONY: images-push
 images-push: ## Build the images and push them to REGISTRY (host[/path]).
 	@if [ -z "$(REGISTRY)" ]; then echo "images-push: set REGISTRY, e.g. REGISTRY=registry.example.com/flint" >&2; exit 2; fi
-	go run ./hack/images -out $(IMAGES) -version $(VERSION) -push $(REGISTRY)
+	go run ./hack/images $(IMAGE_FLAGS) -push $(REGISTRY)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl into the cache; print the directory.
@@ -118,7 +123,7 @@ lint: ## gofmt, go vet, staticcheck and golangci-lint (.golangci.yml; pinned in 
 ##@ Run
 
 .PHONY: run
-run: ## Start a local cluster (control plane, 3 nodes, operator, dev Pool OSDs over SPDK doubles or FLINT_SPDK_DIR's spdk_tgt), apply the samples and show them.
+run: ## Start a local cluster (control plane, 3 nodes, operator, dev Pool OSDs over SPDK doubles or FLINT_SPDK_DIR's nvmf_tgt), apply the samples and show them.
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go run ./hack/localup $(RUN_ARGS)
 
 .PHONY: help

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command osd-agent runs in every OSD pod. "osd-agent exec-spdk" is the SPDK
-// container's entrypoint: it starts spdk_tgt on exactly the container's
+// container's entrypoint: it starts nvmf_tgt on exactly the container's
 // cores and hugepages. "osd-agent" alone is the agent container: it claims
 // the device, owns the lvstore, re-bootstraps SPDK after every restart, and
 // serves the OSD's gRPC API over mutual TLS and its metrics and probes.
@@ -116,7 +116,7 @@ func execSPDK(args []string) {
 	fs := flag.NewFlagSet("exec-spdk", flag.ContinueOnError)
 	var o launch.Options
 	var pciResource string
-	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/spdk_tgt", "the SPDK application to run")
+	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/nvmf_tgt", "the SPDK application to run")
 	fs.StringVar(&o.Socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
 	fs.Int64Var(&o.HugePagesBytes, "hugepages-bytes", 0, "the container's hugepage limit (from the downward API); 0 runs SPDK with --no-huge")
 	fs.Int64Var(&o.MemoryMiB, "memory-mib", 0, "memory for SPDK with --no-huge, in MiB")

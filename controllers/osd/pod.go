@@ -154,7 +154,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(max(r.CPUs, 1)), resource.DecimalSI),
 		corev1.ResourceMemory: memory,
 	}
-	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/spdk_tgt", "--spdk-socket=" + spdkSocket}
+	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket}
 	c := corev1.Container{
 		Name: "spdk", Image: cfg.Image, Command: []string{agentBinary},
 		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: runDir}},

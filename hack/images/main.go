@@ -17,9 +17,10 @@ limitations under the License.
 // Command images builds Flint's container images with no container
 // engine: each is, at most, a Debian bookworm root made by mmdebstrap
 // with the packages the binary uses, plus a layer with the static Go
-// binary. Each is written as an OCI image archive, which `ctr images
-// import` and `skopeo copy oci-archive:` take, and pushed when a registry
-// is given.
+// binary; the OSD image has nvmf_tgt, built from SPDK's and DPDK's
+// sources in a Debian build root (osd.go), in between. Each is written as
+// an OCI image archive, which `ctr images import` and `skopeo copy
+// oci-archive:` take, and pushed when a registry is given.
 package main
 
 import (
@@ -59,6 +60,8 @@ type image struct {
 	packages []string
 	// user runs the binary; the CSI node plugin mounts and must be root.
 	user string
+	// layers go between the base and the binary: the OSD image's SPDK.
+	layers []v1.Layer
 }
 
 var images = []image{
@@ -66,6 +69,8 @@ var images = []image{
 	// What NodeStage and NodeExpand run: mkfs.ext4, resize2fs (e2fsprogs),
 	// mkfs.xfs, xfs_growfs (xfsprogs), mount and blkid (mount, util-linux).
 	{name: "flint-csi-driver", binary: "csi-driver", packages: []string{"e2fsprogs", "xfsprogs", "mount"}, user: "0:0"},
+	// kubectl flint bench runs it on a raw block PVC, which only root opens.
+	{name: "flint-bench", binary: "flint-bench", packages: []string{"fio"}, user: "0:0"},
 }
 
 func main() {
@@ -73,15 +78,18 @@ func main() {
 	version := flag.String("version", "dev", "the images' tag and the binaries' version")
 	repo := flag.String("repository", "ghcr.io/flint-io", "the repository the images are named in")
 	push := flag.String("push", "", "a registry (host[/path]) to push the images to, named as in -repository otherwise")
-	cache := flag.String("cache", filepath.Join(os.Getenv("HOME"), ".cache", "flint", "images"), "where Debian bases are kept between builds")
+	cache := flag.String("cache", filepath.Join(os.Getenv("HOME"), ".cache", "flint", "images"), "where Debian bases and SPDK builds are kept between builds")
+	var srcs spdkSources
+	flag.StringVar(&srcs.spdk, "spdk-src", "", "SPDK's git repository (a path or a URL) holding tag "+spdkTag+", for the OSD image")
+	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's git repository (a path or a URL) holding tag "+dpdkTag+", for the OSD image")
 	flag.Parse()
-	if err := run(*out, *version, *repo, *push, *cache); err != nil {
+	if err := run(*out, *version, *repo, *push, *cache, srcs); err != nil {
 		fmt.Fprintf(os.Stderr, "images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, version, repo, push, cache string) error {
+func run(out, version, repo, push, cache string, srcs spdkSources) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -89,7 +97,17 @@ func run(out, version, repo, push, cache string) error {
 	if err != nil {
 		return err
 	}
-	for _, im := range images {
+	all := images
+	if srcs == (spdkSources{}) {
+		fmt.Printf("flint-osd skipped: it builds SPDK %s on DPDK %s from their sources; give SPDK_SRC and DPDK_SRC (git repositories: paths or URLs)\n", spdkTag, dpdkTag)
+	} else {
+		osd, err := osdImage(srcs, cache)
+		if err != nil {
+			return fmt.Errorf("flint-osd: %w", err)
+		}
+		all = append(all, osd)
+	}
+	for _, im := range all {
 		img, err := build(im, version, cache, created)
 		if err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
@@ -112,7 +130,6 @@ func run(out, version, repo, push, cache string) error {
 			fmt.Printf("pushed %s\n", dst)
 		}
 	}
-	fmt.Println("flint-osd skipped: its recipe (SPDK v25.09 on DPDK v25.07, built from their source trees) is not written yet (issue #15)")
 	return nil
 }
 
@@ -131,6 +148,10 @@ func build(im image, version, cache string, created time.Time) (v1.Image, error)
 		if img, err = mutate.AppendLayers(img, layer); err != nil {
 			return nil, err
 		}
+	}
+	img, err := mutate.AppendLayers(img, im.layers...)
+	if err != nil {
+		return nil, err
 	}
 	bin, err := buildBinary(im.binary, version)
 	if err != nil {

@@ -31,3 +31,10 @@ var Version = "dev"
 func String(binary string) string {
 	return fmt.Sprintf("%s %s (%s, %s/%s)", binary, Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
+
+// The SPDK the OSD image builds and runs: the pair SPDK supports without
+// patches, as upstream tags.
+const (
+	SPDK = "v25.09"
+	DPDK = "v25.07"
+)

@@ -18,7 +18,7 @@ limitations under the License.
 // code: three OSDs create replicas, one builds the raid1 target, a host
 // writes, a replica's SPDK is killed mid-life and comes back, the target
 // rebuilds it, and every replica is read back and compared. Against real
-// spdk_tgt processes (FLINT_SPDK_DIR, `make test-spdk`) the host is SPDK's
+// nvmf_tgt processes (FLINT_SPDK_DIR, `make test-spdk`) the host is SPDK's
 // own spdk_dd over NVMe/TCP on loopback and the data is checked; the
 // double has no data path, so there the same steps run without I/O.
 package datapath

@@ -40,7 +40,7 @@ func TestImagesRun(t *testing.T) {
 	if dir == "" || version == "" {
 		t.Skip("make test-images builds the images and sets FLINT_IMAGES_DIR and FLINT_IMAGES_VERSION")
 	}
-	for image, binary := range map[string]string{"flint-operator": "operator", "flint-csi-driver": "csi-driver"} {
+	for image, binary := range map[string]string{"flint-operator": "operator", "flint-csi-driver": "csi-driver", "flint-bench": "flint-bench"} {
 		t.Run(image, func(t *testing.T) {
 			bundle := t.TempDir()
 			entrypoint, user := unpack(t, filepath.Join(dir, image+".tar"), "ghcr.io/flint-io/"+image+":"+version, filepath.Join(bundle, "rootfs"))
@@ -63,6 +63,13 @@ func TestImagesRun(t *testing.T) {
 		out := runc(t, bundle, "csi-tools", []string{"/usr/sbin/mkfs.xfs", "-V"}, "0:0")
 		if !strings.Contains(out, "mkfs.xfs version") {
 			t.Errorf("mkfs.xfs -V printed %q", out)
+		}
+	})
+	t.Run("flint-bench runs fio", func(t *testing.T) {
+		bundle := t.TempDir()
+		unpack(t, filepath.Join(dir, "flint-bench.tar"), "ghcr.io/flint-io/flint-bench:"+version, filepath.Join(bundle, "rootfs"))
+		if out := runc(t, bundle, "bench-fio", []string{"fio", "--version"}, "0:0"); !strings.HasPrefix(out, "fio-") {
+			t.Errorf("fio --version printed %q", out)
 		}
 	})
 }
@@ -150,6 +157,28 @@ func untar(t *testing.T, r io.Reader, dst string) {
 // spec and a read-only root, and returns what it printed.
 func runc(t *testing.T, bundle, id string, args []string, user string) string {
 	t.Helper()
+	writeSpec(t, bundle, func(spec map[string]any) {
+		process := spec["process"].(map[string]any)
+		process["args"] = args
+		var uid, gid int
+		if _, err := fmt.Sscanf(user, "%d:%d", &uid, &gid); err != nil {
+			t.Fatalf("image user %q: %v", user, err)
+		}
+		process["user"] = map[string]any{"uid": uid, "gid": gid}
+		spec["root"] = map[string]any{"path": "rootfs", "readonly": true}
+	})
+	cmd := exec.Command("runc", "--root", filepath.Join(bundle, "state"), "run", "--bundle", bundle, "flint-test-"+id)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("runc run %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+// writeSpec writes runc's default spec, without a terminal, as edit
+// changes it, into the bundle.
+func writeSpec(t *testing.T, bundle string, edit func(spec map[string]any)) {
+	t.Helper()
 	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
 		t.Fatalf("runc spec: %v: %s (apt-get install runc)", err, out)
 	}
@@ -162,24 +191,12 @@ func runc(t *testing.T, bundle, id string, args []string, user string) string {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}
-	process := spec["process"].(map[string]any)
-	process["args"], process["terminal"] = args, false
-	var uid, gid int
-	if _, err := fmt.Sscanf(user, "%d:%d", &uid, &gid); err != nil {
-		t.Fatalf("image user %q: %v", user, err)
-	}
-	process["user"] = map[string]any{"uid": uid, "gid": gid}
-	spec["root"] = map[string]any{"path": "rootfs", "readonly": true}
+	spec["process"].(map[string]any)["terminal"] = false
+	edit(spec)
 	if data, err = json.Marshal(spec); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("runc", "--root", filepath.Join(bundle, "state"), "run", "--bundle", bundle, "flint-test-"+id)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("runc run %v: %v: %s", args, err, out)
-	}
-	return string(out)
 }

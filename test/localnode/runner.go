@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package localnode plays the kubelet for OSD pods on this machine, where
 // there is no kubelet: every OSD pod's agent runs as a real osd-agent
-// process, its SPDK as a Target of the SPDK double or a real spdk_tgt, on a
+// process, its SPDK as a Target of the SPDK double or a real nvmf_tgt, on a
 // loopback address of its own; the pod's status is set as a kubelet would. Pods that are
 // deleted have their processes stopped and are then removed. The envtest
 // suites and `make run` use it.
@@ -82,7 +82,7 @@ func DoubleSPDK(fabric *spdktest.Fabric) func(string) (SPDK, error) {
 	return func(socket string) (SPDK, error) { return fabric.StartTarget(socket) }
 }
 
-// RealSPDK starts spdk_tgt processes of the SPDK build tree spdkDir.
+// RealSPDK starts nvmf_tgt processes of the SPDK build tree spdkDir.
 func RealSPDK(spdkDir string) func(string) (SPDK, error) {
 	return func(socket string) (SPDK, error) { return spdklab.StartProcess(spdkDir, socket) }
 }

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package contract holds the SPDK contract suite: one table of scenarios,
 // each the way Flint uses SPDK, run against the double always and against
-// real spdk_tgt processes when FLINT_SPDK_DIR names an SPDK build tree
+// real nvmf_tgt processes when FLINT_SPDK_DIR names an SPDK build tree
 // (make test-spdk). Expectations are the same for both, modulo uuids.
 package contract
 

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package spdklab starts SPDK applications for tests: Targets of the
-// in-process double, or real spdk_tgt processes when FLINT_SPDK_DIR names
+// in-process double, or real nvmf_tgt processes when FLINT_SPDK_DIR names
 // an SPDK build tree. Tests written against a Lab run unchanged on both;
 // `make run` starts Processes directly.
 package spdklab
@@ -36,7 +36,7 @@ import (
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 )
 
-// Target is one SPDK application under test: a real spdk_tgt when
+// Target is one SPDK application under test: a real nvmf_tgt when
 // FLINT_SPDK_DIR names an SPDK build tree, else a Target of the double.
 type Target struct {
 	Name   string
@@ -45,7 +45,7 @@ type Target struct {
 	Kill func()
 	// Restart starts it again with an empty configuration.
 	Restart func(t *testing.T)
-	// Freeze stops (SIGSTOP) or resumes (SIGCONT) a real spdk_tgt; nil
+	// Freeze stops (SIGSTOP) or resumes (SIGCONT) a real nvmf_tgt; nil
 	// for the double, which cannot freeze.
 	Freeze func(frozen bool)
 }
@@ -54,7 +54,7 @@ type Target struct {
 type Lab struct {
 	Dir     string
 	Targets []*Target
-	// Real says the targets are spdk_tgt processes.
+	// Real says the targets are nvmf_tgt processes.
 	Real bool
 }
 
@@ -96,7 +96,7 @@ func New(t *testing.T, n int) *Lab {
 	return l
 }
 
-// startReal runs spdk_tgt as a Process and stops it when the test ends.
+// startReal runs nvmf_tgt as a Process and stops it when the test ends.
 func startReal(t *testing.T, spdkDir, socket, name string) *Target {
 	t.Helper()
 	p, err := StartProcess(spdkDir, socket)
@@ -112,7 +112,7 @@ func startReal(t *testing.T, spdkDir, socket, name string) *Target {
 	}, Freeze: p.Freeze}
 }
 
-// Process is a real spdk_tgt without hugepages on a private socket.
+// Process is a real nvmf_tgt without hugepages on a private socket.
 type Process struct {
 	bin, socket string
 	cmd         *exec.Cmd
@@ -122,12 +122,12 @@ type Process struct {
 	waitErr error
 }
 
-// StartProcess runs spdkDir's spdk_tgt on socket, logging beside it, and
+// StartProcess runs spdkDir's nvmf_tgt on socket, logging beside it, and
 // returns once it answers.
 func StartProcess(spdkDir, socket string) (*Process, error) {
-	bin := filepath.Join(spdkDir, "build", "bin", "spdk_tgt")
+	bin := filepath.Join(spdkDir, "build", "bin", "nvmf_tgt")
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/spdk_tgt: build SPDK there first (%w)", spdkDir, err)
+		return nil, fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/nvmf_tgt: build SPDK there first (%w)", spdkDir, err)
 	}
 	p := &Process{bin: bin, socket: socket}
 	return p, p.start()
@@ -191,7 +191,7 @@ func (p *Process) waitReady(logPath string) error {
 		case <-p.exited:
 			p.cmd = nil
 			data, _ := os.ReadFile(logPath)
-			return fmt.Errorf("spdk_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", p.waitErr, data)
+			return fmt.Errorf("nvmf_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", p.waitErr, data)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

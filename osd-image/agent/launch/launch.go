@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package launch starts SPDK in the OSD pod's SPDK container: it turns what
 // the container was given (its cpuset, its hugepage limit, the NVMe device
-// the device plugin allocated) into spdk_tgt's command line, records the
+// the device plugin allocated) into nvmf_tgt's command line, records the
 // device for the agent, and replaces itself with SPDK so that SPDK is the
 // container's process and the kubelet restarts it when it dies.
 package launch
@@ -38,7 +38,7 @@ import (
 
 // Options is one SPDK start.
 type Options struct {
-	// Binary is spdk_tgt or nvmf_tgt.
+	// Binary is the SPDK application: nvmf_tgt (spdk_tgt works too).
 	Binary string
 	// Socket is SPDK's JSON-RPC socket, on the volume shared with the agent.
 	Socket string

@@ -119,14 +119,14 @@ func TestPCIAddressFromEnv(t *testing.T) {
 }
 
 // TestExec runs Exec in a child process, where it replaces the child with
-// a stand-in for spdk_tgt that records its command line.
+// a stand-in for nvmf_tgt that records its command line.
 func TestExec(t *testing.T) {
 	if os.Getenv("FLINT_LAUNCH_CHILD") == "1" {
 		err := Exec(Options{Binary: os.Getenv("FLINT_FAKE_SPDK"), Socket: os.Getenv("FLINT_SOCKET"), CPUs: []int{1}, MemoryMiB: 64, PCIAddress: "0000:3b:00.0"})
 		t.Fatalf("Exec returned: %v", err)
 	}
 	dir := t.TempDir()
-	fake := filepath.Join(dir, "spdk_tgt")
+	fake := filepath.Join(dir, "nvmf_tgt")
 	out := filepath.Join(dir, "argv")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$0 $*\" > "+out+"\n"), 0o755); err != nil {
 		t.Fatal(err)

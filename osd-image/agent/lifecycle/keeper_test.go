@@ -33,7 +33,7 @@ import (
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
-// rig is one SPDK (the double, or a real spdk_tgt under FLINT_SPDK_DIR)
+// rig is one SPDK (the double, or a real nvmf_tgt under FLINT_SPDK_DIR)
 // with an aio device file.
 type rig struct {
 	spdk   *spdklab.Target
