@@ -66,7 +66,7 @@ type Options struct {
 	Subnet string
 	// Pools are those whose OSD pods run here; StartSPDK runs their SPDK.
 	Pools     []string
-	StartSPDK func(socket string) (localnode.SPDK, error)
+	StartSPDK func(localnode.Launch) (localnode.SPDK, error)
 	// Operator is the operator's configuration; Namespace, image and ports
 	// are filled in.
 	Operator controllers.Options

@@ -29,7 +29,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,8 +57,8 @@ type Runner struct {
 	// Dir holds each pod's socket, certificates and logs; keep it short,
 	// Unix socket paths are.
 	Dir string
-	// StartSPDK runs one pod's SPDK on socket.
-	StartSPDK func(socket string) (SPDK, error)
+	// StartSPDK runs one pod's SPDK as its container would start.
+	StartSPDK func(Launch) (SPDK, error)
 	// Subnet is the /24 of loopback addresses pods get (default
 	// 127.0.1): suites that run at once need their own.
 	Subnet string
@@ -67,6 +69,20 @@ type Runner struct {
 	mu   sync.Mutex
 	pods map[types.UID]*pod
 	next int
+	// nextCPU is where the next pod's cores start, round the machine's.
+	nextCPU int
+}
+
+// Launch is how a pod's SPDK container starts, made local.
+type Launch struct {
+	Socket string
+	// Command is the container's command and arguments (osd-agent
+	// exec-spdk …) with its paths made local; the SPDK application is the
+	// starter's to name (--spdk-binary).
+	Command []string
+	// CPUs are the cores the container gets, as taskset takes them: the
+	// kubelet's static CPU manager would give whole cores.
+	CPUs string
 }
 
 // SPDK is one pod's SPDK application.
@@ -78,13 +94,26 @@ type SPDK interface {
 }
 
 // DoubleSPDK starts Targets of the SPDK double on fabric.
-func DoubleSPDK(fabric *spdktest.Fabric) func(string) (SPDK, error) {
-	return func(socket string) (SPDK, error) { return fabric.StartTarget(socket) }
+func DoubleSPDK(fabric *spdktest.Fabric) func(Launch) (SPDK, error) {
+	return func(l Launch) (SPDK, error) { return fabric.StartTarget(l.Socket) }
 }
 
-// RealSPDK starts nvmf_tgt processes of the SPDK build tree spdkDir.
-func RealSPDK(spdkDir string) func(string) (SPDK, error) {
-	return func(socket string) (SPDK, error) { return spdklab.StartProcess(spdkDir, socket) }
+// RealSPDK starts the SPDK application of the build tree spdkDir as the
+// pod's container does (osd-agent exec-spdk with the pod's arguments), on
+// the pod's cores, with a /var/tmp of its own as a container has: SPDK
+// locks its cores there, and pods that share a core here (more OSDs than
+// cores) must not see each other's locks. Needs root, for the mount.
+func RealSPDK(spdkDir string) func(Launch) (SPDK, error) {
+	return func(l Launch) (SPDK, error) {
+		bin, err := spdklab.Binary(spdkDir)
+		if err != nil {
+			return nil, err
+		}
+		argv := append([]string{"unshare", "--mount", "--", "sh", "-c", `mount -t tmpfs flint-var-tmp /var/tmp && exec "$@"`, "sh", "taskset", "-c", l.CPUs},
+			l.Command[0])
+		argv = append(argv, localArgs(l.Command[1:], map[string]string{"spdk-binary": bin})...)
+		return spdklab.StartCommand(argv, l.Socket)
+	}
 }
 
 type pod struct {
@@ -110,7 +139,7 @@ type liveness struct {
 	done      chan struct{}
 
 	mu sync.Mutex
-	// restarts are when the probe made SPDK restart.
+	// restarts are when SPDK was restarted: by the probe, or after it exited.
 	restarts []time.Time
 }
 
@@ -203,7 +232,11 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	r.next++
 	ip := fmt.Sprintf("%s.%d", cmp.Or(r.Subnet, "127.0.1"), r.next)
 	socket := filepath.Join(dir, "spdk.sock")
-	target, err := r.StartSPDK(socket)
+	launch, err := r.launch(p, socket)
+	if err != nil {
+		return err
+	}
+	target, err := r.StartSPDK(launch)
 	if err != nil {
 		return err
 	}
@@ -246,6 +279,41 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	return r.Client.Status().Patch(ctx, p, client.MergeFrom(before))
 }
 
+// launch is how p's SPDK container starts here: its command with local
+// paths, hugepages given as ordinary memory of the same size (this machine
+// reserves none), and as many of the machine's cores as it requests,
+// taken in turn.
+func (r *Runner) launch(p *corev1.Pod, socket string) (Launch, error) {
+	for _, c := range p.Spec.Containers {
+		if c.Name != "spdk" {
+			continue
+		}
+		args := localArgs(c.Args, map[string]string{"spdk-socket": socket})
+		for i, a := range args {
+			if strings.HasPrefix(a, "--hugepages-bytes=") {
+				var mib int64
+				for name, q := range c.Resources.Limits {
+					if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+						mib = q.Value() >> 20
+					}
+				}
+				args[i] = fmt.Sprintf("--memory-mib=%d", mib)
+			}
+			if strings.HasPrefix(a, "--pci-") {
+				return Launch{}, fmt.Errorf("pod %s needs a PCIe device; this machine runs OSDs of aio, uring and malloc devices only", p.Name)
+			}
+		}
+		cores := int(max(c.Resources.Requests.Cpu().Value(), 1))
+		var cpus []string
+		for range cores {
+			cpus = append(cpus, strconv.Itoa(r.nextCPU%runtime.NumCPU()))
+			r.nextCPU++
+		}
+		return Launch{Socket: socket, Command: append([]string{r.AgentBinary}, args...), CPUs: strings.Join(cpus, ",")}, nil
+	}
+	return Launch{}, fmt.Errorf("pod %s has no spdk container", p.Name)
+}
+
 // startAgent runs p's osd-agent, appending to its log.
 func (r *Runner) startAgent(p *pod) error {
 	log, err := os.OpenFile(filepath.Join(p.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -281,6 +349,16 @@ func (r *Runner) probe(p *pod) {
 		case <-l.stop:
 			return
 		case <-t.C:
+		}
+		// SPDK that exited by itself is started again, as the kubelet
+		// restarts a container whose process ended.
+		if e, ok := p.target.(interface{ Exited() bool }); ok && e.Exited() {
+			l.mu.Lock()
+			l.restarts = append(l.restarts, time.Now())
+			l.mu.Unlock()
+			_ = p.target.Restart()
+			started = l.startup == nil
+			continue
 		}
 		if !started {
 			started = r.runProbe(l.startup, l.period) == nil
@@ -325,8 +403,8 @@ func (r *Runner) runProbeOutput(args []string, period time.Duration) ([]byte, er
 	return exec.CommandContext(ctx, r.AgentBinary, args...).CombinedOutput()
 }
 
-// SPDKRestarts are when pod podName's SPDK liveness probe failed and its
-// SPDK was restarted.
+// SPDKRestarts are when pod podName's SPDK was restarted: its liveness
+// probe failed, or it exited.
 func (r *Runner) SPDKRestarts(podName string) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -112,24 +112,40 @@ func startReal(t *testing.T, spdkDir, socket, name string) *Target {
 	}, Freeze: p.Freeze}
 }
 
-// Process is a real nvmf_tgt without hugepages on a private socket.
+// Process is a real SPDK application on a private socket.
 type Process struct {
-	bin, socket string
-	cmd         *exec.Cmd
+	argv   []string
+	socket string
+	cmd    *exec.Cmd
 	// exited is closed once the process is reaped; waitErr is then its
 	// exit status.
 	exited  chan struct{}
 	waitErr error
 }
 
-// StartProcess runs spdkDir's nvmf_tgt on socket, logging beside it, and
-// returns once it answers.
+// StartProcess runs spdkDir's nvmf_tgt without hugepages on core 0 on
+// socket, logging beside it, and returns once it answers.
 func StartProcess(spdkDir, socket string) (*Process, error) {
+	bin, err := Binary(spdkDir)
+	if err != nil {
+		return nil, err
+	}
+	return StartCommand([]string{bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", socket}, socket)
+}
+
+// Binary is the SPDK application of the build tree spdkDir.
+func Binary(spdkDir string) (string, error) {
 	bin := filepath.Join(spdkDir, "build", "bin", "nvmf_tgt")
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/nvmf_tgt: build SPDK there first (%w)", spdkDir, err)
+		return "", fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/nvmf_tgt: build SPDK there first (%w)", spdkDir, err)
 	}
-	p := &Process{bin: bin, socket: socket}
+	return bin, nil
+}
+
+// StartCommand runs argv, which starts SPDK on socket, logging beside the
+// socket, and returns once SPDK answers.
+func StartCommand(argv []string, socket string) (*Process, error) {
+	p := &Process{argv: argv, socket: socket}
 	return p, p.start()
 }
 
@@ -141,11 +157,11 @@ func (p *Process) start() error {
 		return err
 	}
 	defer func() { _ = log.Close() }()
-	cmd := exec.Command(p.bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", p.socket)
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", p.bin, err)
+		return fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
 	exited := make(chan struct{})
 	p.cmd, p.exited = cmd, exited
@@ -159,6 +175,19 @@ func (p *Process) Kill() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited // killed: its exit status says nothing
 		p.cmd = nil
+	}
+}
+
+// Exited reports whether SPDK ended by itself (not by Kill).
+func (p *Process) Exited() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -191,7 +220,7 @@ func (p *Process) waitReady(logPath string) error {
 		case <-p.exited:
 			p.cmd = nil
 			data, _ := os.ReadFile(logPath)
-			return fmt.Errorf("nvmf_tgt exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", p.waitErr, data)
+			return fmt.Errorf("SPDK exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", p.waitErr, data)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
