@@ -30,6 +30,9 @@ const (
 	VolumeServingReason = "Serving"
 	// VolumeNoPlacementReason says no OSDs in distinct failure domains can take the replicas.
 	VolumeNoPlacementReason = "NoPlacement"
+	// VolumeReplicasNeedPollingReason says the Pool's OSDs run in
+	// interrupt mode, where a target cannot attach remote replicas.
+	VolumeReplicasNeedPollingReason = "ReplicasNeedPolling"
 	// VolumePoolNotFoundReason says the Volume's Pool does not exist.
 	VolumePoolNotFoundReason = "PoolNotFound"
 	// VolumeAllReplicasInSyncReason says every replica is in sync.

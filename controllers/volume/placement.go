@@ -43,6 +43,10 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return false, err
 	}
 	n, size := replicasOf(vol, w.pool), vol.Spec.Size.Value()
+	if why := interruptModeRefuses(w.pool, n); why != "" {
+		r.setPending(vol, flintv1.VolumeReplicasNeedPollingReason, why)
+		return false, nil
+	}
 	p := offer(w, size, nil)
 	chosen := p.choose(n, nil)
 	if len(chosen) < n {
@@ -58,6 +62,17 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
 	return true, nil
+}
+
+// interruptModeRefuses says why a Volume of n replicas cannot be served
+// by pool; "" when it can. SPDK in interrupt mode attaches NVMe-oF
+// controllers only over PCIe ("Interrupt mode is only supported with
+// PCIe transport"), so a target there cannot reach a remote replica.
+func interruptModeRefuses(pool *flintv1.Pool, n int) string {
+	if n <= 1 || !pool.Spec.OSD.InterruptMode {
+		return ""
+	}
+	return fmt.Sprintf("Pool %s runs its OSDs in interrupt mode (spec.osd.interruptMode), where SPDK attaches no NVMe-oF controller, so a target cannot reach the other replicas of a %d-replica Volume: use a Pool whose OSDs poll, or 1 replica", pool.Name, n)
 }
 
 // newReplica is vol's replica on o, in state since now.

@@ -158,3 +158,20 @@ func TestPlacement(t *testing.T) {
 		})
 	}
 }
+
+// A Pool whose OSDs run in interrupt mode serves single-replica Volumes
+// only: SPDK attaches no NVMe-oF controller there.
+func TestInterruptModeServesOneReplica(t *testing.T) {
+	pool := &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}
+	pool.Spec.OSD.InterruptMode = true
+	if why := interruptModeRefuses(pool, 1); why != "" {
+		t.Errorf("one replica refused: %s", why)
+	}
+	if why := interruptModeRefuses(pool, 3); !strings.Contains(why, "interrupt mode") || !strings.Contains(why, "3-replica") {
+		t.Errorf("three replicas: %q, want a refusal naming interrupt mode and the replicas", why)
+	}
+	pool.Spec.OSD.InterruptMode = false
+	if why := interruptModeRefuses(pool, 3); why != "" {
+		t.Errorf("polling OSDs refused: %s", why)
+	}
+}
