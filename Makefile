@@ -107,6 +107,11 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl into the cache; print 
 
 N ?= 1000
 
+.PHONY: bench-datapath
+bench-datapath: ## Raw SPDK beside a 1-replica Flint Volume (real operator and agent) on FLINT_SPDK_DIR's nvmf_tgt, with spdk_nvme_perf over NVMe/TCP: IOPS, MiB/s, avg/p50/p99/p99.9 per workload, ratios to raw; JSON in bench-datapath.json (root).
+	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "bench-datapath: set FLINT_SPDK_DIR to an SPDK build tree" >&2; exit 2; fi
+	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go run ./hack/bench-datapath $(BENCH_ARGS)
+
 .PHONY: bench-provision
 bench-provision: ## Create N Volumes (default 1000) over 30 OSDs (agents over SPDK doubles) against the real apiserver; print create-to-Ready p50/p99, total time, reconciles per Volume.
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go run ./hack/bench-provision -n $(N)
