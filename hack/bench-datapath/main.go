@@ -113,13 +113,27 @@ func run(spdkDir string, runtime time.Duration, out string) error {
 	}
 	fmt.Printf("bench-datapath: targets on core 0 (polling), spdk_nvme_perf on core 1, NVMe/TCP over loopback, %s per workload\n", runtime)
 
+	// The control plane runs through both measurements, so that both see
+	// the same machine; the OSD starts only after the raw target stopped.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Root: ".", Nodes: []localcluster.Node{{Name: "bench-0", Zone: "a"}}, Pools: []string{"bench"},
+		StartSPDK: localnode.RealSPDK(spdkDir),
+		Operator:  controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: 1},
+	})
+	if c != nil {
+		defer func() { _ = c.Stop() }()
+	}
+	if err != nil {
+		return err
+	}
 	var results []result
 	raw, err := measureRaw(ctx, spdkDir, perf, runtime)
 	if err != nil {
 		return fmt.Errorf("raw SPDK: %w", err)
 	}
 	results = append(results, raw...)
-	flint, err := measureFlint(ctx, spdkDir, perf, runtime)
+	flint, err := measureFlint(ctx, c, perf, runtime)
 	if err != nil {
 		return fmt.Errorf("a 1-replica Flint Volume: %w", err)
 	}
@@ -180,21 +194,9 @@ func measureRaw(ctx context.Context, spdkDir, perf string, runtime time.Duration
 	return measure(ctx, perf, "raw", ep, runtime)
 }
 
-// measureFlint runs one OSD of a polling Pool on core 0 under the real
-// operator and agent, and measures a Volume of one replica on it.
-func measureFlint(ctx context.Context, spdkDir, perf string, runtime time.Duration) ([]result, error) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Root: ".", Nodes: []localcluster.Node{{Name: "bench-0", Zone: "a"}}, Pools: []string{"bench"},
-		StartSPDK: localnode.RealSPDK(spdkDir),
-		Operator:  controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: 1},
-	})
-	if c != nil {
-		defer func() { _ = c.Stop() }()
-	}
-	if err != nil {
-		return nil, err
-	}
+// measureFlint runs one OSD of a polling Pool on core 0 under c's
+// operator and a real agent, and measures a Volume of one replica on it.
+func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, runtime time.Duration) ([]result, error) {
 	pool := &flintv1.Pool{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 		Spec: flintv1.PoolSpec{Replicas: 1, Devices: flintv1.PoolDevices{
