@@ -109,6 +109,11 @@ func RealSPDK(spdkDir string) func(Launch) (SPDK, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, a := range l.Command {
+			if strings.HasPrefix(a, "--pci-") {
+				return nil, fmt.Errorf("%s: the OSD needs a PCIe device; real SPDK runs OSDs of aio, uring and malloc devices here", a)
+			}
+		}
 		argv := append([]string{"unshare", "--mount", "--", "sh", "-c", `mount -t tmpfs flint-var-tmp /var/tmp && exec "$@"`, "sh", "taskset", "-c", l.CPUs},
 			l.Command[0])
 		argv = append(argv, localArgs(l.Command[1:], map[string]string{"spdk-binary": bin})...)
@@ -298,9 +303,6 @@ func (r *Runner) launch(p *corev1.Pod, socket string) (Launch, error) {
 					}
 				}
 				args[i] = fmt.Sprintf("--memory-mib=%d", mib)
-			}
-			if strings.HasPrefix(a, "--pci-") {
-				return Launch{}, fmt.Errorf("pod %s needs a PCIe device; this machine runs OSDs of aio, uring and malloc devices only", p.Name)
 			}
 		}
 		cores := int(max(c.Resources.Requests.Cpu().Value(), 1))
