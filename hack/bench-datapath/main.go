@@ -45,6 +45,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/internal/bench"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -54,25 +55,6 @@ import (
 
 // hostNQN is the initiator's.
 const hostNQN = "nqn.2014-08.org.nvmexpress:uuid:5e1f0a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
-
-// workload is one spdk_nvme_perf run.
-type workload struct {
-	name      string
-	rw        string
-	blockSize int
-	depth     int
-}
-
-// The first fills the volume: a thin lvol answers unwritten reads without
-// touching its device, which would flatter every read after it.
-var workloads = []workload{
-	{"128k-seqwrite-qd8", "write", 128 << 10, 8},
-	{"4k-randwrite-qd1", "randwrite", 4 << 10, 1},
-	{"4k-randread-qd1", "randread", 4 << 10, 1},
-	{"4k-randwrite-qd32", "randwrite", 4 << 10, 32},
-	{"4k-randread-qd32", "randread", 4 << 10, 32},
-	{"128k-seqread-qd8", "read", 128 << 10, 8},
-}
 
 // result is one workload's figures on one configuration.
 type result struct {
@@ -239,20 +221,22 @@ func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, run
 // measure runs every workload against ep.
 func measure(ctx context.Context, perf, config string, ep endpoint, runtime time.Duration) ([]result, error) {
 	var results []result
-	for _, w := range workloads {
+	// flint-bench's jobs, in its order: the first fills the volume, since
+	// a thin lvol answers unwritten reads without touching its device.
+	for _, w := range bench.Jobs {
 		trid := fmt.Sprintf("trtype:TCP adrfam:IPv4 traddr:%s trsvcid:%s subnqn:%s hostnqn:%s", ep.addr, ep.port, ep.nqn, hostNQN)
-		cmd := exec.CommandContext(ctx, perf, "-r", trid, "-q", strconv.Itoa(w.depth), "-o", strconv.Itoa(w.blockSize),
-			"-w", w.rw, "-t", strconv.Itoa(max(int(runtime.Seconds()), 1)), "-c", "0x2", "--no-huge", "-s", "1024", "-L")
+		cmd := exec.CommandContext(ctx, perf, "-r", trid, "-q", strconv.Itoa(w.Depth), "-o", strconv.Itoa(w.BlockSize),
+			"-w", w.RW, "-t", strconv.Itoa(max(int(runtime.Seconds()), 1)), "-c", "0x2", "--no-huge", "-s", "1024", "-L")
 		b, err := cmd.CombinedOutput()
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %v\n%s", config, w.name, err, b)
+			return nil, fmt.Errorf("%s %s: %v\n%s", config, w.Name, err, b)
 		}
 		r, err := parsePerf(string(b))
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w\n%s", config, w.name, err, b)
+			return nil, fmt.Errorf("%s %s: %w\n%s", config, w.Name, err, b)
 		}
-		r.Config, r.Workload = config, w.name
-		fmt.Printf("  %-8s %-18s %10.0f IOPS %8.1f MiB/s avg %8.1f us p99 %8.1f us\n", config, w.name, r.IOPS, r.MiBps, r.AvgUs, r.P99Us)
+		r.Config, r.Workload = config, w.Name
+		fmt.Printf("  %-8s %-18s %10.0f IOPS %8.1f MiB/s avg %8.1f us p99 %8.1f us\n", config, w.Name, r.IOPS, r.MiBps, r.AvgUs, r.P99Us)
 		results = append(results, r)
 	}
 	return results, nil

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -49,6 +48,9 @@ type BenchOptions struct {
 // benchDevice is where the Pod sees the PVC.
 const benchDevice = "/dev/flint-bench"
 
+// benchLabels mark the PVC and the Pod a benchmark creates.
+var benchLabels = map[string]string{"app.kubernetes.io/name": "flint-bench"}
+
 // Bench runs flint-bench in a Pod on a new raw block PVC of the
 // StorageClass, prints its figures and deletes both.
 func (p *Plugin) Bench(ctx context.Context, o BenchOptions) (err error) {
@@ -57,7 +59,7 @@ func (p *Plugin) Bench(ctx context.Context, o BenchOptions) (err error) {
 	}
 	name := "flint-bench-" + rand.String(5)
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "flint-bench"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name, Labels: benchLabels},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: ptr.To(o.StorageClass),
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -94,7 +96,7 @@ func (p *Plugin) Bench(ctx context.Context, o BenchOptions) (err error) {
 
 func benchPod(o BenchOptions, name string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "flint-bench"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name, Labels: benchLabels},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
@@ -156,7 +158,7 @@ func (p *Plugin) waitForBench(ctx context.Context, pod *corev1.Pod, pvc *corev1.
 }
 
 func deleteIfThere(ctx context.Context, c client.Client, obj client.Object) error {
-	if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+	if err := client.IgnoreNotFound(c.Delete(ctx, obj)); err != nil {
 		return fmt.Errorf("delete %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
