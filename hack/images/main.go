@@ -28,7 +28,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -207,8 +206,8 @@ func debianBase(packages []string, cache string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		return "", errors.New("mmdebstrap is missing: apt-get install mmdebstrap (it makes the Debian base of the image)")
+	if err := needMmdebstrap("the Debian base of the image"); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
@@ -224,6 +223,15 @@ func debianBase(packages []string, cache string) (string, error) {
 		return "", fmt.Errorf("mmdebstrap: %w", err)
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// needMmdebstrap says what to install when mmdebstrap, which makes what,
+// is missing.
+func needMmdebstrap(what string) error {
+	if _, err := exec.LookPath("mmdebstrap"); err != nil {
+		return fmt.Errorf("mmdebstrap is missing: apt-get install mmdebstrap (it makes %s)", what)
+	}
+	return nil
 }
 
 // fileLayer is a layer holding one executable file at path.

@@ -112,7 +112,11 @@ func buildSPDK(srcs spdkSources, cache string) (string, []string, error) {
 	if srcs.spdk == "" || srcs.dpdk == "" {
 		return "", nil, errors.New("the OSD image needs both SPDK_SRC and DPDK_SRC")
 	}
-	tmp, err := os.MkdirTemp("", "flint-spdk-")
+	// The build's files are renamed into the cache: same file system.
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp(cache, "spdk-build-")
 	if err != nil {
 		return "", nil, err
 	}
@@ -141,8 +145,8 @@ func buildSPDK(srcs spdkSources, cache string) (string, []string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "build.sh"), []byte(spdkBuildScript), 0o644); err != nil {
 		return "", nil, err
 	}
-	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		return "", nil, errors.New("mmdebstrap is missing: apt-get install mmdebstrap (it makes the root SPDK is built in)")
+	if err := needMmdebstrap("the root SPDK is built in"); err != nil {
+		return "", nil, err
 	}
 	fmt.Fprintf(os.Stderr, "building SPDK %s on DPDK %s (tens of minutes on two cores; kept in %s)\n", spdkTag, dpdkTag, dir)
 	args := []string{"--quiet", "--variant=apt", "--include=" + strings.Join(spdkBuildPackages, ","),
