@@ -102,7 +102,10 @@ type Leaf struct {
 	Name string
 	// Server certificates name the addresses clients dial; client
 	// certificates name none.
-	Server   bool
+	Server bool
+	// Groups are the subject's organizations, which Kubernetes reads as a
+	// client's groups.
+	Groups   []string
 	DNSNames []string
 	IPs      []net.IP
 	Validity time.Duration
@@ -120,7 +123,7 @@ func (c *CA) Issue(l Leaf) (certPEM, keyPEM []byte, err error) {
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: l.Name},
+		SerialNumber: serial, Subject: pkix.Name{CommonName: l.Name, Organization: l.Groups},
 		NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(l.Validity),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
