@@ -4,6 +4,9 @@
 # also builds kube-controller-manager: the operator suite runs its garbage
 # collector to prove owner references cascade.
 #
+# Arguments name more binaries of k8s.io/kubernetes/cmd to build into the same
+# directory (the e2e lab asks for kubelet, kube-scheduler and kube-proxy).
+#
 # Idempotent: when the binaries exist for the pinned versions it only
 # prints the directory. Everything comes from the Go module proxy; no
 # prebuilt binary is downloaded.
@@ -14,7 +17,8 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 CACHE_ROOT="${FLINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flint}"
 ASSETS="$CACHE_ROOT/envtest/$K8S_VERSION"
 
-BINARIES=(kube-apiserver kube-controller-manager kubectl etcd)
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kubectl "$@")
+BINARIES=("${KUBE_BINARIES[@]}" etcd)
 have_all=true
 for b in "${BINARIES[@]}"; do [[ -x "$ASSETS/$b" ]] || have_all=false; done
 if $have_all; then
@@ -52,7 +56,7 @@ kube_mod=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernet
     awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
 } > "$work/go.mod"
 
-log "building kube-apiserver, kube-controller-manager and kubectl $K8S_VERSION (several minutes when cold)"
+log "building ${KUBE_BINARIES[*]} $K8S_VERSION (several minutes when cold)"
 (
   cd "$work"
   export GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -60,15 +64,16 @@ log "building kube-apiserver, kube-controller-manager and kubectl $K8S_VERSION (
   # Stamp the version the release build would, so that clients see v1.37.x.
   minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   ldflags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
-  quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
-  quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
+  for b in "${KUBE_BINARIES[@]}"; do
+    if [[ -x "$ASSETS/$b" ]]; then continue; fi
+    quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+  done
 )
 
-log "building etcd $ETCD_VERSION"
 etcd_work="$CACHE_ROOT/envtest/src-etcd-$ETCD_VERSION"
 mkdir -p "$etcd_work"
-(
+[[ -x "$ASSETS/etcd" ]] || (
+  log "building etcd $ETCD_VERSION"
   cd "$etcd_work"
   export GOFLAGS=-mod=mod CGO_ENABLED=0
   [[ -f go.mod ]] || quiet go mod init flint.local/etcd-assets
@@ -76,6 +81,8 @@ mkdir -p "$etcd_work"
   quiet go build -trimpath -o "$ASSETS/etcd.tmp" go.etcd.io/etcd/server/v3
 )
 
-for b in "${BINARIES[@]}"; do mv "$ASSETS/$b.tmp" "$ASSETS/$b"; done
+for b in "${BINARIES[@]}"; do
+  if [[ -f "$ASSETS/$b.tmp" ]]; then mv "$ASSETS/$b.tmp" "$ASSETS/$b"; fi
+done
 log "ready: $ASSETS"
 echo "$ASSETS"
