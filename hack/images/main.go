@@ -61,6 +61,10 @@ type image struct {
 	user string
 	// layers go between the base and the binary: the OSD image's SPDK.
 	layers []v1.Layer
+	// ref names the image instead of -repository, name and -version.
+	ref string
+	// compile builds the binary; by default from cmd/<binary>.
+	compile func(version string) ([]byte, error)
 }
 
 var images = []image{
@@ -81,14 +85,21 @@ func main() {
 	var srcs spdkSources
 	flag.StringVar(&srcs.spdk, "spdk-src", "", "SPDK's git repository (a path or a URL) holding tag "+spdkTag+", for the OSD image")
 	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's git repository (a path or a URL) holding tag "+dpdkTag+", for the OSD image")
+	lab := flag.Bool("lab", false, "also build the e2e lab's images: the pod sandbox and the CSI sidecars charts/flint/values.yaml names")
+	var sidecars sidecarSources
+	flag.StringVar(&sidecars.registrar, "registrar-src", "", "node-driver-registrar's git repository (a path or a URL), for -lab")
+	flag.StringVar(&sidecars.livenessProbe, "livenessprobe-src", "", "livenessprobe's git repository (a path or a URL), for -lab")
 	flag.Parse()
-	if err := run(*out, *version, *repo, *push, *cache, srcs); err != nil {
+	if !*lab {
+		sidecars = sidecarSources{}
+	}
+	if err := run(*out, *version, *repo, *push, *cache, srcs, *lab, sidecars); err != nil {
 		fmt.Fprintf(os.Stderr, "images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, version, repo, push, cache string, srcs spdkSources) error {
+func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, sidecars sidecarSources) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -106,18 +117,31 @@ func run(out, version, repo, push, cache string, srcs spdkSources) error {
 		}
 		all = append(all, osd)
 	}
+	if lab {
+		labs, skipped, err := labImages(sidecars, cache)
+		if err != nil {
+			return err
+		}
+		for _, why := range skipped {
+			fmt.Println(why)
+		}
+		all = append(all, labs...)
+	}
 	for _, im := range all {
 		img, err := build(im, version, cache, created)
 		if err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}
 		ref := repo + "/" + im.name + ":" + version
+		if im.ref != "" {
+			ref = im.ref
+		}
 		archive := filepath.Join(out, im.name+".tar")
 		if err := writeArchive(img, ref, archive); err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}
 		fmt.Printf("%s -> %s\n", ref, archive)
-		if push != "" {
+		if push != "" && im.ref == "" {
 			dst := push + "/" + im.name + ":" + version
 			tag, err := name.NewTag(dst)
 			if err != nil {
@@ -152,7 +176,11 @@ func build(im image, version, cache string, created time.Time) (v1.Image, error)
 	if err != nil {
 		return nil, err
 	}
-	bin, err := buildBinary(im.binary, version)
+	compile := im.compile
+	if compile == nil {
+		compile = func(version string) ([]byte, error) { return goBuild(version, ".", "./cmd/"+im.binary) }
+	}
+	bin, err := compile(version)
 	if err != nil {
 		return nil, err
 	}
@@ -178,24 +206,12 @@ func build(im image, version, cache string, created time.Time) (v1.Image, error)
 		"org.opencontainers.image.source":   "https://github.com/flint-io/flint",
 		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
+	if im.ref != "" {
+		// Built by the lab from another project's sources, at the ref's tag.
+		_, tag, _ := strings.Cut(im.ref[strings.LastIndex(im.ref, "/")+1:], ":")
+		cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": im.name, "org.opencontainers.image.version": tag}
+	}
 	return mutate.ConfigFile(img, cfg)
-}
-
-// buildBinary builds cmd/<binary> statically and returns its bytes.
-func buildBinary(binary, version string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "flint-image-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	path := filepath.Join(dir, binary)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/flint-io/flint/internal/version.Version="+version, "-o", path, "./cmd/"+binary)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go build ./cmd/%s: %w", binary, err)
-	}
-	return os.ReadFile(path)
 }
 
 // debianBase is a tar of a Debian bookworm root holding packages (and

@@ -1,0 +1,179 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flint-io/flint/test/e2e/lab"
+)
+
+// sidecarSources are git repositories (paths or URLs) of the sidecars
+// the Go module proxy does not serve: their go.mod names no /v2 module
+// for their v2 tags, so no module version of them exists.
+type sidecarSources struct{ registrar, livenessProbe string }
+
+// sidecarRepos say how each sidecar the chart names is built: from a
+// module pinned in hack/tools/csi-sidecars/<name>/go.mod, or from the
+// tag of a git repository given in sidecarSources.
+var sidecarRepos = map[string]func(sidecarSources) string{
+	"csi-provisioner":           nil,
+	"csi-attacher":              nil,
+	"csi-resizer":               nil,
+	"csi-node-driver-registrar": func(s sidecarSources) string { return s.registrar },
+	"livenessprobe":             func(s sidecarSources) string { return s.livenessProbe },
+}
+
+// labImages are the e2e lab's images, which nothing else ships: the pod
+// sandbox and the CSI sidecars, named exactly as charts/flint/values.yaml
+// names them so that the chart installs unchanged and nothing is pulled.
+// A sidecar whose sources are not given is skipped, with the reason in
+// the returned list.
+func labImages(srcs sidecarSources, cache string) ([]image, []string, error) {
+	pause := image{name: "pause", ref: lab.PauseImage, binary: "pause", compile: func(version string) ([]byte, error) {
+		return goBuild(version, ".", "./test/e2e/pause")
+	}}
+	all := []image{pause}
+	refs, err := chartSidecars()
+	if err != nil {
+		return nil, nil, err
+	}
+	var skipped []string
+	for _, ref := range refs {
+		name, tag, _ := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+		repo, known := sidecarRepos[name]
+		if !known {
+			return nil, nil, fmt.Errorf("charts/flint/values.yaml names the sidecar %s, which the lab does not know how to build: add it to sidecarRepos", ref)
+		}
+		im := image{name: name, ref: ref, binary: name}
+		switch {
+		case repo == nil:
+			modFile := filepath.Join("hack", "tools", "csi-sidecars", name, "go.mod")
+			pkg, err := pinnedTool(modFile, tag)
+			if err != nil {
+				return nil, nil, err
+			}
+			im.compile = func(string) ([]byte, error) { return goBuild(tag, ".", "-modfile="+modFile, pkg) }
+		case repo(srcs) == "":
+			skipped = append(skipped, fmt.Sprintf("%s skipped: the Go module proxy has no module of it; give its git repository (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)", ref))
+			continue
+		default:
+			src := repo(srcs)
+			im.compile = func(string) ([]byte, error) { return buildFromTag(src, tag, "./cmd/"+name, cache) }
+		}
+		all = append(all, im)
+	}
+	return all, skipped, nil
+}
+
+// chartSidecars are the sidecar images of charts/flint/values.yaml.
+func chartSidecars() ([]string, error) {
+	data, err := os.ReadFile(filepath.Join("charts", "flint", "values.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var values struct {
+		CSISidecars map[string]string `json:"csiSidecars"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return nil, fmt.Errorf("charts/flint/values.yaml: %w", err)
+	}
+	var refs []string
+	for _, ref := range values.CSISidecars {
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+// pinnedTool is the package modFile's tool directive names, after
+// checking that modFile requires its module at tag.
+func pinnedTool(modFile, tag string) (string, error) {
+	data, err := os.ReadFile(modFile)
+	if err != nil {
+		return "", fmt.Errorf("the sidecar's pin: %w", err)
+	}
+	f, err := modfile.Parse(modFile, data, nil)
+	if err != nil {
+		return "", err
+	}
+	if len(f.Tool) != 1 {
+		return "", fmt.Errorf("%s: want one tool directive, the sidecar's command", modFile)
+	}
+	pkg := f.Tool[0].Path
+	for _, r := range f.Require {
+		if strings.HasPrefix(pkg, r.Mod.Path+"/") {
+			if r.Mod.Version != tag {
+				return "", fmt.Errorf("%s pins %s at %s but charts/flint/values.yaml runs %s: go get -modfile=%s -tool %s@%s", modFile, r.Mod.Path, r.Mod.Version, tag, modFile, pkg, tag)
+			}
+			return pkg, nil
+		}
+	}
+	return "", fmt.Errorf("%s requires no module of %s", modFile, pkg)
+}
+
+// buildFromTag builds pkg of the git repository src at tag, with the
+// modules it vendors.
+func buildFromTag(src, tag, pkg, cache string) ([]byte, error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(cache, "sidecar-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	repo, _, err := checkout(src, tag, filepath.Join(tmp, "repo.git"))
+	if err != nil {
+		return nil, err
+	}
+	tree := filepath.Join(tmp, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		return nil, err
+	}
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, tag, tree)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("git archive %s of %s: %v: %s", tag, src, err, out)
+	}
+	return goBuild(tag, tree, "-mod=vendor", pkg)
+}
+
+// goBuild builds a static binary in dir; args end with the package. The
+// version goes where Flint's and the sidecars' mains read it.
+func goBuild(version, dir string, args ...string) ([]byte, error) {
+	out, err := os.MkdirTemp("", "flint-image-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(out) }()
+	path := filepath.Join(out, "binary")
+	ldflags := "-s -w -X main.version=" + version + " -X github.com/flint-io/flint/internal/version.Version=" + version
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", path}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w", strings.Join(args, " "), err)
+	}
+	return os.ReadFile(path)
+}
