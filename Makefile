@@ -77,6 +77,10 @@ test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-pa
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./test/datapath/
 
+.PHONY: test-e2e
+test-e2e: ## The e2e lab (as root): real control plane, containerd and kubelet in a network namespace of their own, the chart installed from the images built here; the OSD and sidecar images need SPDK_SRC, DPDK_SRC, CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC.
+	SPDK_SRC="$(SPDK_SRC)" DPDK_SRC="$(DPDK_SRC)" CSI_REGISTRAR_SRC="$(CSI_REGISTRAR_SRC)" CSI_LIVENESSPROBE_SRC="$(CSI_LIVENESSPROBE_SRC)" hack/e2e/run.sh
+
 .PHONY: test-images
 test-images: images ## Run each image of make images with runc (as root; needs runc): --version, and the CSI image's filesystem tools.
 	FLINT_IMAGES_DIR=$(abspath $(IMAGES)) FLINT_IMAGES_VERSION=$(VERSION) go test -count=1 -v ./test/images/
@@ -88,6 +92,9 @@ IMAGES ?= _output/images
 # without them it is skipped.
 SPDK_SRC ?=
 DPDK_SRC ?=
+# The e2e lab's sidecars the Go module proxy has no module of.
+CSI_REGISTRAR_SRC ?=
+CSI_LIVENESSPROBE_SRC ?=
 IMAGE_FLAGS = -out $(IMAGES) -version $(VERSION) -spdk-src "$(SPDK_SRC)" -dpdk-src "$(DPDK_SRC)"
 
 .PHONY: images

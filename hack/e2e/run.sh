@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The e2e lab (make test-e2e): a cluster of real Kubernetes components on
+# this machine, in a network namespace made here and removed on exit, with
+# Flint installed by its chart from images built here (nothing is pulled).
+# docs/development.md draws it. Without SPDK_SRC and DPDK_SRC there is no
+# OSD image, without CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC no image
+# of those two sidecars (the Go module proxy has no module of them): the
+# tests that need them say so and skip.
+#
+# E2E_KEEP=1 keeps the lab's directory (configuration and logs/) on exit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PACKAGES=(containerd runc containernetworking-plugins iptables mmdebstrap)
+for bin in containerd ctr runc /usr/lib/cni/bridge iptables mmdebstrap; do
+  command -v "$bin" >/dev/null || [ -x "$bin" ] || { echo "e2e: $bin missing: apt-get install --no-install-recommends ${PACKAGES[*]}" >&2; exit 2; }
+done
+[ "$(id -u)" = 0 ] || { echo "e2e: the lab runs a kubelet and containerd: run as root" >&2; exit 2; }
+[ ! -e /var/lib/kubelet ] || [ -f /var/lib/kubelet/.flint-e2e ] || { echo "e2e: /var/lib/kubelet exists and is not the lab's: another kubelet runs here" >&2; exit 2; }
+
+start=$SECONDS
+log() { printf '[e2e %4ds] %s\n' "$((SECONDS - start))" "$*"; }
+version="e2e-$(git rev-parse --short HEAD)"
+work="$(mktemp -d /tmp/flint-e2e.XXXXXX)"
+ns="flint-e2e-$$"
+netns_before="$(ip netns list | awk '{print $1}' | sort)"
+
+cleanup() {
+  local rc=$?
+  # Processes the test left (it stops the lab itself unless killed).
+  if ip netns pids "$ns" >/dev/null 2>&1; then
+    ip netns pids "$ns" | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" || true
+  fi
+  # Pods' network namespaces that containerd made during the run, with
+  # whatever still runs in them.
+  for pod_ns in $(comm -13 <(echo "$netns_before") <(ip netns list | awk '{print $1}' | sort) | grep '^cni-'); do
+    ip netns pids "$pod_ns" | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$pod_ns" 2>/dev/null || true
+  done
+  for dir in /var/lib/kubelet "$work"; do
+    awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  done
+  rm -rf /var/lib/kubelet
+  if [ "${E2E_KEEP:-}" = 1 ] || [ $rc -ne 0 ]; then log "lab directory kept: $work (logs/)"; else rm -rf "$work"; fi
+  log "done (exit $rc)"
+}
+trap cleanup EXIT
+mkdir -p /var/lib/kubelet && touch /var/lib/kubelet/.flint-e2e
+
+log "Kubernetes $(hack/envtest-assets.sh kubelet kube-scheduler kube-proxy >"$work/assets" && basename "$(cat "$work/assets")") binaries (built from Go modules; cached)"
+phase=$SECONDS
+go run ./hack/images -lab -out "$work/images" -version "$version" \
+  -spdk-src "${SPDK_SRC:-}" -dpdk-src "${DPDK_SRC:-}" \
+  -registrar-src "${CSI_REGISTRAR_SRC:-}" -livenessprobe-src "${CSI_LIVENESSPROBE_SRC:-}" | sed 's/^/  /'
+log "images built in $((SECONDS - phase))s"
+phase=$SECONDS
+mkdir -p "$work/bin"
+go build -modfile=hack/tools/helm/go.mod -o "$work/bin/helm" helm.sh/helm/v4/cmd/helm
+go test -c -o "$work/bin/e2e.test" ./test/e2e
+log "helm and the e2e test built in $((SECONDS - phase))s"
+
+# The lab's network: a bridge holding the storage node's address, in a
+# namespace of its own; every process of the cluster runs in it.
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip -n "$ns" link add flint-lab type bridge
+ip -n "$ns" addr add 10.77.0.1/24 dev flint-lab
+ip -n "$ns" link set flint-lab up
+ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+
+# nsenter, not ip netns exec: that also makes a mount namespace with a
+# new /sys, where the kubelet finds no cgroup hierarchy.
+log "running the e2e tests in network namespace $ns"
+nsenter --net="/run/netns/$ns" env FLINT_E2E_DIR="$work" FLINT_E2E_ASSETS="$(cat "$work/assets")" \
+  FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$PWD/charts/flint" \
+  "$work/bin/e2e.test" -test.v -test.timeout=40m ${E2E_ARGS:-}

@@ -1,0 +1,352 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package e2e runs Flint as a cluster runs it: the chart installed into
+// the e2e lab (test/e2e/lab) from the images make images builds, the
+// operator, CSI controller and node plugin in pods of a real kubelet.
+// hack/e2e/run.sh (make test-e2e) builds what it needs and runs these
+// tests in the lab's network namespace; elsewhere they skip.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/test/e2e/lab"
+)
+
+const namespace = "flint-system"
+
+// cluster is the running lab; nil when the tests do not run in one.
+var cluster *lab.Lab
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	dir := os.Getenv("FLINT_E2E_DIR")
+	if dir == "" {
+		os.Exit(m.Run())
+	}
+	images, _ := filepath.Glob(filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), "*.tar"))
+	cluster = &lab.Lab{Dir: dir, Assets: os.Getenv("FLINT_E2E_ASSETS"), Images: images}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	err := cluster.Up(ctx, os.Stdout)
+	cancel()
+	code := 1
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: the lab did not come up: %v\n", err)
+	} else {
+		code = m.Run()
+	}
+	cluster.Close()
+	fmt.Println("e2e: lab phases:")
+	for _, p := range cluster.Phases {
+		fmt.Printf("  %-45s %s\n", p.Name, p.Took.Round(100*time.Millisecond))
+	}
+	os.Exit(code)
+}
+
+// inLab skips a test outside the lab.
+func inLab(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	if cluster == nil {
+		t.Skip("runs in the e2e lab: make test-e2e")
+	}
+	clients, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clients
+}
+
+// haveImage says whether the lab imported the archive of an image.
+func haveImage(name string) bool {
+	_, err := os.Stat(filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), name+".tar"))
+	return err == nil
+}
+
+// The chart installs as a user installs it, from the images built here,
+// and its pods run: the operator; the CSI controller and node plugin with
+// their sidecars when their images could be built, the node plugin then
+// registered with the kubelet.
+func TestChartInstalls(t *testing.T) {
+	clients := inLab(t)
+	ctx := t.Context()
+	version := os.Getenv("FLINT_E2E_VERSION")
+	// As README.md says: the namespace first, labelled, then the chart.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "privileged",
+	}}}
+	if _, err := clients.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	helm(t, "install", "flint", os.Getenv("FLINT_E2E_CHART"), "--namespace", namespace,
+		"--set", strings.Join([]string{
+			"images.operator.tag=" + version, "images.osd.tag=" + version, "images.csiDriver.tag=" + version,
+			"operator.replicas=1", "csi.controller.replicas=1",
+			"storageClass.create=true", "storageClass.pool=dev",
+		}, ","))
+
+	t.Run("operator", func(t *testing.T) {
+		waitDeploymentAvailable(t, clients, "flint-operator")
+	})
+	sidecars := haveImage("csi-node-driver-registrar") && haveImage("livenessprobe")
+	t.Run("csi-controller", func(t *testing.T) {
+		if !sidecars {
+			t.Skip("no images of node-driver-registrar and livenessprobe: give CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC")
+		}
+		waitDeploymentAvailable(t, clients, "flint-csi-controller")
+	})
+	t.Run("csi-node registers with the kubelet", func(t *testing.T) {
+		if !sidecars {
+			t.Skip("no images of node-driver-registrar and livenessprobe: give CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC")
+		}
+		eventually(t, 3*time.Minute, func() error {
+			node, err := clients.StorageV1().CSINodes().Get(ctx, lab.StorageNode, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, d := range node.Spec.Drivers {
+				if d.Name == "csi.flint.io" {
+					return nil
+				}
+			}
+			return fmt.Errorf("CSINode %s lists no csi.flint.io: %v; pods: %s", lab.StorageNode, node.Spec.Drivers, podStates(t, clients))
+		})
+	})
+}
+
+// helm runs the pinned helm against the lab.
+func helm(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Getenv("FLINT_E2E_HELM"), append(args, "--kubeconfig", cluster.AdminKubeconfig)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func waitDeploymentAvailable(t *testing.T, clients *kubernetes.Clientset, name string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, func() error {
+		d, err := clients.AppsV1().Deployments(namespace).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentAvailable && c.Status == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("deployment %s not Available: %d of %d replicas ready; pods: %s", name, d.Status.ReadyReplicas, d.Status.Replicas, podStates(t, clients))
+	})
+}
+
+// podStates lists the namespace's pods with their containers' states.
+func podStates(t *testing.T, clients *kubernetes.Clientset) string {
+	pods, err := clients.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var states []string
+	for _, p := range pods.Items {
+		s := p.Name + "=" + string(p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			switch {
+			case c.State.Waiting != nil:
+				s += fmt.Sprintf(" %s:%s(%s)", c.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
+				if last := c.LastTerminationState.Terminated; last != nil {
+					s += fmt.Sprintf(" last exit %d: %s", last.ExitCode, last.Message)
+				}
+			case c.State.Terminated != nil:
+				s += fmt.Sprintf(" %s:exited %d(%s)", c.Name, c.State.Terminated.ExitCode, c.State.Terminated.Reason)
+			}
+		}
+		states = append(states, s)
+	}
+	return strings.Join(states, "; ")
+}
+
+// eventually polls check until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", timeout, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// A Pool's OSD runs in a pod of the storage node, launched by the
+// operator from the OSD image; a PVC of a Pod becomes a Volume through
+// the real external-provisioner, and the real csi-attacher exports it to
+// the Pod's node. Mounting it needs the kernel NVMe-oF host, which the
+// lab's workload node (a QEMU guest) is to bring.
+func TestVolumeOnTheStorageNode(t *testing.T) {
+	clients := inLab(t)
+	if !haveImage("flint-osd") || !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
+		t.Skip("needs the OSD image (SPDK_SRC, DPDK_SRC) and the sidecars' (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)")
+	}
+	ctx := t.Context()
+	c := flintClient(t)
+	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
+	if err := c.Create(ctx, pool); err != nil {
+		t.Fatalf("create Pool %s: %v", pool.Name, err)
+	}
+	eventually(t, 5*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return err
+		}
+		if pool.Status.OSDs.Ready < 1 {
+			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
+		}
+		return nil
+	})
+
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To("flint"),
+			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+		},
+	}
+	if _, err := clients.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "consumer", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			// Scheduled, not bound to a node by name: the scheduler picks
+			// the node the WaitForFirstConsumer claim is provisioned for.
+			NodeSelector: map[string]string{corev1.LabelHostname: lab.StorageNode},
+			Containers: []corev1.Container{{
+				Name: "consumer", Image: lab.PauseImage,
+				VolumeDevices: []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+			}}},
+		},
+	}
+	if _, err := clients.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var volumeName string
+	eventually(t, 3*time.Minute, func() error {
+		pvc, err := clients.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("PVC data is %s; pods: %s", pvc.Status.Phase, podStates(t, clients))
+		}
+		volumeName = pvc.Spec.VolumeName
+		return nil
+	})
+	eventually(t, 3*time.Minute, func() error {
+		var volume flintv1.Volume
+		if err := c.Get(ctx, client.ObjectKey{Name: volumeName}, &volume); err != nil {
+			return err
+		}
+		if volume.Status.Phase != flintv1.VolumePhaseReady {
+			return fmt.Errorf("Volume %s is %s", volumeName, volume.Status.Phase)
+		}
+		return nil
+	})
+	eventually(t, 3*time.Minute, func() error {
+		attachments, err := clients.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, a := range attachments.Items {
+			if a.Spec.Source.PersistentVolumeName != nil && *a.Spec.Source.PersistentVolumeName == volumeName && a.Spec.NodeName == lab.StorageNode {
+				if a.Status.Attached {
+					return nil
+				}
+				return fmt.Errorf("VolumeAttachment %s not attached: %+v", a.Name, a.Status.AttachError)
+			}
+		}
+		return fmt.Errorf("no VolumeAttachment of %s to %s", volumeName, lab.StorageNode)
+	})
+	t.Logf("Volume %s Ready and attached to %s; the mount needs the kernel NVMe-oF host: %s", volumeName, lab.StorageNode, podEvents(t, clients, "consumer"))
+}
+
+// flintClient is a client of the lab's API server with Flint's types.
+func flintClient(t *testing.T) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := flintv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// readSample reads a file of config/samples.
+func readSample[T any](t *testing.T, name string) *T {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(os.Getenv("FLINT_E2E_CHART"), "..", "..", "config", "samples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := new(T)
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return obj
+}
+
+// podEvents are the events of a pod in default, oldest first.
+func podEvents(t *testing.T, clients *kubernetes.Clientset, pod string) string {
+	events, err := clients.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, e := range events.Items {
+		lines = append(lines, e.Reason+": "+e.Message)
+	}
+	return strings.Join(lines, "; ")
+}
