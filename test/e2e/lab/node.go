@@ -19,6 +19,7 @@ package lab
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -233,10 +234,10 @@ conntrack: {maxPerCore: 0}
 				if cond.Status == corev1.ConditionTrue {
 					return nil
 				}
-				return fmt.Errorf("Ready %s: %s", cond.Status, cond.Message)
+				return fmt.Errorf("node not Ready (%s): %s", cond.Status, cond.Message)
 			}
 		}
-		return fmt.Errorf("no Ready condition")
+		return errors.New("the node reports no Ready condition yet")
 	})
 }
 
