@@ -42,6 +42,8 @@ cleanup() {
     awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   done
   rm -rf /var/lib/kubelet
+  # The kubelet's links to the pods' logs, which live in the lab's directory.
+  find /var/log/containers -maxdepth 1 -lname "$work/*" -delete 2>/dev/null || true
   if [ "${E2E_KEEP:-}" = 1 ] || [ $rc -ne 0 ]; then log "lab directory kept: $work (logs/)"; else rm -rf "$work"; fi
   log "done (exit $rc)"
 }
@@ -67,6 +69,10 @@ ip -n "$ns" link set lo up
 ip -n "$ns" link add flint-lab type bridge
 ip -n "$ns" addr add 10.77.0.1/24 dev flint-lab
 ip -n "$ns" link set flint-lab up
+# A default route, into the bridge: a connection to a Service address is
+# routed before kube-proxy's DNAT rewrites it, and without one it fails
+# with "network is unreachable". Nothing leaves the namespace.
+ip -n "$ns" route add default dev flint-lab
 ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
 
 # nsenter, not ip netns exec: that also makes a mount namespace with a

@@ -185,7 +185,8 @@ evictionHard: {memory.available: "0%%", nodefs.available: "0%%", imagefs.availab
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
-`, NodeIP, c.caFile(), serveCert, serveKey, l.containerdSocket(), PodCIDR))
+podLogsDir: %s
+`, NodeIP, c.caFile(), serveCert, serveKey, l.containerdSocket(), PodCIDR, filepath.Join(l.Dir, "logs", "pods")))
 	if err != nil {
 		return err
 	}
