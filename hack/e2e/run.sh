@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-PACKAGES=(containerd runc containernetworking-plugins iptables mmdebstrap)
-for bin in containerd ctr runc /usr/lib/cni/bridge iptables mmdebstrap; do
+PACKAGES=(containerd runc containernetworking-plugins iptables mmdebstrap qemu-system-x86 busybox-static kmod cpio e2fsprogs)
+for bin in containerd ctr runc /usr/lib/cni/bridge iptables mmdebstrap qemu-system-x86_64 busybox depmod cpio mke2fs; do
   command -v "$bin" >/dev/null || [ -x "$bin" ] || { echo "e2e: $bin missing: apt-get install --no-install-recommends ${PACKAGES[*]}" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "e2e: the lab runs a kubelet and containerd: run as root" >&2; exit 2; }
@@ -57,6 +57,45 @@ go run ./hack/images -lab -out "$work/images" -version "$version" \
   -registrar-src "${CSI_REGISTRAR_SRC:-}" -livenessprobe-src "${CSI_LIVENESSPROBE_SRC:-}" | sed 's/^/  /'
 log "images built in $((SECONDS - phase))s"
 phase=$SECONDS
+# The workload node: the VM lab's kernel, an initramfs that mounts the
+# root disk and hands over, and a Debian root (cached) with containerd.
+kernel=$(hack/vmlab/kernel.sh)
+kroot=$(sed -n 1p <<<"$kernel"); kver=$(sed -n 2p <<<"$kernel")
+worker_packages="containerd,runc,containernetworking-plugins,iptables,kmod,iproute2,util-linux,e2fsprogs,xfsprogs,mount,procps"
+cache="${FLINT_CACHE:-$HOME/.cache/flint}/e2e"
+worker_base="$cache/worker-$(sha256sum <<<"$worker_packages" | cut -c1-16).tar"
+if [ ! -f "$worker_base" ]; then
+  log "making the workload node's Debian root (mmdebstrap)"
+  mkdir -p "$cache"
+  mmdebstrap --quiet --variant=essential --include="$worker_packages" \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+    bookworm "$worker_base.partial.tar"
+  mv "$worker_base.partial.tar" "$worker_base"
+fi
+initrd="$work/worker-initrd"
+mkdir -p "$initrd"/{bin,proc,sys,dev,newroot}
+cp "$(command -v busybox)" "$initrd/bin/busybox"
+for applet in sh mount umount modprobe mkdir sleep switch_root poweroff; do ln -s busybox "$initrd/bin/$applet"; done
+for m in virtio_pci virtio_blk crc32c_generic ext4; do
+  modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
+done | sort -u | while read -r ko; do
+  rel=${ko#"$kroot"}
+  mkdir -p "$initrd$(dirname "$rel")" && cp "$ko" "$initrd$rel"
+done
+depmod -b "$initrd" "$kver"
+cat > "$initrd/init" <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio_pci virtio_blk crc32c_generic ext4; do modprobe $m; done
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+mount -t ext4 /dev/vda /newroot || { echo "FLINT-WORKER no root disk"; poweroff -f; }
+umount /proc /sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /sbin/flint-worker-init
+INIT
+chmod +x "$initrd/init"
+(cd "$initrd" && find . | cpio -o -H newc --quiet | gzip -1 > "$work/worker-initrd.gz")
+
 mkdir -p "$work/bin"
 go build -modfile=hack/tools/helm/go.mod -o "$work/bin/helm" helm.sh/helm/v4/cmd/helm
 go test -c -o "$work/bin/e2e.test" ./test/e2e
@@ -79,5 +118,7 @@ ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
 # new /sys, where the kubelet finds no cgroup hierarchy.
 log "running the e2e tests in network namespace $ns"
 nsenter --net="/run/netns/$ns" env FLINT_E2E_DIR="$work" FLINT_E2E_ASSETS="$(cat "$work/assets")" \
+  FLINT_E2E_WORKER_KERNEL="$kroot/boot/vmlinuz-$kver" FLINT_E2E_WORKER_INITRD="$work/worker-initrd.gz" \
+  FLINT_E2E_WORKER_MODULES="$kroot/lib/modules/$kver" FLINT_E2E_WORKER_BASE="$worker_base" \
   FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$PWD/charts/flint" \
   "$work/bin/e2e.test" -test.v -test.timeout=40m ${E2E_ARGS:-}

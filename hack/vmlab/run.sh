@@ -18,7 +18,6 @@ cd "$(dirname "$0")/../.."
 repeat="${VMLAB_REPEAT:-1}"
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "vmlab: VMLAB_REPEAT must be a positive count, not '$repeat'" >&2; exit 2; }
 PACKAGES=(qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs iproute2 util-linux)
-cache="${FLINT_CACHE:-$HOME/.cache/flint}/vmlab"
 work="$(mktemp -d /tmp/flint-vmlab.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 start=$SECONDS
@@ -29,20 +28,8 @@ for bin in qemu-system-x86_64 busybox depmod cpio mke2fs mkfs.xfs rdma; do
 done
 
 # The kernel: the one Debian's linux-image-amd64 currently depends on.
-kernel_package() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1/ {print $2; exit}'; }
-kpkg=$(kernel_package)
-if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then apt-get update -qq; kpkg=$(kernel_package); fi
-[ -n "$kpkg" ] || { echo "vmlab: apt-cache knows no linux-image-6.1 package: apt-get update" >&2; exit 2; }
-kver=${kpkg#linux-image-}
-kroot="$cache/$kver"
-if [ ! -f "$kroot/done" ]; then
-  log "downloading and unpacking $kpkg"
-  mkdir -p "$cache" && rm -rf "$kroot"
-  (cd "$cache" && apt-get download -q "$kpkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-  dpkg-deb -x "$cache/${kpkg}"_*.deb "$kroot"
-  depmod -b "$kroot" "$kver"
-  touch "$kroot/done"
-fi
+kernel=$(hack/vmlab/kernel.sh)
+kroot=$(sed -n 1p <<<"$kernel"); kver=$(sed -n 2p <<<"$kernel")
 log "kernel $kver"
 
 log "building the guest test binary"

@@ -34,6 +34,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,7 +61,19 @@ func TestMain(m *testing.M) {
 	}
 	images, _ := filepath.Glob(filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), "*.tar"))
 	cluster = &lab.Lab{Dir: dir, Assets: os.Getenv("FLINT_E2E_ASSETS"), Images: images}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	if kernel := os.Getenv("FLINT_E2E_WORKER_KERNEL"); kernel != "" {
+		cluster.Worker = &lab.Worker{
+			Kernel: kernel, Initramfs: os.Getenv("FLINT_E2E_WORKER_INITRD"),
+			Modules: os.Getenv("FLINT_E2E_WORKER_MODULES"), Base: os.Getenv("FLINT_E2E_WORKER_BASE"),
+		}
+		// What runs on a workload node: the node plugin and the tests' pods.
+		for _, name := range []string{"pause", "flint-csi-driver", "csi-node-driver-registrar", "livenessprobe", "flint-bench"} {
+			if haveImage(name) {
+				cluster.Worker.Images = append(cluster.Worker.Images, filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), name+".tar"))
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	err := cluster.Up(ctx, os.Stdout)
 	cancel()
 	code := 1
@@ -115,6 +128,10 @@ func TestChartInstalls(t *testing.T) {
 		"--set", strings.Join([]string{
 			"images.operator.tag=" + version, "images.osd.tag=" + version, "images.csiDriver.tag=" + version,
 			"operator.replicas=1", "csi.controller.replicas=1",
+			// The workload node is an emulated machine: only what a
+			// workload node needs runs there.
+			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
+			"csi.controller.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
 			"storageClass.create=true", "storageClass.pool=dev",
 		}, ","))
 
@@ -225,19 +242,7 @@ func TestVolumeOnTheStorageNode(t *testing.T) {
 	}
 	ctx := t.Context()
 	c := flintClient(t)
-	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
-	if err := c.Create(ctx, pool); err != nil {
-		t.Fatalf("create Pool %s: %v", pool.Name, err)
-	}
-	eventually(t, 5*time.Minute, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
-			return err
-		}
-		if pool.Status.OSDs.Ready < 1 {
-			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
-		}
-		return nil
-	})
+	devPoolReady(t, clients, c)
 
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
@@ -308,6 +313,114 @@ func TestVolumeOnTheStorageNode(t *testing.T) {
 		return fmt.Errorf("no VolumeAttachment of %s to %s", volumeName, lab.StorageNode)
 	})
 	t.Logf("Volume %s Ready and attached to %s; the mount needs the kernel NVMe-oF host: %s", volumeName, lab.StorageNode, podEvents(t, clients, "consumer"))
+}
+
+// devPoolReady creates the dev Pool (config/samples) on the storage node,
+// unless it exists, and waits for its OSD to be Ready.
+func devPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
+	pool.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lab.StorageNode}
+	if err := c.Create(ctx, pool); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create Pool %s: %v", pool.Name, err)
+	}
+	eventually(t, 5*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return err
+		}
+		if pool.Status.OSDs.Ready < 1 {
+			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
+		}
+		return nil
+	})
+}
+
+// A Pod on the workload node writes a file to its volume, fsyncs it and
+// ends; a second Pod, once the first is deleted, mounts the volume again
+// and reads the same bytes back: the kernel NVMe-oF host of the node
+// connected to the OSD's target over NVMe/TCP each time.
+func TestDataOutlivesThePod(t *testing.T) {
+	clients := inLab(t)
+	if cluster.Worker == nil {
+		t.Skip("no workload node")
+	}
+	if !haveImage("flint-osd") || !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
+		t.Skip("needs the OSD image (SPDK_SRC, DPDK_SRC) and the sidecars' (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)")
+	}
+	ctx := t.Context()
+	devPoolReady(t, clients, flintClient(t))
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To("flint"),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+		},
+	}
+	if _, err := clients.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runToCompletion(t, clients, "writer", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	runToCompletion(t, clients, "reader", "sha256sum -c /data/blob.sha256")
+}
+
+// runToCompletion runs script in a Pod on the workload node with the
+// claim files at /data, waits for it to succeed, and deletes it.
+func runToCompletion(t *testing.T, clients *kubernetes.Clientset, name, script string) {
+	t.Helper()
+	ctx := t.Context()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{corev1.LabelHostname: lab.WorkerNode},
+			Containers: []corev1.Container{{
+				Name: name, Image: "ghcr.io/flint-io/flint-bench:" + os.Getenv("FLINT_E2E_VERSION"),
+				Command:      []string{"sh", "-c", script},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "files"},
+			}}},
+		},
+	}
+	if _, err := clients.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	eventually(t, 10*time.Minute, func() error {
+		p, err := clients.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		switch p.Status.Phase {
+		case corev1.PodSucceeded:
+			return nil
+		case corev1.PodFailed:
+			t.Fatalf("pod %s failed: %s", name, podLog(t, clients, name))
+		}
+		return fmt.Errorf("pod %s is %s; events: %s", name, p.Status.Phase, podEvents(t, clients, name))
+	})
+	t.Logf("pod %s succeeded after %s: %s", name, time.Since(began).Round(time.Second), podLog(t, clients, name))
+	if err := clients.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Minute, func() error {
+		if _, err := clients.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s not gone yet (%v)", name, err)
+		}
+		return nil
+	})
+}
+
+// podLog is the log of a pod in default.
+func podLog(t *testing.T, clients *kubernetes.Clientset, pod string) string {
+	data, err := clients.CoreV1().Pods("default").GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(t.Context())
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // flintClient is a client of the lab's API server with Flint's types.

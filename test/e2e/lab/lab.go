@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -57,8 +56,11 @@ type Lab struct {
 	Dir string
 	// Assets holds the Kubernetes binaries (hack/envtest-assets.sh).
 	Assets string
-	// Images are OCI archives to import into the node's containerd.
+	// Images are OCI archives to import into the storage node's
+	// containerd.
 	Images []string
+	// Worker, when set, is the workload node to boot.
+	Worker *Worker
 	// AdminKubeconfig is a kubeconfig in system:masters.
 	AdminKubeconfig string
 	Config          *rest.Config
@@ -75,18 +77,24 @@ type Phase struct {
 	Took time.Duration
 }
 
-// Up brings the cluster up: when it returns nil the storage node is
-// Ready with the images imported. Close ends it either way.
+// step is a phase of Up.
+type step struct {
+	name string
+	run  func(context.Context) error
+}
+
+// Up brings the cluster up: when it returns nil the storage node, and
+// the workload node if there is one, are Ready with the images imported. Close ends it either way.
 func (l *Lab) Up(ctx context.Context, progress io.Writer) error {
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
+	steps := []step{
 		{"certificates", l.writeCredentials},
 		{"etcd and kube-apiserver", l.startAPIServer},
 		{"kube-controller-manager and kube-scheduler", l.startControllers},
 		{"containerd and image import", l.startContainerd},
 		{"kubelet and kube-proxy", l.startNode},
+	}
+	if l.Worker != nil {
+		steps = append(steps, step{"workload node (QEMU guest)", l.startWorker})
 	}
 	for _, s := range steps {
 		began := time.Now()
@@ -142,12 +150,3 @@ func (l *Lab) writeCredentials(context.Context) error {
 func apiURL() string { return "https://" + net.JoinHostPort(NodeIP, apiPort) }
 
 func (l *Lab) bin(name string) string { return filepath.Join(l.Assets, name) }
-
-// writeFile writes a configuration file into the lab's directory.
-func (l *Lab) writeFile(name, content string) (string, error) {
-	path := filepath.Join(l.Dir, name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, []byte(content), 0o600)
-}

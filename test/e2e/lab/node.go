@@ -19,7 +19,6 @@ package lab
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -42,12 +41,22 @@ const kubeletRoot = "/var/lib/kubelet"
 // PauseImage is the pod sandbox image, which hack/images -lab builds.
 const PauseImage = "flint-lab.local/pause:1"
 
-func (l *Lab) containerdSocket() string { return filepath.Join(l.Dir, "run", "containerd.sock") }
+// node is what a node's containerd, kubelet and kube-proxy are
+// configured with; paths are where the node sees them.
+type node struct {
+	name, ip, podCIDR, zone string
+	// cgroupV1: the host's cgroups are v1 (the guest's are v2).
+	cgroupV1 bool
+	// etc holds the node's configuration and credentials; state its
+	// containerd's root, state and socket; podLogs the pods' logs.
+	etc, state, podLogs string
+}
 
-// startContainerd runs Debian's containerd with the CRI plugin on runc
-// and cgroupfs, pods on a CNI bridge, and imports the images.
-func (l *Lab) startContainerd(ctx context.Context) error {
-	cni, err := l.writeFile("cni/10-flint-lab.conflist", fmt.Sprintf(`{
+func (n node) containerdSocket() string { return filepath.Join(n.state, "run", "containerd.sock") }
+
+// cniConfig puts the node's pods on a bridge, cni0, in its pod subnet.
+func (n node) cniConfig() string {
+	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "flint-lab",
   "plugins": [
@@ -56,14 +65,15 @@ func (l *Lab) startContainerd(ctx context.Context) error {
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, PodCIDR))
-	if err != nil {
-		return err
-	}
-	// restrict_oom_score_adj: the lab's processes may not lower their
-	// OOM score below their parent's, as a container runtime in a
-	// container may not.
-	config, err := l.writeFile("containerd.toml", fmt.Sprintf(`version = 2
+`, n.podCIDR)
+}
+
+// containerdConfig runs the CRI plugin on runc and cgroupfs, with the
+// lab's pause image. restrict_oom_score_adj: the lab's processes may not
+// lower their OOM score below their parent's, as a container runtime in a
+// container may not.
+func (n node) containerdConfig() string {
+	return fmt.Sprintf(`version = 2
 root = %q
 state = %q
 [grpc]
@@ -79,11 +89,122 @@ state = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
-`, filepath.Join(l.Dir, "containerd"), filepath.Join(l.Dir, "run", "containerd-state"), l.containerdSocket(), PauseImage, filepath.Dir(cni)))
+`, filepath.Join(n.state, "containerd"), filepath.Join(n.state, "run", "containerd-state"), n.containerdSocket(), PauseImage, filepath.Join(n.etc, "cni"))
+}
+
+// kubeletConfig serves with the node's certificate from etc. Eviction
+// and image GC are off: the lab's disk is the machine's, and a pod
+// evicted for its use would fail a test for nothing Flint did.
+func (n node) kubeletConfig() string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %s
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %q}
+authorization: {mode: Webhook}
+tlsCertFile: %q
+tlsPrivateKeyFile: %q
+containerRuntimeEndpoint: unix://%s
+cgroupDriver: cgroupfs
+failCgroupV1: %t
+failSwapOn: false
+clusterDomain: cluster.local
+resolvConf: ""
+podCIDR: %s
+maxPods: 40
+evictionHard: {memory.available: "0%%", nodefs.available: "0%%", imagefs.available: "0%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+podLogsDir: %s
+`, n.ip, filepath.Join(n.etc, "ca.crt"), filepath.Join(n.etc, "kubelet-serving.crt"), filepath.Join(n.etc, "kubelet-serving.key"),
+		n.containerdSocket(), !n.cgroupV1, n.podCIDR, n.podLogs)
+}
+
+func (n node) kubeletArgs() []string {
+	return []string{"--config=" + filepath.Join(n.etc, "kubelet.yaml"), "--kubeconfig=" + filepath.Join(n.etc, "kubelet.kubeconfig"),
+		"--root-dir=" + kubeletRoot, "--hostname-override=" + n.name, "--node-ip=" + n.ip,
+		"--node-labels=topology.kubernetes.io/zone=" + n.zone}
+}
+
+// kubeProxyConfig: iptables mode; conntrack maxPerCore 0 leaves the
+// machine's conntrack table alone.
+func (n node) kubeProxyConfig() string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: %q}
+hostnameOverride: %s
+clusterCIDR: 10.244.0.0/16
+bindAddress: %s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0}
+`, filepath.Join(n.etc, "kube-proxy.kubeconfig"), n.name, n.ip)
+}
+
+// writeNodeFiles writes n's configuration and credentials into dir (the
+// directory the node sees as n.etc).
+func (l *Lab) writeNodeFiles(n node, dir string) error {
+	c := l.creds
+	if err := os.MkdirAll(filepath.Join(dir, "cni"), 0o755); err != nil {
+		return err
+	}
+	kubelet, err := c.kubeconfig("kubelet-"+n.name, "system:node:"+n.name, []string{"system:nodes"}, apiURL())
 	if err != nil {
 		return err
 	}
-	containerd, err := l.start("containerd", "containerd", "--config="+config)
+	serveCert, serveKey, err := c.serving("kubelet-serving-"+n.name, []string{n.name}, net.ParseIP(n.ip))
+	if err != nil {
+		return err
+	}
+	proxy, err := c.kubeconfig("kube-proxy", "system:kube-proxy", nil, apiURL())
+	if err != nil {
+		return err
+	}
+	for dst, src := range map[string]string{
+		"ca.crt": c.caFile(), "kubelet.kubeconfig": kubelet, "kubelet-serving.crt": serveCert,
+		"kubelet-serving.key": serveKey, "kube-proxy.kubeconfig": proxy,
+	} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o600); err != nil {
+			return err
+		}
+	}
+	for name, content := range map[string]string{
+		"cni/10-flint-lab.conflist": n.cniConfig(), "containerd.toml": n.containerdConfig(),
+		"kubelet.yaml": n.kubeletConfig(), "kube-proxy.yaml": n.kubeProxyConfig(),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storageNode is the host's node, in the lab's directory.
+func (l *Lab) storageNode() node {
+	return node{name: StorageNode, ip: NodeIP, podCIDR: PodCIDR, zone: "lab-a", cgroupV1: true,
+		etc: filepath.Join(l.Dir, "etc"), state: l.Dir, podLogs: filepath.Join(l.Dir, "logs", "pods")}
+}
+
+func (l *Lab) containerdSocket() string { return l.storageNode().containerdSocket() }
+
+// startContainerd runs the storage node's containerd and imports the
+// images.
+func (l *Lab) startContainerd(ctx context.Context) error {
+	n := l.storageNode()
+	if err := l.writeNodeFiles(n, n.etc); err != nil {
+		return err
+	}
+	containerd, err := l.start("containerd", "containerd", "--config="+filepath.Join(n.etc, "containerd.toml"))
 	if err != nil {
 		return err
 	}
@@ -148,98 +269,36 @@ func (l *Lab) deletePods(timeout time.Duration) {
 // startNode runs the storage node's kubelet and kube-proxy and waits for
 // the node to be Ready.
 func (l *Lab) startNode(ctx context.Context) error {
-	c := l.creds
-	kubeconfig, err := c.kubeconfig("kubelet", "system:node:"+StorageNode, []string{"system:nodes"}, apiURL())
+	n := l.storageNode()
+	kubelet, err := l.start("kubelet", l.bin("kubelet"), n.kubeletArgs()...)
 	if err != nil {
 		return err
 	}
-	serveCert, serveKey, err := c.serving("kubelet-serving", []string{StorageNode}, net.ParseIP(NodeIP))
-	if err != nil {
+	if _, err := l.start("kube-proxy", l.bin("kube-proxy"), "--config="+filepath.Join(n.etc, "kube-proxy.yaml")); err != nil {
 		return err
 	}
-	// The host's cgroups are v1 (failCgroupV1: false) and driven by
-	// cgroupfs. Eviction and image GC are off: the lab's disk is the
-	// machine's, and a pod evicted for its use would fail a test for
-	// nothing Flint did.
-	config, err := l.writeFile("kubelet.yaml", fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: %s
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: %q}
-authorization: {mode: Webhook}
-tlsCertFile: %q
-tlsPrivateKeyFile: %q
-containerRuntimeEndpoint: unix://%s
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-clusterDomain: cluster.local
-resolvConf: ""
-podCIDR: %s
-maxPods: 40
-evictionHard: {memory.available: "0%%", nodefs.available: "0%%", imagefs.available: "0%%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-serializeImagePulls: false
-podLogsDir: %s
-`, NodeIP, c.caFile(), serveCert, serveKey, l.containerdSocket(), PodCIDR, filepath.Join(l.Dir, "logs", "pods")))
-	if err != nil {
-		return err
-	}
-	kubelet, err := l.start("kubelet", l.bin("kubelet"),
-		"--config="+config, "--kubeconfig="+kubeconfig, "--root-dir="+kubeletRoot,
-		"--hostname-override="+StorageNode, "--node-ip="+NodeIP,
-		"--node-labels=topology.kubernetes.io/zone=lab-a")
-	if err != nil {
-		return err
-	}
+	return kubelet.waitFor(ctx, 120*time.Second, "node Ready", func() error { return l.nodeReady(ctx, n.name) })
+}
 
-	proxyConfig, err := c.kubeconfig("kube-proxy", "system:kube-proxy", nil, apiURL())
-	if err != nil {
-		return err
-	}
-	// conntrack maxPerCore 0 leaves the host's conntrack table alone.
-	config, err = l.writeFile("kube-proxy.yaml", fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clientConnection: {kubeconfig: %q}
-hostnameOverride: %s
-clusterCIDR: 10.244.0.0/16
-bindAddress: %s
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-conntrack: {maxPerCore: 0}
-`, proxyConfig, StorageNode, NodeIP))
-	if err != nil {
-		return err
-	}
-	if _, err := l.start("kube-proxy", l.bin("kube-proxy"), "--config="+config); err != nil {
-		return err
-	}
-
+// nodeReady is nil when the node reports Ready.
+func (l *Lab) nodeReady(ctx context.Context, name string) error {
 	clients, err := kubernetes.NewForConfig(l.Config)
 	if err != nil {
 		return err
 	}
-	return kubelet.waitFor(ctx, 120*time.Second, "node Ready", func() error {
-		node, err := clients.CoreV1().Nodes().Get(ctx, StorageNode, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				if cond.Status == corev1.ConditionTrue {
-					return nil
-				}
-				return fmt.Errorf("node not Ready (%s): %s", cond.Status, cond.Message)
+	node, err := clients.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			if cond.Status == corev1.ConditionTrue {
+				return nil
 			}
+			return fmt.Errorf("node %s not Ready (%s): %s", name, cond.Status, cond.Message)
 		}
-		return errors.New("the node reports no Ready condition yet")
-	})
+	}
+	return fmt.Errorf("node %s reports no Ready condition yet", name)
 }
 
 // unmountUnder unmounts dir and every mount below it, deepest first: the

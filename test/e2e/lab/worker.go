@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The workload node's names and addresses.
+const (
+	WorkerNode    = "flint-worker-0"
+	WorkerIP      = "10.77.0.2"
+	WorkerPodCIDR = "10.244.1.0/24"
+	workerTap     = "flint-w0"
+)
+
+// Worker is the workload node: a QEMU guest (TCG) booting Debian's 6.1
+// kernel, which has the NVMe-oF host this machine's kernel lacks, on a
+// Debian root with containerd and the kubelet. hack/e2e/run.sh provides
+// the parts.
+type Worker struct {
+	// Kernel and Initramfs boot the guest; the initramfs mounts the root
+	// disk and hands over to the node's init.
+	Kernel, Initramfs string
+	// Modules is the kernel's lib/modules/<version> directory.
+	Modules string
+	// Base is a tar of the Debian root (containerd, runc, CNI plugins,
+	// iptables, filesystem tools).
+	Base string
+	// Images are the OCI archives the node's containerd imports.
+	Images []string
+}
+
+func (l *Lab) workerNode() node {
+	return node{name: WorkerNode, ip: WorkerIP, podCIDR: WorkerPodCIDR, zone: "lab-b",
+		etc: "/etc/flint", state: "/var/lib/flint", podLogs: "/var/log/flint/pods"}
+}
+
+// workerInit is the guest's PID 1 after the initramfs: it mounts what a
+// node needs (cgroup v2, a shared root for mount propagation, the host's
+// log directory over 9p), brings up the network, imports the images and
+// runs containerd, kube-proxy and the kubelet.
+const workerInit = `#!/bin/sh
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mountpoint -q /dev || mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs shm /dev/shm
+mount -t tmpfs run /run
+mount -t tmpfs tmp /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount --make-rshared /
+hostname {{name}}
+for m in virtio_net 9p 9pnet_virtio overlay br_netfilter nvme-tcp; do modprobe -q $m || echo "FLINT-WORKER modprobe $m failed"; done
+mkdir -p /var/log/flint && mount -t 9p -o trans=virtio,version=9p2000.L flintlogs /var/log/flint
+for c in cpuset cpu io memory pids hugetlb; do echo +$c > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done
+ip link set lo up
+ip link set eth0 up
+ip addr add {{ip}}/24 dev eth0
+ip route add default via {{gateway}}
+sysctl -qw net.ipv4.ip_forward=1
+containerd --config {{etc}}/containerd.toml >/var/log/flint/containerd.log 2>&1 &
+until ctr --address {{socket}} version >/dev/null 2>&1; do sleep 1; done
+for i in /var/lib/flint/images/*.tar; do
+  ctr --address {{socket}} --namespace k8s.io images import --no-unpack "$i" >>/var/log/flint/import.log 2>&1 || echo "FLINT-WORKER import $i failed"
+done
+echo "FLINT-WORKER images imported"
+kube-proxy --config {{etc}}/kube-proxy.yaml >/var/log/flint/kube-proxy.log 2>&1 &
+kubelet {{kubeletArgs}} >/var/log/flint/kubelet.log 2>&1 &
+echo "FLINT-WORKER kubelet started"
+wait
+`
+
+// startWorker builds the guest's root disk, boots it on the lab's bridge
+// and waits for its kubelet to report the node Ready.
+func (l *Lab) startWorker(ctx context.Context) error {
+	w := l.Worker
+	n := l.workerNode()
+	dir := filepath.Join(l.Dir, "worker")
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	// /lib is Debian's link to usr/lib: the modules go below it once the
+	// root is unpacked.
+	for _, c := range [][]string{
+		{"tar", "-xf", w.Base, "-C", root},
+		{"mkdir", "-p", filepath.Join(root, "usr", "lib", "modules")},
+		{"cp", "-a", w.Modules, filepath.Join(root, "usr", "lib", "modules") + "/"},
+		{"install", "-D", "-m", "0755", l.bin("kubelet"), filepath.Join(root, "usr", "local", "bin", "kubelet")},
+		{"install", "-D", "-m", "0755", l.bin("kube-proxy"), filepath.Join(root, "usr", "local", "bin", "kube-proxy")},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	if err := l.writeNodeFiles(n, filepath.Join(root, strings.TrimPrefix(n.etc, "/"))); err != nil {
+		return err
+	}
+	images := filepath.Join(root, "var", "lib", "flint", "images")
+	if err := os.MkdirAll(images, 0o755); err != nil {
+		return err
+	}
+	for _, image := range w.Images {
+		if out, err := exec.Command("cp", image, images+"/").CombinedOutput(); err != nil {
+			return fmt.Errorf("copy %s: %v: %s", image, err, out)
+		}
+	}
+	init := strings.NewReplacer("{{name}}", n.name, "{{ip}}", n.ip, "{{gateway}}", NodeIP, "{{etc}}", n.etc,
+		"{{socket}}", n.containerdSocket(), "{{kubeletArgs}}", strings.Join(n.kubeletArgs(), " ")).Replace(workerInit)
+	if err := os.WriteFile(filepath.Join(root, "sbin", "flint-worker-init"), []byte(init), 0o755); err != nil {
+		return err
+	}
+	// The kubelet reads the machine's identity from it.
+	if err := os.WriteFile(filepath.Join(root, "etc", "machine-id"), []byte(fmt.Sprintf("%032x\n", time.Now().UnixNano())), 0o444); err != nil {
+		return err
+	}
+	disk := filepath.Join(dir, "root.img")
+	if out, err := exec.Command("mke2fs", "-q", "-t", "ext4", "-F", "-d", root, disk, "8G").CombinedOutput(); err != nil {
+		return fmt.Errorf("make the guest's root disk: %v: %s", err, out)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		return err
+	}
+	logs := filepath.Join(l.Dir, "logs", "worker")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+
+	qemu, err := l.start("worker-console", "qemu-system-x86_64",
+		"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "4096", "-nographic", "-no-reboot",
+		"-kernel", w.Kernel, "-initrd", w.Initramfs, "-append", "console=ttyS0 loglevel=4 panic=-1",
+		"-drive", "file="+disk+",if=virtio,format=raw,cache=unsafe",
+		"-netdev", "tap,id=n0,ifname="+workerTap+",script=no,downscript=no",
+		"-device", "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:02",
+		"-virtfs", "local,path="+logs+",mount_tag=flintlogs,security_model=none,id=logs")
+	if err != nil {
+		return err
+	}
+	attach := func() error {
+		for _, c := range [][]string{
+			{"ip", "link", "set", workerTap, "master", "flint-lab", "up"},
+			{"ip", "route", "replace", WorkerPodCIDR, "via", WorkerIP},
+		} {
+			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %v: %s", strings.Join(c, " "), err, out)
+			}
+		}
+		return nil
+	}
+	if err := qemu.waitFor(ctx, 30*time.Second, "tap device on the lab's bridge", attach); err != nil {
+		return err
+	}
+	// TCG: the guest boots in seconds, its kubelet takes minutes.
+	return qemu.waitFor(ctx, 10*time.Minute, "node Ready", func() error { return l.nodeReady(ctx, n.name) })
+}
