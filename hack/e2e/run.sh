@@ -16,6 +16,9 @@ for bin in containerd ctr runc /usr/lib/cni/bridge iptables mmdebstrap qemu-syst
   command -v "$bin" >/dev/null || [ -x "$bin" ] || { echo "e2e: $bin missing: apt-get install --no-install-recommends ${PACKAGES[*]}" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "e2e: the lab runs a kubelet and containerd: run as root" >&2; exit 2; }
+# One lab at a time: they share /var/lib/kubelet.
+exec 9>/run/flint-e2e.lock
+flock -n 9 || { echo "e2e: another e2e lab runs here (it holds /run/flint-e2e.lock)" >&2; exit 2; }
 [ ! -e /var/lib/kubelet ] || [ -f /var/lib/kubelet/.flint-e2e ] || { echo "e2e: /var/lib/kubelet exists and is not the lab's: another kubelet runs here" >&2; exit 2; }
 
 start=$SECONDS

@@ -88,6 +88,8 @@ echo "FLINT-WORKER images imported"
 kube-proxy --config {{etc}}/kube-proxy.yaml >/var/log/flint/kube-proxy.log 2>&1 &
 kubelet {{kubeletArgs}} >/var/log/flint/kubelet.log 2>&1 &
 echo "FLINT-WORKER kubelet started"
+# A root shell on the second serial port, the host's worker/shell.sock.
+setsid sh -c 'while true; do sh -i </dev/ttyS1 >/dev/ttyS1 2>&1; done' &
 wait
 `
 
@@ -148,7 +150,10 @@ func (l *Lab) startWorker(ctx context.Context) error {
 	}
 
 	qemu, err := l.start("worker-console", "qemu-system-x86_64",
-		"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "4096", "-nographic", "-no-reboot",
+		"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "4096", "-no-reboot",
+		// ttyS0 (the console) on stdout, ttyS1 (a root shell) on a socket.
+		"-display", "none", "-monitor", "none", "-serial", "stdio",
+		"-serial", "unix:"+filepath.Join(dir, "shell.sock")+",server=on,wait=off",
 		"-kernel", w.Kernel, "-initrd", w.Initramfs, "-append", "console=ttyS0 loglevel=4 panic=-1",
 		"-drive", "file="+disk+",if=virtio,format=raw,cache=unsafe",
 		"-netdev", "tap,id=n0,ifname="+workerTap+",script=no,downscript=no",
