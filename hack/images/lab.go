@@ -61,7 +61,7 @@ func labImages(srcs sidecarSources, cache string) ([]image, []string, error) {
 	}
 	var skipped []string
 	for _, ref := range refs {
-		name, tag, _ := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+		name, tag := refNameTag(ref)
 		repo, known := sidecarRepos[name]
 		if !known {
 			return nil, nil, fmt.Errorf("charts/flint/values.yaml names the sidecar %s, which the lab does not know how to build: add it to sidecarRepos", ref)
@@ -85,6 +85,12 @@ func labImages(srcs sidecarSources, cache string) ([]image, []string, error) {
 		all = append(all, im)
 	}
 	return all, skipped, nil
+}
+
+// refNameTag is the last path element of an image reference and its tag.
+func refNameTag(ref string) (name, tag string) {
+	name, tag, _ = strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+	return name, tag
 }
 
 // chartSidecars are the sidecar images of charts/flint/values.yaml.

@@ -90,9 +90,6 @@ func main() {
 	flag.StringVar(&sidecars.registrar, "registrar-src", "", "node-driver-registrar's git repository (a path or a URL), for -lab")
 	flag.StringVar(&sidecars.livenessProbe, "livenessprobe-src", "", "livenessprobe's git repository (a path or a URL), for -lab")
 	flag.Parse()
-	if !*lab {
-		sidecars = sidecarSources{}
-	}
 	if err := run(*out, *version, *repo, *push, *cache, srcs, *lab, sidecars); err != nil {
 		fmt.Fprintf(os.Stderr, "images: %v\n", err)
 		os.Exit(1)
@@ -208,7 +205,7 @@ func build(im image, version, cache string, created time.Time) (v1.Image, error)
 	}
 	if im.ref != "" {
 		// Built by the lab from another project's sources, at the ref's tag.
-		_, tag, _ := strings.Cut(im.ref[strings.LastIndex(im.ref, "/")+1:], ":")
+		_, tag := refNameTag(im.ref)
 		cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": im.name, "org.opencontainers.image.version": tag}
 	}
 	return mutate.ConfigFile(img, cfg)

@@ -109,6 +109,21 @@ func haveImage(name string) bool {
 	return err == nil
 }
 
+// needSidecars skips a test without the images of the sidecars the Go
+// module proxy has no module of.
+func needSidecars(t *testing.T) {
+	if !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
+		t.Skip("no images of node-driver-registrar and livenessprobe: give CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC")
+	}
+}
+
+// needStorage skips a test without the OSD image or the sidecars'.
+func needStorage(t *testing.T) {
+	if !haveImage("flint-osd") || !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
+		t.Skip("needs the OSD image (SPDK_SRC, DPDK_SRC) and the sidecars' (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)")
+	}
+}
+
 // The chart installs as a user installs it, from the images built here,
 // and its pods run: the operator; the CSI controller and node plugin with
 // their sidecars when their images could be built, the node plugin then
@@ -138,17 +153,12 @@ func TestChartInstalls(t *testing.T) {
 	t.Run("operator", func(t *testing.T) {
 		waitDeploymentAvailable(t, clients, "flint-operator")
 	})
-	sidecars := haveImage("csi-node-driver-registrar") && haveImage("livenessprobe")
 	t.Run("csi-controller", func(t *testing.T) {
-		if !sidecars {
-			t.Skip("no images of node-driver-registrar and livenessprobe: give CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC")
-		}
+		needSidecars(t)
 		waitDeploymentAvailable(t, clients, "flint-csi-controller")
 	})
 	t.Run("csi-node registers with the kubelet", func(t *testing.T) {
-		if !sidecars {
-			t.Skip("no images of node-driver-registrar and livenessprobe: give CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC")
-		}
+		needSidecars(t)
 		eventually(t, 3*time.Minute, func() error {
 			node, err := clients.StorageV1().CSINodes().Get(ctx, lab.StorageNode, metav1.GetOptions{})
 			if err != nil {
@@ -237,25 +247,12 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 // lab's workload node (a QEMU guest) is to bring.
 func TestVolumeOnTheStorageNode(t *testing.T) {
 	clients := inLab(t)
-	if !haveImage("flint-osd") || !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
-		t.Skip("needs the OSD image (SPDK_SRC, DPDK_SRC) and the sidecars' (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)")
-	}
+	needStorage(t)
 	ctx := t.Context()
 	c := flintClient(t)
 	devPoolReady(t, clients, c)
 
-	claim := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To("flint"),
-			VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
-		},
-	}
-	if _, err := clients.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClaim(t, clients, "data", corev1.PersistentVolumeBlock)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "consumer", Namespace: "default"},
 		Spec: corev1.PodSpec{
@@ -345,24 +342,29 @@ func TestDataOutlivesThePod(t *testing.T) {
 	if cluster.Worker == nil {
 		t.Skip("no workload node")
 	}
-	if !haveImage("flint-osd") || !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
-		t.Skip("needs the OSD image (SPDK_SRC, DPDK_SRC) and the sidecars' (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)")
-	}
-	ctx := t.Context()
+	needStorage(t)
 	devPoolReady(t, clients, flintClient(t))
+	createClaim(t, clients, "files", corev1.PersistentVolumeFilesystem)
+	runToCompletion(t, clients, "writer", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	runToCompletion(t, clients, "reader", "sha256sum -c /data/blob.sha256")
+}
+
+// createClaim creates a 256Mi RWO PVC of the chart's StorageClass in
+// default.
+func createClaim(t *testing.T, clients *kubernetes.Clientset, name string, mode corev1.PersistentVolumeMode) {
+	t.Helper()
 	claim := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "files", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: ptr.To("flint"),
+			VolumeMode:       ptr.To(mode),
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
 		},
 	}
-	if _, err := clients.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if _, err := clients.CoreV1().PersistentVolumeClaims("default").Create(t.Context(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create PVC %s: %v", name, err)
 	}
-	runToCompletion(t, clients, "writer", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
-	runToCompletion(t, clients, "reader", "sha256sum -c /data/blob.sha256")
 }
 
 // runToCompletion runs script in a Pod on the workload node with the

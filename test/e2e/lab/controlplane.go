@@ -82,42 +82,38 @@ func (l *Lab) startAPIServer(ctx context.Context) error {
 
 func (l *Lab) startControllers(ctx context.Context) error {
 	c := l.creds
-	kcmConfig, err := c.kubeconfig("kube-controller-manager", "system:kube-controller-manager", nil, apiURL())
-	if err != nil {
-		return err
-	}
-	kcmCert, kcmKey, err := c.serving("kube-controller-manager-serving", nil, net.ParseIP("127.0.0.1"))
-	if err != nil {
-		return err
-	}
-	kcm, err := l.start("kube-controller-manager", l.bin("kube-controller-manager"),
-		"--kubeconfig="+kcmConfig, "--authentication-kubeconfig="+kcmConfig, "--authorization-kubeconfig="+kcmConfig,
-		"--bind-address=127.0.0.1", "--tls-cert-file="+kcmCert, "--tls-private-key-file="+kcmKey, "--leader-elect=false",
+	if err := l.startController(ctx, "kube-controller-manager", "system:kube-controller-manager", 10257,
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file="+filepath.Join(c.dir, "service-accounts.key"),
-		"--root-ca-file="+c.caFile(), "--service-cluster-ip-range="+ServiceCIDR)
+		"--root-ca-file="+c.caFile(), "--service-cluster-ip-range="+ServiceCIDR); err != nil {
+		return err
+	}
+	return l.startController(ctx, "kube-scheduler", "system:kube-scheduler", 10259)
+}
+
+// startController runs a control-plane component as user, serving its
+// health on 127.0.0.1:port with a certificate of the lab's CA, and waits
+// until it is healthy.
+func (l *Lab) startController(ctx context.Context, name, user string, port int, extra ...string) error {
+	c := l.creds
+	kubeconfig, err := c.kubeconfig(name, user, nil, apiURL())
 	if err != nil {
 		return err
 	}
-	schedConfig, err := c.kubeconfig("kube-scheduler", "system:kube-scheduler", nil, apiURL())
+	cert, key, err := c.serving(name+"-serving", nil, net.ParseIP("127.0.0.1"))
 	if err != nil {
 		return err
 	}
-	schedCert, schedKey, err := c.serving("kube-scheduler-serving", nil, net.ParseIP("127.0.0.1"))
+	p, err := l.start(name, l.bin(name), append([]string{
+		"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1", "--tls-cert-file=" + cert, "--tls-private-key-file=" + key, "--leader-elect=false",
+	}, extra...)...)
 	if err != nil {
 		return err
 	}
-	sched, err := l.start("kube-scheduler", l.bin("kube-scheduler"),
-		"--kubeconfig="+schedConfig, "--authentication-kubeconfig="+schedConfig, "--authorization-kubeconfig="+schedConfig,
-		"--bind-address=127.0.0.1", "--tls-cert-file="+schedCert, "--tls-private-key-file="+schedKey, "--leader-elect=false")
-	if err != nil {
-		return err
-	}
+	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
 	local := c.httpClient()
-	if err := kcm.waitFor(ctx, 60*time.Second, "healthy", func() error { return httpOK(local, "https://127.0.0.1:10257/healthz") }); err != nil {
-		return err
-	}
-	return sched.waitFor(ctx, 60*time.Second, "healthy", func() error { return httpOK(local, "https://127.0.0.1:10259/healthz") })
+	return p.waitFor(ctx, 60*time.Second, "healthy", func() error { return httpOK(local, healthz) })
 }
 
 // httpOK is nil when GET url answers 200.

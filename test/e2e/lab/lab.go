@@ -84,7 +84,8 @@ type step struct {
 }
 
 // Up brings the cluster up: when it returns nil the storage node, and
-// the workload node if there is one, are Ready with the images imported. Close ends it either way.
+// the workload node if there is one, are Ready with the images imported.
+// Close ends it either way.
 func (l *Lab) Up(ctx context.Context, progress io.Writer) error {
 	steps := []step{
 		{"certificates", l.writeCredentials},
@@ -101,8 +102,9 @@ func (l *Lab) Up(ctx context.Context, progress io.Writer) error {
 		if err := s.run(ctx); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
-		l.Phases = append(l.Phases, Phase{s.name, time.Since(began)})
-		_, _ = fmt.Fprintf(progress, "lab: %s up in %s\n", s.name, time.Since(began).Round(100*time.Millisecond))
+		took := time.Since(began)
+		l.Phases = append(l.Phases, Phase{s.name, took})
+		_, _ = fmt.Fprintf(progress, "lab: %s up in %s\n", s.name, took.Round(100*time.Millisecond))
 	}
 	return nil
 }
@@ -123,15 +125,6 @@ func (l *Lab) Close() {
 		p.stop(15 * time.Second)
 	}
 	unmountUnder(kubeletRoot)
-}
-
-// Logs are the log files of the lab's processes.
-func (l *Lab) Logs() []string {
-	var logs []string
-	for _, p := range l.processes {
-		logs = append(logs, p.log)
-	}
-	return logs
 }
 
 func (l *Lab) writeCredentials(context.Context) error {
