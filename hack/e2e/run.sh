@@ -79,13 +79,7 @@ initrd="$work/worker-initrd"
 mkdir -p "$initrd"/{bin,proc,sys,dev,newroot}
 cp "$(command -v busybox)" "$initrd/bin/busybox"
 for applet in sh mount umount modprobe mkdir sleep switch_root poweroff; do ln -s busybox "$initrd/bin/$applet"; done
-for m in virtio_pci virtio_blk crc32c_generic ext4; do
-  modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
-done | sort -u | while read -r ko; do
-  rel=${ko#"$kroot"}
-  mkdir -p "$initrd$(dirname "$rel")" && cp "$ko" "$initrd$rel"
-done
-depmod -b "$initrd" "$kver"
+hack/vmlab/modules.sh "$kroot" "$kver" "$initrd" virtio_pci virtio_blk crc32c_generic ext4
 cat > "$initrd/init" <<'INIT'
 #!/bin/sh
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev

@@ -60,17 +60,8 @@ done
 mkdir -p "$root/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
 
 # Modules: the closure of what the lab loads.
-mods=(nvme-core nvme-fabrics nvme-tcp nvme-rdma nvmet nvmet-tcp nvmet-rdma rdma_rxe rdma_cm rdma_ucm ib_uverbs
-  configfs virtio_pci virtio_net ext4 xfs loop crc32c_generic crc32c-intel crc32_generic crc32-pclmul)
-for m in "${mods[@]}"; do
-  modprobe -d "$kroot" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
-done | sort -u | while read -r ko; do
-  rel=${ko#"$kroot"}
-  mkdir -p "$root$(dirname "$rel")"
-  cp "$ko" "$root$rel"
-done
-cp "$kroot/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$kver/" 2>/dev/null || true
-depmod -b "$root" "$kver"
+hack/vmlab/modules.sh "$kroot" "$kver" "$root" nvme-core nvme-fabrics nvme-tcp nvme-rdma nvmet nvmet-tcp nvmet-rdma \
+  rdma_rxe rdma_cm rdma_ucm ib_uverbs configfs virtio_pci virtio_net ext4 xfs loop crc32c_generic crc32c-intel crc32_generic crc32-pclmul
 
 cp "$work/guest.test" "$root/guest.test"
 cat > "$root/init" <<INIT
