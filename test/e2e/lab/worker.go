@@ -71,7 +71,7 @@ mount -t tmpfs tmp /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount --make-rshared /
 hostname {{name}}
-for m in virtio_net 9p 9pnet_virtio overlay br_netfilter nvme-tcp; do modprobe -q $m || echo "FLINT-WORKER modprobe $m failed"; done
+for m in virtio_net 9p 9pnet_virtio overlay br_netfilter nvme-tcp loop; do modprobe -q $m || echo "FLINT-WORKER modprobe $m failed"; done
 mkdir -p /var/log/flint && mount -t 9p -o trans=virtio,version=9p2000.L flintlogs /var/log/flint
 for c in cpuset cpu io memory pids hugetlb; do echo +$c > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done
 ip link set lo up
