@@ -45,6 +45,8 @@ cleanup() {
     awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   done
   rm -rf /var/lib/kubelet
+  # host-local's address leases of the lab's pod and storage networks.
+  rm -rf /var/lib/cni/networks/flint-lab /var/lib/cni/networks/flint-lab-storage
   # The kubelet's links to the pods' logs, which live in the lab's directory.
   find /var/log/containers -maxdepth 1 -lname "$work/*" -delete 2>/dev/null || true
   if [ "${E2E_KEEP:-}" = 1 ] || [ $rc -ne 0 ]; then log "lab directory kept: $work (logs/)"; else rm -rf "$work"; fi
@@ -95,8 +97,13 @@ chmod +x "$initrd/init"
 
 mkdir -p "$work/bin"
 go build -modfile=hack/tools/helm/go.mod -o "$work/bin/helm" helm.sh/helm/v4/cmd/helm
+# Multus, the thin plugin, from its Go module; its module also has the
+# NetworkAttachmentDefinition CRD, in its deployment manifest.
+multus_pkg=gopkg.in/k8snetworkplumbingwg/multus-cni.v4
+CGO_ENABLED=0 go build -modfile=hack/tools/multus/go.mod -trimpath -ldflags='-s -w' -o "$work/bin/multus" "$multus_pkg/cmd/multus"
+multus_crds="$(go list -modfile=hack/tools/multus/go.mod -m -f '{{.Dir}}' "$multus_pkg")/deployments/multus-daemonset.yml"
 go test -c -o "$work/bin/e2e.test" ./test/e2e
-log "helm and the e2e test built in $((SECONDS - phase))s"
+log "helm, Multus and the e2e test built in $((SECONDS - phase))s"
 
 # The lab's network: a bridge holding the storage node's address, in a
 # namespace of its own; every process of the cluster runs in it.
@@ -118,4 +125,5 @@ nsenter --net="/run/netns/$ns" env FLINT_E2E_DIR="$work" FLINT_E2E_ASSETS="$(cat
   FLINT_E2E_WORKER_KERNEL="$kroot/boot/vmlinuz-$kver" FLINT_E2E_WORKER_INITRD="$work/worker-initrd.gz" \
   FLINT_E2E_WORKER_MODULES="$kroot/lib/modules/$kver" FLINT_E2E_WORKER_BASE="$worker_base" \
   FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$PWD/charts/flint" \
+  FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
   "$work/bin/e2e.test" -test.v -test.timeout=40m ${E2E_ARGS:-}

@@ -24,6 +24,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +38,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +63,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	images, _ := filepath.Glob(filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), "*.tar"))
-	cluster = &lab.Lab{Dir: dir, Assets: os.Getenv("FLINT_E2E_ASSETS"), Images: images}
+	cluster = &lab.Lab{Dir: dir, Assets: os.Getenv("FLINT_E2E_ASSETS"), Images: images,
+		Multus: os.Getenv("FLINT_E2E_MULTUS"), MultusCRDs: os.Getenv("FLINT_E2E_MULTUS_CRDS")}
 	if kernel := os.Getenv("FLINT_E2E_WORKER_KERNEL"); kernel != "" {
 		cluster.Worker = &lab.Worker{
 			Kernel: kernel, Initramfs: os.Getenv("FLINT_E2E_WORKER_INITRD"),
@@ -319,6 +323,10 @@ func devPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) 
 	ctx := t.Context()
 	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
 	pool.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lab.StorageNode}
+	if cluster.Multus != "" {
+		storageNetwork(t, c)
+		pool.Spec.Network.Attachment = namespace + "/" + lab.StorageNetwork
+	}
 	if err := c.Create(ctx, pool); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create Pool %s: %v", pool.Name, err)
 	}
@@ -328,6 +336,58 @@ func devPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) 
 		}
 		if pool.Status.OSDs.Ready < 1 {
 			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
+		}
+		return nil
+	})
+}
+
+// storageNetwork creates the lab's storage network as a user would: a
+// NetworkAttachmentDefinition in Flint's namespace, unless it exists.
+func storageNetwork(t *testing.T, c client.Client) {
+	t.Helper()
+	nad := &unstructured.Unstructured{}
+	nad.SetGroupVersionKind(schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"})
+	nad.SetNamespace(namespace)
+	nad.SetName(lab.StorageNetwork)
+	if err := unstructured.SetNestedField(nad.Object, lab.StorageNetworkConfig(), "spec", "config"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(t.Context(), nad); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create NetworkAttachmentDefinition %s: %v", lab.StorageNetwork, err)
+	}
+}
+
+// With Multus in the lab, the dev Pool names the storage network, and its
+// OSD serves NVMe-oF there, on its pod's second interface, rather than on
+// the pod network: Multus gave the pod net1 and its network status, and
+// the agent listens on net1's address.
+func TestOSDServesOnTheStorageNetwork(t *testing.T) {
+	clients := inLab(t)
+	needStorage(t)
+	if cluster.Multus == "" {
+		t.Skip("no Multus in the lab")
+	}
+	ctx := t.Context()
+	c := flintClient(t)
+	devPoolReady(t, clients, c)
+	_, subnet, err := net.ParseCIDR(lab.StorageSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, func() error {
+		var osds flintv1.OSDList
+		if err := c.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: "dev"}); err != nil {
+			return err
+		}
+		if len(osds.Items) == 0 {
+			return fmt.Errorf("Pool dev has no OSD")
+		}
+		for _, osd := range osds.Items {
+			ep := osd.Status.Endpoint
+			if ep == nil || !subnet.Contains(net.ParseIP(ep.Address)) {
+				return fmt.Errorf("OSD %s serves at %+v, not on the storage network %s", osd.Name, ep, lab.StorageSubnet)
+			}
+			t.Logf("OSD %s serves NVMe-oF at %s:%d on the storage network", osd.Name, ep.Address, ep.Port)
 		}
 		return nil
 	})

@@ -61,6 +61,11 @@ type Lab struct {
 	Images []string
 	// Worker, when set, is the workload node to boot.
 	Worker *Worker
+	// Multus, when set, is the Multus thin CNI plugin: every node runs its
+	// pods' networks through it, the lab's bridge as the cluster network
+	// and StorageNetwork for pods that name it. MultusCRDs is Multus'
+	// deployment manifest, which holds the NetworkAttachmentDefinition CRD.
+	Multus, MultusCRDs string
 	// AdminKubeconfig is a kubeconfig in system:masters.
 	AdminKubeconfig string
 	Config          *rest.Config
@@ -91,9 +96,13 @@ func (l *Lab) Up(ctx context.Context, progress io.Writer) error {
 		{"certificates", l.writeCredentials},
 		{"etcd and kube-apiserver", l.startAPIServer},
 		{"kube-controller-manager and kube-scheduler", l.startControllers},
-		{"containerd and image import", l.startContainerd},
-		{"kubelet and kube-proxy", l.startNode},
 	}
+	if l.Multus != "" {
+		steps = append(steps, step{"Multus' CRD and permissions", l.installMultus})
+	}
+	steps = append(steps,
+		step{"containerd and image import", l.startContainerd},
+		step{"kubelet and kube-proxy", l.startNode})
 	if l.Worker != nil {
 		steps = append(steps, step{"workload node (QEMU guest)", l.startWorker})
 	}

@@ -50,6 +50,9 @@ type node struct {
 	// etc holds the node's configuration and credentials; state its
 	// containerd's root, state and socket; podLogs the pods' logs.
 	etc, state, podLogs string
+	// cniBin holds the CNI plugins; multus: Multus is the node's plugin.
+	cniBin string
+	multus bool
 }
 
 func (n node) containerdSocket() string { return filepath.Join(n.state, "run", "containerd.sock") }
@@ -87,9 +90,9 @@ state = %q
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = %q
     conf_dir = %q
-`, filepath.Join(n.state, "containerd"), filepath.Join(n.state, "run", "containerd-state"), n.containerdSocket(), PauseImage, filepath.Join(n.etc, "cni"))
+`, filepath.Join(n.state, "containerd"), filepath.Join(n.state, "run", "containerd-state"), n.containerdSocket(), PauseImage, n.cniBin, filepath.Join(n.etc, "cni"))
 }
 
 // kubeletConfig serves with the node's certificate from etc. Eviction
@@ -166,10 +169,24 @@ func (l *Lab) writeNodeFiles(n node, dir string) error {
 	if err != nil {
 		return err
 	}
-	for dst, src := range map[string]string{
+	files := map[string]string{
 		"ca.crt": c.caFile(), "kubelet.kubeconfig": kubelet, "kubelet-serving.crt": serveCert,
 		"kubelet-serving.key": serveKey, "kube-proxy.kubeconfig": proxy,
-	} {
+	}
+	configs := map[string]string{
+		"cni/10-flint-lab.conflist": n.cniConfig(), "containerd.toml": n.containerdConfig(),
+		"kubelet.yaml": n.kubeletConfig(), "kube-proxy.yaml": n.kubeProxyConfig(),
+	}
+	if n.multus {
+		if files["multus.kubeconfig"], err = c.kubeconfig("multus-"+n.name, multusUser, nil, apiURL()); err != nil {
+			return err
+		}
+		// Named to sort first: the runtime uses the first configuration.
+		if configs["cni/00-multus.conf"], err = n.multusConfig(); err != nil {
+			return err
+		}
+	}
+	for dst, src := range files {
 		data, err := os.ReadFile(src)
 		if err != nil {
 			return err
@@ -178,10 +195,7 @@ func (l *Lab) writeNodeFiles(n node, dir string) error {
 			return err
 		}
 	}
-	for name, content := range map[string]string{
-		"cni/10-flint-lab.conflist": n.cniConfig(), "containerd.toml": n.containerdConfig(),
-		"kubelet.yaml": n.kubeletConfig(), "kube-proxy.yaml": n.kubeProxyConfig(),
-	} {
+	for name, content := range configs {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			return err
 		}
@@ -191,8 +205,13 @@ func (l *Lab) writeNodeFiles(n node, dir string) error {
 
 // storageNode is the host's node, in the lab's directory.
 func (l *Lab) storageNode() node {
-	return node{name: StorageNode, ip: NodeIP, podCIDR: PodCIDR, zone: "lab-a", cgroupV1: true,
-		etc: filepath.Join(l.Dir, "etc"), state: l.Dir, podLogs: filepath.Join(l.Dir, "logs", "pods")}
+	n := node{name: StorageNode, ip: NodeIP, podCIDR: PodCIDR, zone: "lab-a", cgroupV1: true,
+		etc: filepath.Join(l.Dir, "etc"), state: l.Dir, podLogs: filepath.Join(l.Dir, "logs", "pods"),
+		cniBin: "/usr/lib/cni"}
+	if l.Multus != "" {
+		n.cniBin, n.multus = filepath.Join(l.Dir, "cni-bin"), true
+	}
+	return n
 }
 
 func (l *Lab) containerdSocket() string { return l.storageNode().containerdSocket() }
@@ -203,6 +222,11 @@ func (l *Lab) startContainerd(ctx context.Context) error {
 	n := l.storageNode()
 	if err := l.writeNodeFiles(n, n.etc); err != nil {
 		return err
+	}
+	if n.multus {
+		if err := l.linkCNIPlugins(n.cniBin); err != nil {
+			return err
+		}
 	}
 	containerd, err := l.start("containerd", "containerd", "--config="+filepath.Join(n.etc, "containerd.toml"))
 	if err != nil {

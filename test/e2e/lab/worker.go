@@ -53,7 +53,8 @@ type Worker struct {
 
 func (l *Lab) workerNode() node {
 	return node{name: WorkerNode, ip: WorkerIP, podCIDR: WorkerPodCIDR, zone: "lab-b",
-		etc: "/etc/flint", state: "/var/lib/flint", podLogs: "/var/log/flint/pods"}
+		etc: "/etc/flint", state: "/var/lib/flint", podLogs: "/var/log/flint/pods",
+		cniBin: "/usr/lib/cni", multus: l.Multus != ""}
 }
 
 // workerInit is the guest's PID 1 after the initramfs: it mounts what a
@@ -118,6 +119,11 @@ func (l *Lab) startWorker(ctx context.Context) error {
 	}
 	if err := l.writeNodeFiles(n, filepath.Join(root, strings.TrimPrefix(n.etc, "/"))); err != nil {
 		return err
+	}
+	if n.multus {
+		if err := installFile(l.Multus, filepath.Join(root, strings.TrimPrefix(n.cniBin, "/"), "multus")); err != nil {
+			return err
+		}
 	}
 	images := filepath.Join(root, "var", "lib", "flint", "images")
 	if err := os.MkdirAll(images, 0o755); err != nil {
