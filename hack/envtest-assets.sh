@@ -5,7 +5,9 @@
 # collector to prove owner references cascade.
 #
 # Arguments name more binaries of k8s.io/kubernetes/cmd to build into the same
-# directory (the e2e lab asks for kubelet, kube-scheduler and kube-proxy).
+# directory (the e2e lab asks for kubelet, kube-scheduler and kube-proxy),
+# or e2e.test (Kubernetes' e2e suite, test/e2e) and agnhost (the suite's
+# test image binary, test/images/agnhost).
 #
 # Idempotent: when the binaries exist for the pinned versions it only
 # prints the directory. Everything comes from the Go module proxy; no
@@ -66,7 +68,11 @@ log "building ${KUBE_BINARIES[*]} $K8S_VERSION (several minutes when cold)"
   ldflags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
   for b in "${KUBE_BINARIES[@]}"; do
     if [[ -x "$ASSETS/$b" ]]; then continue; fi
-    quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+    case "$b" in
+      e2e.test) quiet go test -c -trimpath -ldflags "$ldflags" -o "$ASSETS/$b.tmp" k8s.io/kubernetes/test/e2e ;;
+      agnhost) quiet go build -trimpath -o "$ASSETS/$b.tmp" k8s.io/kubernetes/test/images/agnhost ;;
+      *) quiet go build -trimpath -ldflags "$ldflags" -o "$ASSETS/$b.tmp" "k8s.io/kubernetes/cmd/$b" ;;
+    esac
   done
 )
 

@@ -55,11 +55,22 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p /var/lib/kubelet && touch /var/lib/kubelet/.flint-e2e
 
-log "Kubernetes $(hack/envtest-assets.sh kubelet kube-scheduler kube-proxy >"$work/assets" && basename "$(cat "$work/assets")") binaries (built from Go modules; cached)"
+# Kubernetes' storage e2e suite needs volumes, so the OSD and sidecar
+# images: with their sources, e2e.test and agnhost are built too (E2E_SUITE=0
+# leaves the suite out).
+suite=()
+if [ -n "${SPDK_SRC:-}" ] && [ -n "${DPDK_SRC:-}" ] && [ -n "${CSI_REGISTRAR_SRC:-}" ] && [ -n "${CSI_LIVENESSPROBE_SRC:-}" ] && [ "${E2E_SUITE:-1}" != 0 ]; then
+  suite=(e2e.test agnhost)
+fi
+# The storage suite's default focus takes over an hour on the emulated node.
+timeout=40m
+[ ${#suite[@]} -eq 0 ] || timeout=150m
+log "Kubernetes $(hack/envtest-assets.sh kubelet kube-scheduler kube-proxy "${suite[@]}" >"$work/assets" && basename "$(cat "$work/assets")") binaries (built from Go modules; cached)"
 phase=$SECONDS
 go run ./hack/images -lab -out "$work/images" -version "$version" \
   -spdk-src "${SPDK_SRC:-}" -dpdk-src "${DPDK_SRC:-}" \
-  -registrar-src "${CSI_REGISTRAR_SRC:-}" -livenessprobe-src "${CSI_LIVENESSPROBE_SRC:-}" | sed 's/^/  /'
+  -registrar-src "${CSI_REGISTRAR_SRC:-}" -livenessprobe-src "${CSI_LIVENESSPROBE_SRC:-}" \
+  ${suite:+-suite-assets "$(cat "$work/assets")"} | sed 's/^/  /'
 log "images built in $((SECONDS - phase))s"
 phase=$SECONDS
 # The workload node: the VM lab's kernel, an initramfs that mounts the
@@ -121,9 +132,12 @@ ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
 # nsenter, not ip netns exec: that also makes a mount namespace with a
 # new /sys, where the kubelet finds no cgroup hierarchy.
 log "running the e2e tests in network namespace $ns"
+# In the package's directory, as go test runs it: its testdata is there.
+repo=$PWD
+cd test/e2e
 nsenter --net="/run/netns/$ns" env FLINT_E2E_DIR="$work" FLINT_E2E_ASSETS="$(cat "$work/assets")" \
   FLINT_E2E_WORKER_KERNEL="$kroot/boot/vmlinuz-$kver" FLINT_E2E_WORKER_INITRD="$work/worker-initrd.gz" \
   FLINT_E2E_WORKER_MODULES="$kroot/lib/modules/$kver" FLINT_E2E_WORKER_BASE="$worker_base" \
-  FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$PWD/charts/flint" \
-  FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
-  "$work/bin/e2e.test" -test.v -test.timeout=40m ${E2E_ARGS:-}
+  FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$repo/charts/flint" \
+  FLINT_E2E_SUITE_FOCUS="${E2E_SUITE_FOCUS:-}" FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
+  "$work/bin/e2e.test" -test.v -test.timeout="${E2E_TIMEOUT:-$timeout}" ${E2E_ARGS:-}

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/mod/modfile"
 	"sigs.k8s.io/yaml"
@@ -29,28 +30,30 @@ import (
 	"github.com/flint-io/flint/test/e2e/lab"
 )
 
-// sidecarSources are git repositories (paths or URLs) of the sidecars
-// the Go module proxy does not serve: their go.mod names no /v2 module
-// for their v2 tags, so no module version of them exists.
-type sidecarSources struct{ registrar, livenessProbe string }
+// labSources are what the lab's images are built from beyond this
+// repository: git repositories (paths or URLs) of the sidecars the Go
+// module proxy does not serve (their go.mod names no /v2 module for their
+// v2 tags, so no module version of them exists), and the directory of
+// Kubernetes' e2e.test and agnhost for the storage suite's images.
+type labSources struct{ registrar, livenessProbe, suiteAssets string }
 
 // sidecarRepos say how each sidecar the chart names is built: from a
 // module pinned in hack/tools/csi-sidecars/<name>/go.mod, or from the
 // tag of a git repository given in sidecarSources.
-var sidecarRepos = map[string]func(sidecarSources) string{
+var sidecarRepos = map[string]func(labSources) string{
 	"csi-provisioner":           nil,
 	"csi-attacher":              nil,
 	"csi-resizer":               nil,
-	"csi-node-driver-registrar": func(s sidecarSources) string { return s.registrar },
-	"livenessprobe":             func(s sidecarSources) string { return s.livenessProbe },
+	"csi-node-driver-registrar": func(s labSources) string { return s.registrar },
+	"livenessprobe":             func(s labSources) string { return s.livenessProbe },
 }
 
 // labImages are the e2e lab's images, which nothing else ships: the pod
 // sandbox and the CSI sidecars, named exactly as charts/flint/values.yaml
 // names them so that the chart installs unchanged and nothing is pulled.
 // A sidecar whose sources are not given is skipped, with the reason in
-// the returned list.
-func labImages(srcs sidecarSources, cache string) ([]image, []string, error) {
+// the returned list; so are the storage suite's images (suite.go).
+func labImages(srcs labSources, cache string, created time.Time) ([]image, []string, error) {
 	pause := image{name: "pause", ref: lab.PauseImage, binary: "pause", compile: func(version string) ([]byte, error) {
 		return goBuild(version, ".", "./test/e2e/pause")
 	}}
@@ -84,7 +87,14 @@ func labImages(srcs sidecarSources, cache string) ([]image, []string, error) {
 		}
 		all = append(all, im)
 	}
-	return all, skipped, nil
+	if srcs.suiteAssets == "" {
+		return all, append(skipped, "the storage e2e suite's images skipped: give -suite-assets"), nil
+	}
+	suite, err := suiteImages(srcs.suiteAssets, created)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(all, suite...), skipped, nil
 }
 
 // refNameTag is the last path element of an image reference and its tag.

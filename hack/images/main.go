@@ -61,10 +61,14 @@ type image struct {
 	user string
 	// layers go between the base and the binary: the OSD image's SPDK.
 	layers []v1.Layer
-	// ref names the image instead of -repository, name and -version.
-	ref string
+	// ref names the image instead of -repository, name and -version;
+	// aliases are more names of the same image.
+	ref     string
+	aliases []string
 	// compile builds the binary; by default from cmd/<binary>.
 	compile func(version string) ([]byte, error)
+	// entrypoint and cmd replace the default entrypoint, the binary.
+	entrypoint, cmd []string
 }
 
 var images = []image{
@@ -86,17 +90,18 @@ func main() {
 	flag.StringVar(&srcs.spdk, "spdk-src", "", "SPDK's git repository (a path or a URL) holding tag "+spdkTag+", for the OSD image")
 	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's git repository (a path or a URL) holding tag "+dpdkTag+", for the OSD image")
 	lab := flag.Bool("lab", false, "also build the e2e lab's images: the pod sandbox and the CSI sidecars charts/flint/values.yaml names")
-	var sidecars sidecarSources
-	flag.StringVar(&sidecars.registrar, "registrar-src", "", "node-driver-registrar's git repository (a path or a URL), for -lab")
-	flag.StringVar(&sidecars.livenessProbe, "livenessprobe-src", "", "livenessprobe's git repository (a path or a URL), for -lab")
+	var labSrcs labSources
+	flag.StringVar(&labSrcs.registrar, "registrar-src", "", "node-driver-registrar's git repository (a path or a URL), for -lab")
+	flag.StringVar(&labSrcs.livenessProbe, "livenessprobe-src", "", "livenessprobe's git repository (a path or a URL), for -lab")
+	flag.StringVar(&labSrcs.suiteAssets, "suite-assets", "", "a directory holding e2e.test and agnhost (hack/envtest-assets.sh e2e.test agnhost), for -lab: also build the images Kubernetes' storage e2e suite runs")
 	flag.Parse()
-	if err := run(*out, *version, *repo, *push, *cache, srcs, *lab, sidecars); err != nil {
+	if err := run(*out, *version, *repo, *push, *cache, srcs, *lab, labSrcs); err != nil {
 		fmt.Fprintf(os.Stderr, "images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, sidecars sidecarSources) error {
+func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, labSrcs labSources) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -115,7 +120,7 @@ func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, sid
 		all = append(all, osd)
 	}
 	if lab {
-		labs, skipped, err := labImages(sidecars, cache)
+		labs, skipped, err := labImages(labSrcs, cache, created)
 		if err != nil {
 			return err
 		}
@@ -134,10 +139,10 @@ func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, sid
 			ref = im.ref
 		}
 		archive := filepath.Join(out, im.name+".tar")
-		if err := writeArchive(img, ref, archive); err != nil {
+		if err := writeArchive(img, append([]string{ref}, im.aliases...), archive); err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}
-		fmt.Printf("%s -> %s\n", ref, archive)
+		fmt.Printf("%s -> %s\n", strings.Join(append([]string{ref}, im.aliases...), ", "), archive)
 		if push != "" && im.ref == "" {
 			dst := push + "/" + im.name + ":" + version
 			tag, err := name.NewTag(dst)
@@ -173,20 +178,26 @@ func build(im image, version, cache string, created time.Time) (v1.Image, error)
 	if err != nil {
 		return nil, err
 	}
-	compile := im.compile
-	if compile == nil {
-		compile = func(version string) ([]byte, error) { return goBuild(version, ".", "./cmd/"+im.binary) }
-	}
-	bin, err := compile(version)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := fileLayer("usr/local/bin/"+im.binary, bin, created)
-	if err != nil {
-		return nil, err
-	}
-	if img, err = mutate.AppendLayers(img, layer); err != nil {
-		return nil, err
+	entrypoint := im.entrypoint
+	if im.binary != "" {
+		compile := im.compile
+		if compile == nil {
+			compile = func(version string) ([]byte, error) { return goBuild(version, ".", "./cmd/"+im.binary) }
+		}
+		bin, err := compile(version)
+		if err != nil {
+			return nil, err
+		}
+		layer, err := fileLayer("usr/local/bin/"+im.binary, bin, created)
+		if err != nil {
+			return nil, err
+		}
+		if img, err = mutate.AppendLayers(img, layer); err != nil {
+			return nil, err
+		}
+		if entrypoint == nil {
+			entrypoint = []string{"/usr/local/bin/" + im.binary}
+		}
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -194,7 +205,7 @@ func build(im image, version, cache string, created time.Time) (v1.Image, error)
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS, cfg.Created = "amd64", "linux", v1.Time{Time: created}
-	cfg.Config.Entrypoint = []string{"/usr/local/bin/" + im.binary}
+	cfg.Config.Entrypoint, cfg.Config.Cmd = entrypoint, im.cmd
 	cfg.Config.User = im.user
 	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cfg.Config.Labels = map[string]string{
@@ -270,8 +281,8 @@ func fileLayer(path string, data []byte, mtime time.Time) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil })
 }
 
-// writeArchive writes img, named ref, as an OCI image layout in a tar.
-func writeArchive(img v1.Image, ref, archive string) error {
+// writeArchive writes img, named refs, as an OCI image layout in a tar.
+func writeArchive(img v1.Image, refs []string, archive string) error {
 	dir, err := os.MkdirTemp("", "flint-oci-")
 	if err != nil {
 		return err
@@ -282,10 +293,12 @@ func writeArchive(img v1.Image, ref, archive string) error {
 		return err
 	}
 	// containerd names an imported image by io.containerd.image.name.
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": ref, "io.containerd.image.name": ref,
-	})); err != nil {
-		return err
+	for _, ref := range refs {
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+			"org.opencontainers.image.ref.name": ref, "io.containerd.image.name": ref,
+		})); err != nil {
+			return err
+		}
 	}
 	f, err := os.Create(archive)
 	if err != nil {

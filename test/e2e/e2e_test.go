@@ -71,7 +71,7 @@ func TestMain(m *testing.M) {
 			Modules: os.Getenv("FLINT_E2E_WORKER_MODULES"), Base: os.Getenv("FLINT_E2E_WORKER_BASE"),
 		}
 		// What runs on a workload node: the node plugin and the tests' pods.
-		for _, name := range []string{"pause", "flint-csi-driver", "csi-node-driver-registrar", "livenessprobe", "flint-bench"} {
+		for _, name := range []string{"pause", "flint-csi-driver", "csi-node-driver-registrar", "livenessprobe", "flint-bench", "e2e-busybox", "e2e-agnhost", "e2e-nginx", "e2e-glibc-dns-testing"} {
 			if haveImage(name) {
 				cluster.Worker.Images = append(cluster.Worker.Images, filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), name+".tar"))
 			}
@@ -163,18 +163,7 @@ func TestChartInstalls(t *testing.T) {
 	})
 	t.Run("csi-node registers with the kubelet", func(t *testing.T) {
 		needSidecars(t)
-		eventually(t, 3*time.Minute, func() error {
-			node, err := clients.StorageV1().CSINodes().Get(ctx, lab.StorageNode, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			for _, d := range node.Spec.Drivers {
-				if d.Name == "csi.flint.io" {
-					return nil
-				}
-			}
-			return fmt.Errorf("CSINode %s lists no csi.flint.io: %v; pods: %s", lab.StorageNode, node.Spec.Drivers, podStates(t, clients))
-		})
+		csiNodeRegistered(t, clients, lab.StorageNode, 3*time.Minute)
 	})
 }
 
@@ -323,6 +312,9 @@ func devPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) 
 	ctx := t.Context()
 	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
 	pool.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lab.StorageNode}
+	// The storage suite's volumes are thin and hold little: several of
+	// 512Mi-2Gi at a time fit the 1Gi device.
+	pool.Spec.OvercommitPercent = 1000
 	if cluster.Multus != "" {
 		storageNetwork(t, c)
 		pool.Spec.Network.Attachment = namespace + "/" + lab.StorageNetwork
@@ -502,7 +494,7 @@ func flintClient(t *testing.T) client.Client {
 // readSample reads a file of config/samples.
 func readSample[T any](t *testing.T, name string) *T {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(os.Getenv("FLINT_E2E_CHART"), "..", "..", "config", "samples", name))
+	data, err := os.ReadFile(repoPath("config", "samples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,6 +503,11 @@ func readSample[T any](t *testing.T, name string) *T {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return obj
+}
+
+// repoPath is a path in the repository the lab's chart is from.
+func repoPath(elem ...string) string {
+	return filepath.Join(append([]string{os.Getenv("FLINT_E2E_CHART"), "..", ".."}, elem...)...)
 }
 
 // podEvents are the events of a pod in default, oldest first.
