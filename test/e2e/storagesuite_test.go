@@ -34,10 +34,12 @@ import (
 	"github.com/flint-io/flint/test/e2e/lab"
 )
 
-// suiteFocus is the part of the external storage suite run by default:
-// the test suites the issue names, for Flint's driver only. It takes
-// about an hour on the emulated workload node; FLINT_E2E_SUITE_FOCUS
-// (E2E_SUITE_FOCUS) replaces it.
+// suiteFocus is the part of the external storage suite run by default,
+// for Flint's driver only: the suites a block driver's users rely on
+// (provisioning, data, volume modes, expansion, several volumes and pods,
+// generic ephemeral volumes, subPath). It takes about an hour on the
+// emulated workload node; FLINT_E2E_SUITE_FOCUS (E2E_SUITE_FOCUS)
+// replaces it.
 const suiteFocus = `External.Storage \[Driver: csi\.flint\.io\] \[Testpattern: [^]]*\] (provisioning|volumes|volumeMode|volume-expand|multiVolume|ephemeral|subPath) `
 
 // suiteSkip leaves out what cannot run in the lab, each for its reason:
