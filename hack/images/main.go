@@ -139,10 +139,11 @@ func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, lab
 			ref = im.ref
 		}
 		archive := filepath.Join(out, im.name+".tar")
-		if err := writeArchive(img, append([]string{ref}, im.aliases...), archive); err != nil {
+		refs := append([]string{ref}, im.aliases...)
+		if err := writeArchive(img, refs, archive); err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}
-		fmt.Printf("%s -> %s\n", strings.Join(append([]string{ref}, im.aliases...), ", "), archive)
+		fmt.Printf("%s -> %s\n", strings.Join(refs, ", "), archive)
 		if push != "" && im.ref == "" {
 			dst := push + "/" + im.name + ":" + version
 			tag, err := name.NewTag(dst)
@@ -258,20 +259,36 @@ func needMmdebstrap(what string) error {
 	return nil
 }
 
-// fileLayer is a layer holding one executable file at path.
+// fileLayer is a layer holding one executable file at path, below its
+// directories.
 func fileLayer(path string, data []byte, mtime time.Time) (v1.Layer, error) {
+	return tarLayer(func(tw *tar.Writer) error {
+		if dir := filepath.Dir(path); dir != "." {
+			parts := strings.Split(dir, "/")
+			for i := range parts {
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.Join(parts[:i+1], "/") + "/", Mode: 0o755, ModTime: mtime}); err != nil {
+					return err
+				}
+			}
+		}
+		return writeExecutable(tw, path, data, mtime)
+	})
+}
+
+// writeExecutable writes an executable file into a layer's tar.
+func writeExecutable(tw *tar.Writer, path string, data []byte, mtime time.Time) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data)), ModTime: mtime}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
+// tarLayer is a layer of the tar write writes, kept in memory.
+func tarLayer(write func(tw *tar.Writer) error) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	dirs := strings.Split(filepath.Dir(path), "/")
-	for i := range dirs {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.Join(dirs[:i+1], "/") + "/", Mode: 0o755, ModTime: mtime}); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data)), ModTime: mtime}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(data); err != nil {
+	if err := write(tw); err != nil {
 		return nil, err
 	}
 	if err := tw.Close(); err != nil {

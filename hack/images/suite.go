@@ -18,9 +18,7 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +27,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // suiteImages are the images the storage tests of Kubernetes' e2e suite
@@ -96,32 +93,26 @@ func busyboxLayer(mtime time.Time) (v1.Layer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("busybox --list: %w", err)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	headers := []*tar.Header{
-		{Typeflag: tar.TypeDir, Name: "bin/", Mode: 0o755, ModTime: mtime},
-		{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: mtime},
-		{Typeflag: tar.TypeReg, Name: "bin/busybox", Mode: 0o755, Size: int64(len(bin)), ModTime: mtime},
-	}
-	for _, h := range headers {
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
+	return tarLayer(func(tw *tar.Writer) error {
+		for _, dir := range []*tar.Header{
+			{Typeflag: tar.TypeDir, Name: "bin/", Mode: 0o755, ModTime: mtime},
+			{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: mtime},
+		} {
+			if err := tw.WriteHeader(dir); err != nil {
+				return err
+			}
 		}
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, err
-	}
-	for _, applet := range strings.Fields(string(applets)) {
-		if applet == "busybox" {
-			continue
+		if err := writeExecutable(tw, "bin/busybox", bin, mtime); err != nil {
+			return err
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + applet, Linkname: "busybox", Mode: 0o777, ModTime: mtime}); err != nil {
-			return nil, err
+		for _, applet := range strings.Fields(string(applets)) {
+			if applet == "busybox" {
+				continue
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + applet, Linkname: "busybox", Mode: 0o777, ModTime: mtime}); err != nil {
+				return err
+			}
 		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layer := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil })
+		return nil
+	})
 }
