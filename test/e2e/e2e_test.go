@@ -113,17 +113,22 @@ func haveImage(name string) bool {
 	return err == nil
 }
 
-// needSidecars skips a test without the images of the sidecars the Go
-// module proxy has no module of.
+// haveSidecars says whether the lab has the images of the sidecars the
+// Go module proxy has no module of.
+func haveSidecars() bool {
+	return haveImage("csi-node-driver-registrar") && haveImage("livenessprobe")
+}
+
+// needSidecars skips a test without those sidecars' images.
 func needSidecars(t *testing.T) {
-	if !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
+	if !haveSidecars() {
 		t.Skip("no images of node-driver-registrar and livenessprobe: give CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC")
 	}
 }
 
 // needStorage skips a test without the OSD image or the sidecars'.
 func needStorage(t *testing.T) {
-	if !haveImage("flint-osd") || !haveImage("csi-node-driver-registrar") || !haveImage("livenessprobe") {
+	if !haveImage("flint-osd") || !haveSidecars() {
 		t.Skip("needs the OSD image (SPDK_SRC, DPDK_SRC) and the sidecars' (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)")
 	}
 }

@@ -117,7 +117,7 @@ func TestKubernetesStorageSuite(t *testing.T) {
 	}
 	t.Logf("the external storage suite, by test pattern and suite:\n%s", suiteTable(ran))
 	for _, s := range ran {
-		if s.Failure != nil || s.Error != nil {
+		if s.failed() {
 			t.Errorf("FAILED %s", s.Name)
 		}
 	}
@@ -159,6 +159,9 @@ type suiteSpec struct {
 type junitMsg struct {
 	Message string `xml:"message,attr"`
 }
+
+// failed says the spec failed, timed out or broke.
+func (s suiteSpec) failed() bool { return s.Failure != nil || s.Error != nil }
 
 // filteredOut says the spec was not run because the focus or skip
 // expressions left it out, rather than skipped by the spec itself.
@@ -211,7 +214,7 @@ func suiteTable(specs []suiteSpec) string {
 			keys = append(keys, key)
 		}
 		switch {
-		case s.Failure != nil || s.Error != nil:
+		case s.failed():
 			c.ran++
 			c.failed++
 		case s.Skipped != nil || s.Status == "skipped":

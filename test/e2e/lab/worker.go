@@ -110,20 +110,24 @@ func (l *Lab) startWorker(ctx context.Context) error {
 		{"tar", "-xf", w.Base, "-C", root},
 		{"mkdir", "-p", filepath.Join(root, "usr", "lib", "modules")},
 		{"cp", "-a", w.Modules, filepath.Join(root, "usr", "lib", "modules") + "/"},
-		{"install", "-D", "-m", "0755", l.bin("kubelet"), filepath.Join(root, "usr", "local", "bin", "kubelet")},
-		{"install", "-D", "-m", "0755", l.bin("kube-proxy"), filepath.Join(root, "usr", "local", "bin", "kube-proxy")},
 	} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %v: %s", strings.Join(c, " "), err, out)
 		}
 	}
-	if err := l.writeNodeFiles(n, filepath.Join(root, strings.TrimPrefix(n.etc, "/"))); err != nil {
-		return err
+	executables := map[string]string{
+		"usr/local/bin/kubelet": l.bin("kubelet"), "usr/local/bin/kube-proxy": l.bin("kube-proxy"),
 	}
 	if n.multus {
-		if err := installFile(l.Multus, filepath.Join(root, strings.TrimPrefix(n.cniBin, "/"), "multus")); err != nil {
+		executables[strings.TrimPrefix(n.cniBin, "/")+"/multus"] = l.Multus
+	}
+	for dst, src := range executables {
+		if err := installFile(src, filepath.Join(root, dst)); err != nil {
 			return err
 		}
+	}
+	if err := l.writeNodeFiles(n, filepath.Join(root, strings.TrimPrefix(n.etc, "/"))); err != nil {
+		return err
 	}
 	images := filepath.Join(root, "var", "lib", "flint", "images")
 	if err := os.MkdirAll(images, 0o755); err != nil {
