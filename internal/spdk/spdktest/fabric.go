@@ -320,10 +320,12 @@ func (t *Target) handle(_ context.Context, method string, params json.RawMessage
 	res, err := h(t, params)
 	if !strings.Contains(method, "get") {
 		t.st.gen++
+		// Connections follow the change at once (a host removed, a
+		// listener gone), as they do when SPDK drops them. A read changes
+		// nothing to follow: what time changes, the next call's refresh
+		// (or the test's) brings before anyone looks.
+		f.refresh()
 	}
-	// Connections follow the change at once (a host removed, a listener
-	// gone), as they do when SPDK drops them.
-	f.refresh()
 	if err != nil {
 		var re *rpcError
 		if errors.As(err, &re) {

@@ -212,14 +212,14 @@ func (f *Fabric) pcieInUse(traddr string) bool {
 // defaults, or retries and is deleted with its bdevs once
 // ctrlr_loss_timeout_sec has passed. A retrying controller reconnects when
 // the subsystem is reachable again.
-func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, targetsWith func(nqn string) []*Target) {
+func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, running []*Target) {
 	if c.pcie {
 		return
 	}
 	if c.state == ctrlrEnabled && c.synced.current() {
 		return
 	}
-	remote, s := remoteIn(targetsWith(c.subnqn), c.trid, c.subnqn, c.hostnqn)
+	remote, s := remoteIn(running, c.trid, c.subnqn, c.hostnqn)
 	c.synced = nil
 	switch c.state {
 	case ctrlrEnabled:

@@ -97,7 +97,8 @@ type state struct {
 	transports []*transport
 	subsystems []*subsystem
 	// subsystemByNQN indexes subsystems: every RPC refreshes every
-	// controller of the fabric, which looks its subsystem up.
+	// controller of the fabric, which looks its subsystem up on every
+	// running Target.
 	subsystemByNQN map[string]*subsystem
 	ctrlrs         []*ctrlr
 	// gen counts changes: controllers of other Targets re-read this
@@ -189,23 +190,9 @@ func (b *bdev) release() {
 func (f *Fabric) refresh() {
 	now := f.now()
 	running := f.running()
-	// Which targets have each subsystem, built when a controller first
-	// needs to look its own up.
-	var byNQN map[string][]*Target
-	lookup := func(nqn string) []*Target {
-		if byNQN == nil {
-			byNQN = map[string][]*Target{}
-			for _, t := range running {
-				for _, s := range t.st.subsystems {
-					byNQN[s.nqn] = append(byNQN[s.nqn], t)
-				}
-			}
-		}
-		return byNQN[nqn]
-	}
 	for _, t := range running {
 		for _, c := range append([]*ctrlr(nil), t.st.ctrlrs...) {
-			t.refreshCtrlr(c, now, lookup)
+			t.refreshCtrlr(c, now, running)
 		}
 		for _, r := range t.st.raids {
 			t.advanceRebuild(r, now, f.rebuildRate)
