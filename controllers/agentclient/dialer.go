@@ -24,12 +24,15 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"errors"
+	"path"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
+	"github.com/flint-io/flint/controllers/metrics"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -79,7 +82,7 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 	}
 	cfg = cfg.Clone()
 	cfg.ServerName = serverName
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(d.perCallDeadline))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(d.intercept))
 	if err != nil {
 		return nil, err
 	}
@@ -95,14 +98,21 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 // answers must not hold a reconcile for longer.
 const CallTimeout = 5 * time.Second
 
-func (d *Dialer) perCallDeadline(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+// intercept bounds each call (CallTimeout), counts it by method and code
+// and times it (metrics.AgentRequests, AgentRequestSeconds).
+func (d *Dialer) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	timeout := d.CallTimeout
 	if timeout == 0 {
 		timeout = CallTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return invoker(ctx, method, req, reply, cc, opts...)
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	name := path.Base(method)
+	metrics.AgentRequestSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	metrics.AgentRequests.WithLabelValues(name, status.Code(err).String()).Inc()
+	return err
 }
 
 // Forget closes the connection to serverName's agent, such as when its

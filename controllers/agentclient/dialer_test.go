@@ -30,6 +30,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/flint-io/flint/controllers/metrics"
 	"github.com/flint-io/flint/internal/pki"
 	"github.com/flint-io/flint/internal/pki/pkitest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -129,5 +132,20 @@ func TestDialerFollowsTheAgentToANewAddress(t *testing.T) {
 	}
 	if got := old.GetState().String(); got != "SHUTDOWN" {
 		t.Fatalf("the connection to the old address is %s, want SHUTDOWN", got)
+	}
+}
+
+// Every call is counted by method and code, answered or not.
+func TestDialerCountsCallsByMethodAndCode(t *testing.T) {
+	m := newMaterial(t)
+	d := &Dialer{TLS: func(context.Context) (*tls.Config, error) { return m.client, nil }, CallTimeout: 2 * time.Second}
+	addr, _ := serveAgent(t, "", m)
+	counter := metrics.AgentRequests.WithLabelValues("GetStatus", codes.Unimplemented.String())
+	before := testutil.ToFloat64(counter)
+	if !reached(t, d, addr) {
+		t.Fatal("the agent is not reached")
+	}
+	if got := testutil.ToFloat64(counter) - before; got != 1 {
+		t.Fatalf("flint_agent_requests_total{method=GetStatus,code=Unimplemented} rose by %v, want 1", got)
 	}
 }

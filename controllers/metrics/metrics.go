@@ -45,6 +45,17 @@ var (
 	PreflightFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_pool_preflight_failures", Help: "1 while a preflight check fails for a Pool, by reason.",
 	}, []string{"pool", "reason"})
+	// AgentRequests counts the operator's calls to OSD agents by method
+	// and gRPC code: what each Volume costs the agents, and which fail.
+	AgentRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flint_agent_requests_total", Help: "Calls from the operator to OSD agents, by gRPC method and status code.",
+	}, []string{"method", "code"})
+	// AgentRequestSeconds is how long the operator's calls to OSD agents
+	// take, by method.
+	AgentRequestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "flint_agent_request_duration_seconds", Help: "Duration of the operator's calls to OSD agents, by gRPC method.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8), // 1 ms to 16 s
+	}, []string{"method"})
 )
 
 func init() {
@@ -53,7 +64,7 @@ func init() {
 
 // Collectors are the operator's own metrics.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild}
+	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild, AgentRequests, AgentRequestSeconds}
 }
 
 // ObserveRebuilds sets the rebuild progress of volume's replicas: one
