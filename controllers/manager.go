@@ -49,10 +49,10 @@ func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, err
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.APIQPS, o.APIBurst
 	if cfg.QPS == 0 {
-		cfg.QPS = 50
+		cfg.QPS = 200
 	}
 	if cfg.Burst == 0 {
-		cfg.Burst = 100
+		cfg.Burst = 400
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -66,7 +66,9 @@ func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, err
 	mo.LeaderElectionNamespace = o.Namespace
 	// Pods, Secrets and NetworkPolicies are watched in the operator's
 	// namespace only.
-	mo.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+	// Managed fields are dropped from the cache: nothing reads them, and
+	// every Volume read would copy them.
+	mo.Cache = cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                 {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 		&corev1.Secret{}:              {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 		&networkingv1.NetworkPolicy{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},

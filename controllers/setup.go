@@ -72,7 +72,7 @@ type Options struct {
 	// VolumeInterrupt is the Volume controller's Interrupt: tests only.
 	VolumeInterrupt func(ctx context.Context, vol *flintv1.Volume, point volume.Point)
 	// APIQPS and APIBurst limit the operator's requests to the apiserver;
-	// zero keeps 50 and 100. A Volume costs about five writes to create.
+	// zero keeps 200 and 400 (see docs/performance.md: provisioning).
 	APIQPS   float32
 	APIBurst int
 }
@@ -116,16 +116,17 @@ func Setup(mgr manager.Manager, o Options) error {
 	agents := &agentclient.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
 	leases := &agentclient.Leases{}
 	observe, observeVolume := make(chan event.GenericEvent), make(chan event.GenericEvent)
+	renewer := &osd.LeaseRenewer{
+		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, ObserveVolume: observeVolume, Log: ctrl.Log.WithName("leases"),
+	}
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods:      osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount},
-		Authority: authority, Agents: agents, Leases: leases, Observe: observe, Resync: o.Resync,
+		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)
 	}
-	if err := mgr.Add(&osd.LeaseRenewer{
-		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, ObserveVolume: observeVolume, Log: ctrl.Log.WithName("leases"),
-	}); err != nil {
+	if err := mgr.Add(renewer); err != nil {
 		return fmt.Errorf("set up the lease renewer: %w", err)
 	}
 	if err := (&volume.Reconciler{

@@ -54,6 +54,8 @@ type Reconciler struct {
 	// Leases records which OSDs' leases are renewed: those whose agent
 	// answered ready at the last observation.
 	Leases *agentclient.Leases
+	// Renewer renews the lease of an OSD found serving again at once.
+	Renewer *LeaseRenewer
 	// Observe carries OSDs to observe at once (a lease renewal failed).
 	Observe <-chan event.GenericEvent
 	// Resync is how often a healthy OSD's status is read from its agent.
@@ -89,7 +91,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	obs := r.observe(ctx, &osd, pod)
+	wasServing := r.Leases.Serving(osd.Name)
 	r.Leases.SetServing(osd.Name, obs.agent != nil)
+	if obs.agent != nil && !wasServing && r.Renewer != nil {
+		// Renewed now, not at the renewer's next round: the OSD takes
+		// volume targets as soon as its status says it serves.
+		r.Renewer.renew(ctx, &osd)
+	}
 	if err := r.writeStatus(ctx, &osd, obs); err != nil {
 		return ctrl.Result{}, err
 	}

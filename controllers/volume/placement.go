@@ -83,10 +83,11 @@ func newReplica(vol *flintv1.Volume, o *flintv1.OSD, state flintv1.ReplicaState,
 
 // fillCommitted sums, per OSD, the sizes of the Pool's Volumes with a
 // replica there: what this process placed, else what the cache shows.
-// Callers hold placeMu.
+// Callers hold placeMu. The cache's objects are read, not copied: this
+// runs once per placement over every Volume of the Pool.
 func (r *Reconciler) fillCommitted(ctx context.Context, w *world) error {
 	var vols flintv1.VolumeList
-	if err := r.List(ctx, &vols, client.MatchingFields{indexPool: w.pool.Name}); err != nil {
+	if err := r.List(ctx, &vols, client.MatchingFields{indexPool: w.pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	w.committed = map[string]int64{}

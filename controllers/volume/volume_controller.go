@@ -31,13 +31,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -95,6 +98,9 @@ type Reconciler struct {
 	// lastReplicaErrors holds, per Volume uid, the replica errors last
 	// told in an Event.
 	lastReplicaErrors sync.Map
+	// wrote holds, per Volume name, the resourceVersion of this process's
+	// last write of it: the event that write causes brings nothing new.
+	wrote sync.Map
 }
 
 func (r *Reconciler) now() time.Time {
@@ -142,6 +148,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Update(ctx, &vol); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.wrote.Store(vol.Name, vol.ResourceVersion)
 	}
 	w, err := r.observe(ctx, &vol)
 	if err != nil {
@@ -268,6 +275,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, vol *flintv1.Volum
 	if err := r.Status().Patch(ctx, vol, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
+	r.wrote.Store(vol.Name, vol.ResourceVersion)
 	r.remember(vol)
 	return nil
 }
@@ -294,6 +302,7 @@ func (r *Reconciler) notePlaced(vol *flintv1.Volume) {
 
 func (r *Reconciler) forget(name string) {
 	metrics.ObserveRebuilds(name, "", nil)
+	r.wrote.Delete(name)
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
 	delete(r.placed, name)
@@ -319,8 +328,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return nil
 		}
 		var held, pending flintv1.VolumeList
-		_ = r.List(ctx, &held, client.MatchingFields{indexOSD: osd.Name})
-		_ = r.List(ctx, &pending, client.MatchingFields{indexPool: osd.Spec.Pool})
+		_ = r.List(ctx, &held, client.MatchingFields{indexOSD: osd.Name}, client.UnsafeDisableDeepCopy)
+		_ = r.List(ctx, &pending, client.MatchingFields{indexPool: osd.Spec.Pool}, client.UnsafeDisableDeepCopy)
 		var reqs []reconcile.Request
 		for _, v := range held.Items {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&v)})
@@ -334,11 +343,56 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("volume").
-		For(&flintv1.Volume{}).
-		Watches(&flintv1.OSD{}, osdVolumes).
+		For(&flintv1.Volume{}, builder.WithPredicates(predicate.Funcs{
+			// The reconcile that wrote a Volume goes on from what it wrote;
+			// driving it again for that write's event would repeat every
+			// agent call.
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				rv, ok := r.wrote.Load(e.ObjectNew.GetName())
+				return !ok || rv != e.ObjectNew.GetResourceVersion()
+			},
+		})).
+		Watches(&flintv1.OSD{}, osdVolumes, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				old, oldOK := e.ObjectOld.(*flintv1.OSD)
+				osd, ok := e.ObjectNew.(*flintv1.OSD)
+				return !oldOK || !ok || osdChangeMatters(old, osd)
+			},
+		})).
 		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
+}
+
+// osdChangeMatters is whether an update of an OSD can change a decision
+// for the Volumes on it or waiting for placement in its Pool. Its free
+// bytes and replica count change with every replica created; were they
+// to re-drive every Volume the OSD holds, provisioning N Volumes would
+// cost O(N²) reconciles.
+func osdChangeMatters(old, osd *flintv1.OSD) bool {
+	return old.Generation != osd.Generation || // node, drain, cordon
+		!old.DeletionTimestamp.Equal(osd.DeletionTimestamp) ||
+		old.Labels[flintv1.LabelPool] != osd.Labels[flintv1.LabelPool] ||
+		old.Status.Phase != osd.Status.Phase ||
+		!equality.Semantic.DeepEqual(old.Status.Endpoint, osd.Status.Endpoint) ||
+		totalBytes(old) != totalBytes(osd) ||
+		readySince(old) != readySince(osd)
+}
+
+func totalBytes(o *flintv1.OSD) int64 {
+	if o.Status.Capacity == nil {
+		return -1
+	}
+	return o.Status.Capacity.Total.Value()
+}
+
+// readySince is the OSD's Ready condition's status and when it took it.
+func readySince(o *flintv1.OSD) string {
+	c := meta.FindStatusCondition(o.Status.Conditions, flintv1.ReadyCondition)
+	if c == nil {
+		return ""
+	}
+	return string(c.Status) + "@" + c.LastTransitionTime.UTC().String()
 }
 
 // volumeOSDs lists the OSDs a Volume keeps something on.
