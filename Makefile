@@ -113,6 +113,8 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl into the cache; print 
 ##@ Benchmarks
 
 N ?= 1000
+RATE ?= 5
+DURATION ?= 2m
 
 .PHONY: bench-datapath
 bench-datapath: ## Raw SPDK beside a 1-replica Flint Volume (real operator and agent) on FLINT_SPDK_DIR's nvmf_tgt, with spdk_nvme_perf over NVMe/TCP: IOPS, MiB/s, avg/p50/p99/p99.9 per workload, ratios to raw; JSON in bench-datapath.json (root).
@@ -120,8 +122,10 @@ bench-datapath: ## Raw SPDK beside a 1-replica Flint Volume (real operator and a
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go run ./hack/bench-datapath $(BENCH_ARGS)
 
 .PHONY: bench-provision
-bench-provision: ## Create N Volumes (default 1000) over 30 OSDs (agents over SPDK doubles) against the real apiserver; print create-to-Ready p50/p99, total time, reconciles per Volume.
-	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go run ./hack/bench-provision -n $(N)
+bench-provision: ## Against the real apiserver, 30 OSDs (agents over SPDK doubles): a burst of N Volumes (default 1000), then RATE Volumes/s for DURATION (5, 2m); create-to-Ready p50/p99, total time, API writes and agent calls per Volume; checks placement.
+	assets=$$(hack/envtest-assets.sh); go build -o bin/bench-provision ./hack/bench-provision && \
+	KUBEBUILDER_ASSETS="$$assets" bin/bench-provision -n $(N) && \
+	KUBEBUILDER_ASSETS="$$assets" bin/bench-provision -rate $(RATE) -duration $(DURATION)
 
 ##@ Lint
 

@@ -17,29 +17,39 @@ limitations under the License.
 // Command bench-provision measures provisioning against the real
 // kube-apiserver: it starts a local cluster (test/localcluster) with a
 // Pool of OSDs on several nodes, each a real osd-agent over the SPDK
-// double, creates N Volumes as fast as the API takes them, and prints the
-// creation-to-Ready latency (p50, p99, max; Ready seen by an informer),
-// the total time, and how many reconciles the Volume controller needed per
-// Volume.
+// double, creates Volumes, and prints the creation-to-Ready latency (p50,
+// p99, max; Ready seen by an informer), the total time, and how many
+// reconciles and API writes the Volume controller needed per Volume.
+//
+// Two arrival patterns: a burst (-n Volumes, as fast as the API takes
+// them) and a steady stream (-rate Volumes per second for -duration).
+// Either way it ends by checking what provisioning must never give up for
+// speed: every Volume has its replicas on distinct OSDs in distinct
+// failure domains, and no OSD holds more than its capacity.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -50,39 +60,67 @@ import (
 	"github.com/flint-io/flint/test/localnode"
 )
 
+// config is one benchmark run.
+type config struct {
+	n                 int
+	rate              float64 // Volumes per second; 0 is a burst
+	nodes, perNode    int
+	workers, creators int
+	size              resource.Quantity
+}
+
 func main() {
-	n := flag.Int("n", 1000, "how many Volumes to create")
-	nodes := flag.Int("nodes", 10, "nodes, one failure domain each")
-	perNode := flag.Int("osds-per-node", 3, "OSDs per node")
-	workers := flag.Int("workers", 8, "Volume controller workers")
-	creators := flag.Int("creators", 16, "clients creating Volumes at once")
+	var c config
+	flag.IntVar(&c.n, "n", 1000, "how many Volumes to create in a burst (ignored with -rate)")
+	flag.Float64Var(&c.rate, "rate", 0, "create Volumes at this steady rate per second instead of a burst")
+	duration := flag.Duration("duration", 2*time.Minute, "how long to create Volumes at -rate")
+	flag.IntVar(&c.nodes, "nodes", 10, "nodes, one failure domain each")
+	flag.IntVar(&c.perNode, "osds-per-node", 3, "OSDs per node")
+	flag.IntVar(&c.workers, "workers", 16, "Volume controller workers (the operator's --volume-workers default)")
+	flag.IntVar(&c.creators, "creators", 16, "clients creating Volumes at once")
 	size := flag.String("size", "16Mi", "each Volume's size; the 2Gi OSDs hold 1000 x 3 replicas of 16Mi without overcommit")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the operator and the SPDK doubles run here) to this file")
 	flag.Parse()
+	c.size = resource.MustParse(*size)
+	if c.rate > 0 {
+		c.n = int(c.rate * duration.Seconds())
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(*n, *nodes, *perNode, *workers, *creators, resource.MustParse(*size)); err != nil {
+	runtime.SetBlockProfileRate(100000)
+	runtime.SetMutexProfileFraction(5)
+	defer func() {
+		for _, n := range []string{"block", "mutex"} {
+			f, _ := os.Create("/tmp/prov." + n)
+			_ = pprof.Lookup(n).WriteTo(f, 0)
+			f.Close()
+		}
+	}()
+	if err := run(c); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-provision: %v\n", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(n, nodes, perNode, workers, creators int, size resource.Quantity) error {
+func run(cfg config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	var ns []localcluster.Node
-	for i := range nodes {
+	for i := range cfg.nodes {
 		ns = append(ns, localcluster.Node{Name: fmt.Sprintf("bench-%02d", i), Zone: fmt.Sprintf("z%02d", i)})
 	}
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		Root: ".", Nodes: ns, Pools: []string{"bench"}, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()),
-		Operator: controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: workers},
+		// As osd-agent's default: the local runner's 200ms would have 30
+		// agents probe the one SPDK double 150 times a second.
+		ProbeInterval: 2 * time.Second,
+		Operator:      controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: cfg.workers},
 	})
 	if c != nil {
 		defer func() { _ = c.Stop() }()
@@ -90,12 +128,17 @@ func run(n, nodes, perNode, workers, creators int, size resource.Quantity) error
 	if err != nil {
 		return err
 	}
-	osds := nodes * perNode
-	fmt.Printf("bench-provision: %d Volumes of %s (3 replicas each) over %d OSDs on %d nodes; %d controller workers, %d creators\n", n, size.String(), osds, nodes, workers, creators)
+	osds := cfg.nodes * cfg.perNode
+	arrival := "a burst"
+	if cfg.rate > 0 {
+		arrival = fmt.Sprintf("%g per second", cfg.rate)
+	}
+	fmt.Printf("bench-provision: %d Volumes of %s (3 replicas each), created in %s, over %d OSDs on %d nodes; %d controller workers, %d creators\n",
+		cfg.n, cfg.size.String(), arrival, osds, cfg.nodes, cfg.workers, cfg.creators)
 	pool := &flintv1.Pool{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 		Spec: flintv1.PoolSpec{Replicas: 3, Devices: flintv1.PoolDevices{
-			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("2Gi")}, MaxPerNode: ptr.To(int32(perNode)),
+			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("2Gi")}, MaxPerNode: ptr.To(int32(cfg.perNode)),
 		}},
 	}
 	if err := c.Client.Create(ctx, pool); err != nil {
@@ -118,14 +161,104 @@ func run(n, nodes, perNode, workers, creators int, size resource.Quantity) error
 		return err
 	}
 
-	// An informer sees each Volume turn Ready as it happens.
-	informers, err := cache.New(c.Env.Config, cache.Options{Scheme: c.Client.Scheme()})
+	readyNow, err := watchReady(ctx, c, cfg.n)
 	if err != nil {
 		return err
 	}
+	before := volumeCounters()
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	start := time.Now()
+	names := make(chan string)
+	errs := make(chan error, cfg.creators)
+	for range cfg.creators {
+		go func() {
+			for name := range names {
+				v := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flintv1.VolumeSpec{Pool: "bench", Size: cfg.size}}
+				t := time.Now()
+				if err := c.Client.Create(ctx, v); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				created[name] = t
+				mu.Unlock()
+			}
+			errs <- nil
+		}()
+	}
+	go arrive(ctx, cfg, start, names)
+
+	var latencies []time.Duration
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
+	for len(latencies) < cfg.n {
+		select {
+		case <-progress.C:
+			mu.Lock()
+			fmt.Printf("  %s: %d created, %d Ready\n", time.Since(start).Round(time.Second), len(created), len(latencies))
+			mu.Unlock()
+		case name := <-readyNow:
+			mu.Lock()
+			latencies = append(latencies, time.Since(created[name]))
+			mu.Unlock()
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d Volumes Ready when time ran out", len(latencies), cfg.n)
+		}
+	}
+	total := time.Since(start)
+	for range cfg.creators {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	after := volumeCounters()
+	slices.Sort(latencies)
+	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
+	fmt.Printf("created and Ready: %d Volumes in %s (%.1f Volumes/s)\n", cfg.n, total.Round(time.Millisecond), float64(cfg.n)/total.Seconds())
+	fmt.Printf("create-to-Ready latency: p50 %s, p99 %s, max %s\n", pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond))
+	per := func(k string) float64 { return (after[k] - before[k]) / float64(cfg.n) }
+	fmt.Printf("per Volume: %.1f Volume reconciles, %.1f API writes by the operator, %.1f agent calls (%s)\n", per("reconciles"), per("writes"), per("agent"), agentCalls(per, after))
+	fmt.Printf("a reconcile takes %.0f ms on average; requests waited %.1f s in all for the client's rate limiter\n",
+		1000*(after["reconcile seconds"]-before["reconcile seconds"])/(after["reconciles"]-before["reconciles"]), after["throttled seconds"]-before["throttled seconds"])
+	if err := checkPlacement(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("placement: every Volume on 3 OSDs in distinct failure domains, no OSD over its capacity")
+	return nil
+}
+
+// arrive hands out the Volumes' names: all at once, or one every 1/rate
+// seconds from start.
+func arrive(ctx context.Context, cfg config, start time.Time, names chan<- string) {
+	defer close(names)
+	for i := range cfg.n {
+		if cfg.rate > 0 {
+			at := start.Add(time.Duration(float64(i) / cfg.rate * float64(time.Second)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(at)):
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case names <- fmt.Sprintf("pvc-bench-%05d", i):
+		}
+	}
+}
+
+// watchReady tells, through the channel it returns, each Volume's name
+// the moment an informer first sees it Ready.
+func watchReady(ctx context.Context, c *localcluster.Cluster, n int) (<-chan string, error) {
+	informers, err := cache.New(c.Env.Config, cache.Options{Scheme: c.Client.Scheme()})
+	if err != nil {
+		return nil, err
+	}
 	inf, err := informers.GetInformer(ctx, &flintv1.Volume{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	readyNow := make(chan string, n)
 	seen := map[string]bool{}
@@ -145,93 +278,110 @@ func run(n, nodes, perNode, workers, creators int, size resource.Quantity) error
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: onChange, UpdateFunc: func(_, obj any) { onChange(obj) },
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	go func() { _ = informers.Start(ctx) }()
 	if !informers.WaitForCacheSync(ctx) {
-		return fmt.Errorf("the Volume informer did not sync")
+		return nil, fmt.Errorf("the Volume informer did not sync")
 	}
-	before := reconciles()
-	var mu sync.Mutex
-	created := map[string]time.Time{}
-	start := time.Now()
-	names := make(chan string)
-	errs := make(chan error, creators)
-	for range creators {
-		go func() {
-			for name := range names {
-				v := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flintv1.VolumeSpec{Pool: "bench", Size: size}}
-				t := time.Now()
-				if err := c.Client.Create(ctx, v); err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				created[name] = t
-				mu.Unlock()
-			}
-			errs <- nil
-		}()
-	}
-	go func() {
-		for i := range n {
-			names <- fmt.Sprintf("pvc-bench-%05d", i)
-		}
-		close(names)
-	}()
+	return readyNow, nil
+}
 
-	var latencies []time.Duration
-	progress := time.NewTicker(10 * time.Second)
-	defer progress.Stop()
-	for len(latencies) < n {
-		select {
-		case <-progress.C:
-			mu.Lock()
-			fmt.Printf("  %s: %d created, %d Ready\n", time.Since(start).Round(time.Second), len(created), len(latencies))
-			mu.Unlock()
-		case name := <-readyNow:
-			mu.Lock()
-			latencies = append(latencies, time.Since(created[name]))
-			mu.Unlock()
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d Volumes Ready when time ran out", len(latencies), n)
-		}
-	}
-	total := time.Since(start)
-	for range creators {
-		if err := <-errs; err != nil {
+// checkPlacement fails unless every Volume's replicas are on distinct OSDs
+// in distinct failure domains and every OSD's replicas fit its capacity.
+func checkPlacement(ctx context.Context, c *localcluster.Cluster) error {
+	var vols flintv1.VolumeList
+	var osds flintv1.OSDList
+	var nodes corev1.NodeList
+	for _, l := range []client.ObjectList{&vols, &osds, &nodes} {
+		if err := c.Client.List(ctx, l); err != nil {
 			return err
 		}
 	}
-	slices.Sort(latencies)
-	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
-	fmt.Printf("created and Ready: %d Volumes in %s (%.1f Volumes/s)\n", n, total.Round(time.Millisecond), float64(n)/total.Seconds())
-	fmt.Printf("create-to-Ready latency: p50 %s, p99 %s, max %s\n", pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond))
-	fmt.Printf("Volume controller reconciles: %.0f, %.1f per Volume\n", reconciles()-before, (reconciles()-before)/float64(n))
+	// The bench Pool's failure domain is the node (the Pool's default).
+	domain := map[string]string{}
+	for _, n := range nodes.Items {
+		domain[n.Name] = n.Labels[corev1.LabelHostname]
+	}
+	osdDomain, capacity := map[string]string{}, map[string]int64{}
+	for _, o := range osds.Items {
+		osdDomain[o.Name] = domain[o.Spec.NodeName]
+		if o.Status.Capacity != nil {
+			capacity[o.Name] = o.Status.Capacity.Total.Value()
+		}
+	}
+	committed := map[string]int64{}
+	for _, v := range vols.Items {
+		domains := map[string]bool{}
+		for _, rep := range v.Status.Replicas {
+			d := osdDomain[rep.OSD]
+			if d == "" || domains[d] {
+				return fmt.Errorf("placement: Volume %s has replicas sharing failure domain %q (or on an unknown OSD): %v", v.Name, d, v.Status.Replicas)
+			}
+			domains[d] = true
+			committed[rep.OSD] += v.Spec.Size.Value()
+		}
+		if len(domains) != 3 {
+			return fmt.Errorf("placement: Volume %s has %d replicas, want 3", v.Name, len(domains))
+		}
+	}
+	for o, b := range committed {
+		if b > capacity[o] {
+			return fmt.Errorf("placement: OSD %s holds %d bytes of replicas, over its capacity of %d", o, b, capacity[o])
+		}
+	}
 	return nil
 }
 
-// reconciles reads controller-runtime's reconcile count of the Volume
-// controller, every result.
-func reconciles() float64 {
+// volumeCounters reads, from controller-runtime's and client-go's metrics
+// in this process, the Volume controller's reconciles, the operator's API
+// writes, and the agent calls made.
+func volumeCounters() map[string]float64 {
+	out := map[string]float64{}
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
-		return 0
+		return out
 	}
-	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "volume" {
-					total += m.GetCounter().GetValue()
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case f.GetName() == "controller_runtime_reconcile_total" && labels["controller"] == "volume":
+				out["reconciles"] += m.GetCounter().GetValue()
+			case f.GetName() == "rest_client_requests_total" && labels["method"] != "GET":
+				out["writes"] += m.GetCounter().GetValue()
+			case f.GetName() == "flint_agent_requests_total":
+				out["agent"] += m.GetCounter().GetValue()
+				out["agent "+labels["method"]] += m.GetCounter().GetValue()
+			case f.GetName() == "flint_agent_request_duration_seconds":
+				out["seconds "+labels["method"]] += m.GetHistogram().GetSampleSum()
+			case f.GetName() == "rest_client_rate_limiter_duration_seconds":
+				out["throttled seconds"] += m.GetHistogram().GetSampleSum()
+			case f.GetName() == "controller_runtime_reconcile_time_seconds" && labels["controller"] == "volume":
+				out["reconcile seconds"] += m.GetHistogram().GetSampleSum()
 			}
 		}
 	}
-	return total
+	return out
+}
+
+// agentCalls lists the agent calls per Volume by method, most first.
+func agentCalls(per func(string) float64, counters map[string]float64) string {
+	var methods []string
+	for k := range counters {
+		if m, ok := strings.CutPrefix(k, "agent "); ok && per(k) >= 0.05 {
+			methods = append(methods, m)
+		}
+	}
+	slices.SortFunc(methods, func(a, b string) int { return cmp.Compare(per("agent "+b), per("agent "+a)) })
+	parts := make([]string, 0, len(methods))
+	for _, m := range methods {
+		parts = append(parts, fmt.Sprintf("%s %.1f (%.0f ms each)", m, per("agent "+m), 1000*per("seconds "+m)/per("agent "+m)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func waitFor(ctx context.Context, what string, done func() (bool, error)) error {

@@ -67,6 +67,8 @@ type Options struct {
 	// Pools are those whose OSD pods run here; StartSPDK runs their SPDK.
 	Pools     []string
 	StartSPDK func(localnode.Launch) (localnode.SPDK, error)
+	// ProbeInterval is how often the agents probe SPDK (localnode.Runner).
+	ProbeInterval time.Duration
 	// Operator is the operator's configuration; Namespace, image and ports
 	// are filled in.
 	Operator controllers.Options
@@ -138,7 +140,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			fmt.Fprintf(os.Stderr, "localcluster: operator: %v\n", err)
 		}
 	}()
-	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools, Subnet: o.Subnet}
+	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools, Subnet: o.Subnet, ProbeInterval: o.ProbeInterval}
 	go c.Nodes.Run(ctx, 200*time.Millisecond)
 	return c, nil
 }

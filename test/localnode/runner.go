@@ -65,6 +65,9 @@ type Runner struct {
 	// Pools limits the runner to the OSD pods of these Pools; empty runs
 	// every OSD pod.
 	Pools []string
+	// ProbeInterval is how often each agent probes SPDK (--probe-interval;
+	// default 200ms, so that tests see an SPDK restart at once).
+	ProbeInterval time.Duration
 
 	mu   sync.Mutex
 	pods map[types.UID]*pod
@@ -249,7 +252,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	args := localArgs(agent.Args, map[string]string{
 		"spdk-socket": socket, "tls-dir": tlsDir, "network-status-file": filepath.Join(dir, "network-status"),
 		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
-		"probe-interval": "200ms", "lease-file": leaseFile,
+		"probe-interval": cmp.Or(r.ProbeInterval, 200*time.Millisecond).String(), "lease-file": leaseFile,
 	})
 	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target}
 	if err := r.startAgent(running); err != nil {
