@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -91,15 +90,6 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	runtime.SetBlockProfileRate(100000)
-	runtime.SetMutexProfileFraction(5)
-	defer func() {
-		for _, n := range []string{"block", "mutex"} {
-			f, _ := os.Create("/tmp/prov." + n)
-			_ = pprof.Lookup(n).WriteTo(f, 0)
-			f.Close()
-		}
-	}()
 	if err := run(c); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-provision: %v\n", err)
 		pprof.StopCPUProfile()
