@@ -21,6 +21,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -299,5 +300,51 @@ func TestDeleteReplicaRefusesARaidMember(t *testing.T) {
 	}
 	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Errorf("the refused delete touched the replica: %v", err)
+	}
+}
+
+// An export left by an earlier lvol of the volume (its lvol deleted
+// behind the agent's back) goes when the new lvol is first exported.
+func TestExportReplicaRemovesAnEarlierLvolsExport(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	o := r.osd(osdUID, r.file("dev", gib), Tuning{})
+	if _, err := o.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	earlier, err := o.ExportReplica(ctx, "pvc-1", hostA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.spdk.BdevLvolDelete(ctx, o.lvolAlias("pvc-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first export, then a re-drive
+		now, err := o.ExportReplica(ctx, "pvc-1", hostA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.NQN == earlier.NQN {
+			t.Fatalf("the new lvol is exported under the earlier lvol's NQN %s", now.NQN)
+		}
+		subs, err := r.spdk.NvmfGetSubsystems(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exports []string
+		for _, s := range subs {
+			if strings.HasPrefix(s.NQN, agentv1.ReplicaNQNPrefix("pvc-1")) {
+				exports = append(exports, s.NQN)
+			}
+		}
+		if !slices.Equal(exports, []string{now.NQN}) {
+			t.Fatalf("the volume's exports are %v, want only %s", exports, now.NQN)
+		}
 	}
 }

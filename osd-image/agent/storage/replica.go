@@ -188,8 +188,17 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 		return Export{}, err
 	}
 	nqn := agentv1.ReplicaNQN(volume, b.UUID)
-	if err := o.unexportReplicaBut(ctx, volume, nqn); err != nil {
-		return Export{}, err
+	// An export of an earlier lvol of the volume can only predate this
+	// lvol's first export (the agent unexports before it deletes an lvol,
+	// and SPDK keeps no subsystem across a restart): it is looked for
+	// then, not on every re-drive, since listing every subsystem costs
+	// SPDK's app thread in proportion to the OSD's volumes.
+	if _, err := o.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
+		if err := o.unexportReplicaBut(ctx, volume, nqn); err != nil {
+			return Export{}, err
+		}
+	} else if err != nil {
+		return Export{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
 	if err := o.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
 		return Export{}, err
