@@ -96,6 +96,9 @@ type Fabric struct {
 	writeSeq uint64
 	held     []*hostWrite
 	acked    map[uint64]bool
+	// quiet is the Targets' marks after a refresh that found nothing to
+	// follow and nothing waiting on the clock; nil otherwise.
+	quiet []targetMark
 }
 
 // FabricOption configures a Fabric.

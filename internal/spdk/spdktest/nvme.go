@@ -53,6 +53,12 @@ type ctrlr struct {
 	synced *syncMark
 }
 
+// settled is whether refreshCtrlr has nothing to do for c: a PCIe or
+// failed controller, or an enabled one whose remote has not changed.
+func (c *ctrlr) settled() bool {
+	return c.pcie || c.state == ctrlrFailed || (c.state == ctrlrEnabled && c.synced.current())
+}
+
 // syncMark is a Target's state at a generation: while the Target runs with
 // that state unchanged, nothing a controller of it follows has changed.
 type syncMark struct {

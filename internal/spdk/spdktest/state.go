@@ -20,6 +20,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -186,19 +187,50 @@ func (b *bdev) release() {
 }
 
 // refresh brings every running Target's view of the fabric up to date: lost
-// and regained controllers, expired loss timeouts, rebuild progress.
+// and regained controllers, expired loss timeouts, rebuild progress. A
+// pass that found everything settled left the fabric as it was, and the
+// next has nothing to do until a Target changes, starts or stops.
 func (f *Fabric) refresh() {
+	if f.quiet != nil && slices.Equal(f.quiet, f.marks()) {
+		return
+	}
 	now := f.now()
 	running := f.running()
+	settled := len(f.held) == 0
 	for _, t := range running {
 		for _, c := range append([]*ctrlr(nil), t.st.ctrlrs...) {
+			settled = settled && c.settled()
 			t.refreshCtrlr(c, now, running)
 		}
 		for _, r := range t.st.raids {
+			settled = settled && r.rebuild == nil
 			t.advanceRebuild(r, now, f.rebuildRate)
 		}
 	}
 	f.settleHeld()
+	f.quiet = nil
+	if settled {
+		f.quiet = f.marks()
+	}
+}
+
+// targetMark is what a refresh depends on of a Target: whether it runs,
+// which state it holds, and how far that state changed.
+type targetMark struct {
+	running bool
+	st      *state
+	gen     uint64
+}
+
+func (f *Fabric) marks() []targetMark {
+	out := make([]targetMark, len(f.targets))
+	for i, t := range f.targets {
+		out[i] = targetMark{running: t.running, st: t.st}
+		if t.st != nil {
+			out[i].gen = t.st.gen
+		}
+	}
+	return out
 }
 
 // since is the time from then to now, never negative.
