@@ -153,8 +153,11 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 // by the same request.
 func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.CreateVolumeRequest, p parameters, size int64) error {
 	vol := &flintv1.Volume{
-		ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()}},
-		Spec:       flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()},
+			Finalizers: []string{flintv1.VolumeFinalizer},
+		},
+		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {

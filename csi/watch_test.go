@@ -100,7 +100,7 @@ func TestAWaitEndsOnTheVolumesEvent(t *testing.T) {
 // Deleting waits on the cache for the operator to finish, and asks the
 // apiserver only to read the Volume first and to confirm it is gone.
 func TestDeleteWaitsOnTheCache(t *testing.T) {
-	c, cl, live := eventController(t, &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: []string{"flint.io/volume-data"}}})
+	c, cl, live := eventController(t, &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: []string{flintv1.VolumeFinalizer}}})
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		for range 3 { // the operator's passes before it lets go

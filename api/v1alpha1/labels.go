@@ -25,3 +25,9 @@ const (
 	// LabelOSD names the OSD a pod or Secret belongs to.
 	LabelOSD = "flint.io/osd"
 )
+
+// VolumeFinalizer keeps a Volume until the operator has torn down its
+// target and replicas. The CSI controller sets it when it creates a
+// Volume, saving the operator a write; the operator adds it to a Volume
+// created without it.
+const VolumeFinalizer = "flint.io/volume-data"

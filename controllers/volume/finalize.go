@@ -39,7 +39,7 @@ import (
 // OSDs that do not serve are skipped; they delete what they hold of the
 // Volume when they return (the OSD controller's orphan collection).
 func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(vol, Finalizer) {
+	if !controllerutil.ContainsFinalizer(vol, flintv1.VolumeFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	before := vol.DeepCopy()
@@ -116,6 +116,6 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 	}
 	r.forget(vol.Name)
 	r.lastReplicaErrors.Delete(vol.UID)
-	controllerutil.RemoveFinalizer(vol, Finalizer)
+	controllerutil.RemoveFinalizer(vol, flintv1.VolumeFinalizer)
 	return ctrl.Result{}, r.Update(ctx, vol)
 }

@@ -50,9 +50,6 @@ import (
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
-// Finalizer keeps a Volume until its target and replicas are torn down.
-const Finalizer = "flint.io/volume-data"
-
 // Field indexes of Volumes.
 const (
 	indexPool = "spec.pool"
@@ -144,7 +141,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !vol.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &vol)
 	}
-	if controllerutil.AddFinalizer(&vol, Finalizer) {
+	if controllerutil.AddFinalizer(&vol, flintv1.VolumeFinalizer) {
 		if err := r.Update(ctx, &vol); err != nil {
 			return ctrl.Result{}, err
 		}

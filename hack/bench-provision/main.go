@@ -164,7 +164,11 @@ func run(cfg config) error {
 	for range cfg.creators {
 		go func() {
 			for name := range names {
-				v := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flintv1.VolumeSpec{Pool: "bench", Size: cfg.size}}
+				// As the CSI controller creates it.
+				v := &flintv1.Volume{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{flintv1.VolumeFinalizer}},
+					Spec:       flintv1.VolumeSpec{Pool: "bench", Size: cfg.size},
+				}
 				t := time.Now()
 				if err := c.Client.Create(ctx, v); err != nil {
 					errs <- err
