@@ -54,37 +54,47 @@ func (o *OSD) lvolAlias(volume string) string { return o.lvs() + "/" + volume }
 
 // replica reads a volume's replica; ErrNotFound when there is none.
 func (o *OSD) replica(ctx context.Context, volume string) (Replica, types.Bdev, error) {
+	b, err := o.replicaBdev(ctx, volume)
+	if err != nil {
+		return Replica{}, types.Bdev{}, err
+	}
+	lvs, err := o.Lvstore(ctx)
+	if err != nil {
+		return Replica{}, types.Bdev{}, err
+	}
+	return o.replicaOf(volume, b, lvs), b, nil
+}
+
+// replicaBdev reads a volume's replica's bdev; ErrNotFound when there is
+// none.
+func (o *OSD) replicaBdev(ctx context.Context, volume string) (types.Bdev, error) {
 	bdevs, err := o.spdk.BdevGetBdevs(ctx, o.lvolAlias(volume))
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		// No lvol is "no replica" only while the lvstore is loaded.
 		if _, lerr := o.Lvstore(ctx); lerr != nil {
-			return Replica{}, types.Bdev{}, lerr
+			return types.Bdev{}, lerr
 		}
-		return Replica{}, types.Bdev{}, fmt.Errorf("%w: no replica of volume %s on this OSD", ErrNotFound, volume)
+		return types.Bdev{}, fmt.Errorf("%w: no replica of volume %s on this OSD", ErrNotFound, volume)
 	}
 	if err != nil {
-		return Replica{}, types.Bdev{}, fmt.Errorf("look up replica %s: %w", volume, err)
+		return types.Bdev{}, fmt.Errorf("look up replica %s: %w", volume, err)
 	}
-	b := bdevs[0]
-	r := Replica{Volume: volume, Lvol: o.lvolAlias(volume), SizeBytes: b.SizeBytes()}
-	if b.DriverSpecific.Lvol != nil {
-		lvs, err := o.Lvstore(ctx)
-		if err != nil {
-			return Replica{}, types.Bdev{}, err
-		}
-		r.AllocatedBytes = b.DriverSpecific.Lvol.NumAllocatedClusters * lvs.ClusterSize
-	}
-	return r, b, nil
+	return bdevs[0], nil
 }
 
-// clusterRound rounds size up to the lvstore's clusters, as SPDK does.
-func (o *OSD) clusterRound(ctx context.Context, size uint64) (uint64, error) {
-	lvs, err := o.Lvstore(ctx)
-	if err != nil {
-		return 0, err
+// replicaOf is the replica whose lvol is b on lvs.
+func (o *OSD) replicaOf(volume string, b types.Bdev, lvs types.Lvstore) Replica {
+	r := Replica{Volume: volume, Lvol: o.lvolAlias(volume), SizeBytes: b.SizeBytes()}
+	if b.DriverSpecific.Lvol != nil {
+		r.AllocatedBytes = b.DriverSpecific.Lvol.NumAllocatedClusters * lvs.ClusterSize
 	}
+	return r
+}
+
+// clusterRound rounds size up to lvs's clusters, as SPDK does.
+func clusterRound(lvs types.Lvstore, size uint64) uint64 {
 	c := lvs.ClusterSize
-	return (size + c - 1) / c * c, nil
+	return (size + c - 1) / c * c
 }
 
 // CreateReplica makes a thin lvol of sizeBytes for volume. A replica of the
@@ -96,39 +106,46 @@ func (o *OSD) CreateReplica(ctx context.Context, volume string, sizeBytes uint64
 	if sizeBytes == 0 {
 		return Replica{}, fmt.Errorf("%w: replica of %s needs a size", ErrInvalid, volume)
 	}
-	want, err := o.clusterRound(ctx, sizeBytes)
+	// The lvstore is read once: its cluster size rounds the size, and an
+	// lvstore just read loaded tells a missing lvol from an unloaded one.
+	lvs, err := o.Lvstore(ctx)
 	if err != nil {
 		return Replica{}, err
 	}
-	r, _, err := o.replica(ctx, volume)
+	want := clusterRound(lvs, sizeBytes)
+	bdevs, err := o.spdk.BdevGetBdevs(ctx, o.lvolAlias(volume))
 	switch {
-	case err == nil && r.SizeBytes == want:
-		return r, nil
+	case err == nil && bdevs[0].SizeBytes() == want:
+		return o.replicaOf(volume, bdevs[0], lvs), nil
 	case err == nil:
-		return Replica{}, fmt.Errorf("%w: replica %s has %d bytes, not %d; resize it instead", ErrConflict, volume, r.SizeBytes, sizeBytes)
-	case !errors.Is(err, ErrNotFound):
-		return Replica{}, err
+		return Replica{}, fmt.Errorf("%w: replica %s has %d bytes, not %d; resize it instead", ErrConflict, volume, bdevs[0].SizeBytes(), sizeBytes)
+	case !errors.Is(err, jsonrpc.ErrNotFound):
+		return Replica{}, fmt.Errorf("look up replica %s: %w", volume, err)
 	}
 	if _, err := o.spdk.BdevLvolCreate(ctx, types.BdevLvolCreateRequest{
 		LvolName: volume, SizeInMiB: (sizeBytes + mib - 1) / mib, ThinProvision: true, LvsName: o.lvs(),
 	}); err != nil {
 		return Replica{}, fmt.Errorf("create replica %s: %w", volume, err)
 	}
-	r, _, err = o.replica(ctx, volume)
-	return r, err
+	b, err := o.replicaBdev(ctx, volume)
+	if err != nil {
+		return Replica{}, err
+	}
+	return o.replicaOf(volume, b, lvs), nil
 }
 
 // ResizeReplica grows a replica to sizeBytes. A replica already of that
 // size is left alone; shrinking is refused.
 func (o *OSD) ResizeReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
-	r, _, err := o.replica(ctx, volume)
+	b, err := o.replicaBdev(ctx, volume)
 	if err != nil {
 		return Replica{}, err
 	}
-	want, err := o.clusterRound(ctx, sizeBytes)
+	lvs, err := o.Lvstore(ctx)
 	if err != nil {
 		return Replica{}, err
 	}
+	r, want := o.replicaOf(volume, b, lvs), clusterRound(lvs, sizeBytes)
 	switch {
 	case want == r.SizeBytes:
 		return r, nil
@@ -138,15 +155,17 @@ func (o *OSD) ResizeReplica(ctx context.Context, volume string, sizeBytes uint64
 	if err := o.spdk.BdevLvolResize(ctx, r.Lvol, (sizeBytes+mib-1)/mib); err != nil {
 		return Replica{}, fmt.Errorf("resize replica %s: %w", volume, err)
 	}
-	r, _, err = o.replica(ctx, volume)
-	return r, err
+	if b, err = o.replicaBdev(ctx, volume); err != nil {
+		return Replica{}, err
+	}
+	return o.replicaOf(volume, b, lvs), nil
 }
 
 // DeleteReplica removes a replica's export and its lvol. A missing replica
 // is success. A replica that is a member of this OSD's raid for the volume
 // is refused: delete the target first.
 func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
-	_, b, err := o.replica(ctx, volume)
+	b, err := o.replicaBdev(ctx, volume)
 	if errors.Is(err, ErrNotFound) {
 		return o.UnexportReplica(ctx, volume)
 	}
@@ -183,7 +202,7 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 // live connections: that is how an old target is fenced. An export of an
 // earlier lvol of the volume (under another NQN) goes.
 func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (Export, error) {
-	_, b, err := o.replica(ctx, volume)
+	b, err := o.replicaBdev(ctx, volume)
 	if err != nil {
 		return Export{}, err
 	}

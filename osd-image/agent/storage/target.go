@@ -108,7 +108,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err := o.checkTargetSpec(spec); err != nil {
 		return TargetStatus{}, err
 	}
-	local, localBdev, err := o.replica(ctx, spec.Volume)
+	localBdev, err := o.replicaBdev(ctx, spec.Volume)
 	if err != nil {
 		return TargetStatus{}, err
 	}
@@ -119,7 +119,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 		return TargetStatus{}, err
 	}
 	if len(spec.Members) == 1 {
-		return o.ensureSingleTarget(ctx, spec, local, localBdev)
+		return o.ensureSingleTarget(ctx, spec, localBdev)
 	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
 	down := map[string]string{}  // member OSD → its bdev, when its connection is down
@@ -138,7 +138,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 			down[m.OSD] = b
 		}
 	}
-	raid, err := o.ensureRaid(ctx, spec, bdevs, local.SizeBytes/4096)
+	raid, err := o.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/4096)
 	if err != nil {
 		return TargetStatus{}, err
 	}
@@ -171,7 +171,7 @@ func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
 
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two
 // members, and one copy needs no mirror, so the lvol itself is exported.
-func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Replica, b types.Bdev) (TargetStatus, error) {
+func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, b types.Bdev) (TargetStatus, error) {
 	nqn := agentv1.VolumeNQN(spec.Volume)
 	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return TargetStatus{}, err
@@ -181,7 +181,7 @@ func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, local Rep
 		return TargetStatus{}, err
 	}
 	return TargetStatus{
-		Export: o.export(nqn), SizeBytes: local.SizeBytes, AllowedHosts: allowed,
+		Export: o.export(nqn), SizeBytes: b.SizeBytes(), AllowedHosts: allowed,
 		Members: []MemberStatus{{OSD: o.cfg.UID, State: agentv1.MemberState_MEMBER_STATE_ONLINE}},
 	}, nil
 }
@@ -581,7 +581,7 @@ func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []str
 	for _, m := range memberOSDs {
 		bdev := remoteBdev(volume, m)
 		if m == o.cfg.UID {
-			_, b, err := o.replica(ctx, volume)
+			b, err := o.replicaBdev(ctx, volume)
 			if err != nil {
 				continue // the local replica is gone: not in sync
 			}
