@@ -49,7 +49,7 @@ func main() {
 	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them; an operator outage longer than this stops host I/O until it returns")
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 16, "how many Volumes reconcile at once (each mostly waits on agents and the apiserver)")
 	fs.BoolVar(&o.NetworkPolicy, "osd-network-policy", true, "keep NetworkPolicy flint-osd: only the operator reaches the agents' API, only namespaces labelled metrics=enabled their /metrics, only the nodes and OSDs their NVMe-oF port")
-	qps := fs.Float64("kube-api-qps", 200, "requests per second to the apiserver (a Volume costs about five writes to create): it bounds how fast a burst of Volumes is provisioned")
+	qps := fs.Float64("kube-api-qps", 200, "requests per second to the apiserver (a Volume costs about four writes to create): it bounds how fast a burst of Volumes is provisioned")
 	fs.IntVar(&o.APIBurst, "kube-api-burst", 400, "requests above kube-api-qps allowed in a burst")
 	metricsAddr := fs.String("metrics-bind-address", ":8443", "where /metrics is served over HTTPS to authorized bearer tokens (ClusterRole flint-metrics-reader)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
