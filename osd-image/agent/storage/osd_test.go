@@ -245,9 +245,10 @@ func TestReplicas(t *testing.T) {
 	}
 }
 
-// Exporting to a new target host removes the old one: the old target is
-// fenced from the replica.
-func TestExportFencesTheOldTarget(t *testing.T) {
+// exportedReplica is a bootstrapped OSD with replica pvc-1 of 64 MiB
+// exported to hostA.
+func exportedReplica(t *testing.T) (*rig, *OSD, Export) {
+	t.Helper()
 	ctx := context.Background()
 	r := newRig(t)
 	o := r.osd(osdUID, r.file("dev", gib), Tuning{})
@@ -261,6 +262,14 @@ func TestExportFencesTheOldTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, o, exp
+}
+
+// Exporting to a new target host removes the old one: the old target is
+// fenced from the replica.
+func TestExportFencesTheOldTarget(t *testing.T) {
+	ctx := context.Background()
+	r, o, exp := exportedReplica(t)
 	if !strings.HasPrefix(exp.NQN, agentv1.ReplicaNQNPrefix("pvc-1")) || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
 		t.Errorf("export = %+v", exp)
 	}
@@ -307,18 +316,7 @@ func TestDeleteReplicaRefusesARaidMember(t *testing.T) {
 // behind the agent's back) goes when the new lvol is first exported.
 func TestExportReplicaRemovesAnEarlierLvolsExport(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
-	o := r.osd(osdUID, r.file("dev", gib), Tuning{})
-	if _, err := o.Bootstrap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	earlier, err := o.ExportReplica(ctx, "pvc-1", hostA)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, o, earlier := exportedReplica(t)
 	if err := r.spdk.BdevLvolDelete(ctx, o.lvolAlias("pvc-1")); err != nil {
 		t.Fatal(err)
 	}
