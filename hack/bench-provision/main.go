@@ -169,14 +169,15 @@ func run(cfg config) error {
 					ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{flintv1.VolumeFinalizer}},
 					Spec:       flintv1.VolumeSpec{Pool: "bench", Size: cfg.size},
 				}
-				t := time.Now()
+				// Recorded before the create: the informer may see the
+				// Volume Ready before Create returns.
+				mu.Lock()
+				created[name] = time.Now()
+				mu.Unlock()
 				if err := c.Client.Create(ctx, v); err != nil {
 					errs <- err
 					return
 				}
-				mu.Lock()
-				created[name] = t
-				mu.Unlock()
 			}
 			errs <- nil
 		}()
