@@ -211,7 +211,9 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (
 	// lvol's first export (the agent unexports before it deletes an lvol,
 	// and SPDK keeps no subsystem across a restart): it is looked for
 	// then, not on every re-drive, since listing every subsystem costs
-	// SPDK's app thread in proportion to the OSD's volumes.
+	// SPDK's app thread in proportion to the OSD's volumes. It is looked
+	// for before this export is made, so that a failed clean-up leaves
+	// the export unmade and the next call looks again.
 	if _, err := o.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
 		if err := o.unexportReplicaBut(ctx, volume, nqn); err != nil {
 			return Export{}, err
