@@ -116,17 +116,19 @@ func execSPDK(args []string) {
 	fs := flag.NewFlagSet("exec-spdk", flag.ContinueOnError)
 	var o launch.Options
 	var pciResource string
+	var cpuLimit int
 	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/nvmf_tgt", "the SPDK application to run")
 	fs.StringVar(&o.Socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
 	fs.Int64Var(&o.HugePagesBytes, "hugepages-bytes", 0, "the container's hugepage limit (from the downward API); 0 runs SPDK with --no-huge")
 	fs.Int64Var(&o.MemoryMiB, "memory-mib", 0, "memory for SPDK with --no-huge, in MiB")
 	fs.BoolVar(&o.InterruptMode, "interrupt-mode", false, "let reactors sleep when idle (for shared cores)")
+	fs.IntVar(&cpuLimit, "cpus", 0, "the container's CPU limit in whole cores (from the downward API): SPDK polls at most that many of the container's cores; 0: all of them")
 	fs.StringVar(&o.PCIAddress, "pci-address", "", "the NVMe controller's PCI address, when the OSD names it")
 	fs.StringVar(&pciResource, "pci-resource", "", "the device plugin resource whose PCIDEVICE_* variable names the NVMe controller")
 	cmd := &cli.Command{
 		Name:        "osd-agent exec-spdk",
-		Summary:     "starts SPDK on exactly the container's cores and memory",
-		Description: "The SPDK container's entrypoint: reads the container's cpuset and the device plugin's device, records them next to the socket for the agent, and replaces itself with SPDK.",
+		Summary:     "starts SPDK on the container's cores and memory",
+		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, records them next to the socket for the agent, and replaces itself with SPDK.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
@@ -134,7 +136,7 @@ func execSPDK(args []string) {
 		if err != nil {
 			return err
 		}
-		o.CPUs = cpus
+		o.CPUs = launch.Cores(cpus, cpuLimit)
 		if pciResource != "" {
 			if o.PCIAddress, err = launch.PCIAddressFromEnv(pciResource, os.Getenv); err != nil {
 				return err

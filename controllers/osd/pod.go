@@ -57,6 +57,7 @@ const (
 	agentBinary    = "/usr/local/bin/osd-agent"
 	hugePagesDir   = "/dev/hugepages"
 	hugePagesLimit = "FLINT_HUGEPAGES_LIMIT"
+	cpuLimit       = "FLINT_CPU_LIMIT"
 
 	// annotationSpecHash records the pod spec the operator rendered: a
 	// pod rendered from another spec is replaced.
@@ -154,9 +155,14 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(max(r.CPUs, 1)), resource.DecimalSI),
 		corev1.ResourceMemory: memory,
 	}
-	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket}
+	// SPDK polls as many cores as the container may use: without the
+	// kubelet's static CPU manager its cpuset is the whole node.
+	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")"}
 	c := corev1.Container{
 		Name: "spdk", Image: cfg.Image, Command: []string{agentBinary},
+		Env: []corev1.EnvVar{{Name: cpuLimit, ValueFrom: &corev1.EnvVarSource{
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "spdk", Resource: "limits.cpu"},
+		}}},
 		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: runDir}},
 		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 	}

@@ -290,14 +290,18 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 // launch is how p's SPDK container starts here: its command with local
 // paths, hugepages given as ordinary memory of the same size (this machine
 // reserves none), and as many of the machine's cores as it requests,
-// taken in turn.
+// taken in turn, its CPU limit expanded as the kubelet does.
 func (r *Runner) launch(p *corev1.Pod, socket string) (Launch, error) {
 	for _, c := range p.Spec.Containers {
 		if c.Name != "spdk" {
 			continue
 		}
+		cores := int(max(c.Resources.Requests.Cpu().Value(), 1))
 		args := localArgs(c.Args, map[string]string{"spdk-socket": socket})
 		for i, a := range args {
+			if strings.HasPrefix(a, "--cpus=") {
+				args[i] = fmt.Sprintf("--cpus=%d", cores)
+			}
 			if strings.HasPrefix(a, "--hugepages-bytes=") {
 				var mib int64
 				for name, q := range c.Resources.Limits {
@@ -308,7 +312,6 @@ func (r *Runner) launch(p *corev1.Pod, socket string) (Launch, error) {
 				args[i] = fmt.Sprintf("--memory-mib=%d", mib)
 			}
 		}
-		cores := int(max(c.Resources.Requests.Cpu().Value(), 1))
 		var cpus []string
 		for range cores {
 			cpus = append(cpus, strconv.Itoa(r.nextCPU%runtime.NumCPU()))

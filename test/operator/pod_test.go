@@ -64,8 +64,12 @@ var _ = Describe("The OSD pod", func() {
 		Expect(spdk.Resources.Limits).To(Equal(want))
 		Expect(agent.Resources.Requests).To(Equal(agent.Resources.Limits))
 		Expect(pod.Status.QOSClass).To(Equal(corev1.PodQOSGuaranteed))
-		Expect(spdk.Args).To(ContainElements("exec-spdk", "--pci-resource=flint.io/nvme", "--hugepages-bytes=$(FLINT_HUGEPAGES_LIMIT)"))
-		Expect(spdk.Env[0].ValueFrom.ResourceFieldRef.Resource).To(Equal("limits.hugepages-2Mi"))
+		Expect(spdk.Args).To(ContainElements("exec-spdk", "--pci-resource=flint.io/nvme", "--hugepages-bytes=$(FLINT_HUGEPAGES_LIMIT)", "--cpus=$(FLINT_CPU_LIMIT)"))
+		limits := map[string]string{}
+		for _, e := range spdk.Env {
+			limits[e.Name] = e.ValueFrom.ResourceFieldRef.Resource
+		}
+		Expect(limits).To(Equal(map[string]string{"FLINT_HUGEPAGES_LIMIT": "limits.hugepages-2Mi", "FLINT_CPU_LIMIT": "limits.cpu"}))
 		Expect(spdk.SecurityContext.Capabilities.Add).To(ConsistOf(corev1.Capability("IPC_LOCK")))
 		Expect(spdk.SecurityContext.Privileged).To(BeNil())
 		Expect(pod.Annotations).To(HaveKeyWithValue("k8s.v1.cni.cncf.io/networks", "flint-system/storage-rdma"))

@@ -42,7 +42,7 @@ type Options struct {
 	Binary string
 	// Socket is SPDK's JSON-RPC socket, on the volume shared with the agent.
 	Socket string
-	// CPUs are the cores SPDK's reactors poll: exactly the container's
+	// CPUs are the cores SPDK's reactors poll (Cores): the container's
 	// cpuset, so that no two reactors share a core.
 	CPUs []int
 	// HugePagesBytes is the container's hugepage limit; zero runs SPDK
@@ -108,6 +108,19 @@ func Affinity() ([]int, error) {
 		}
 	}
 	return cpus, nil
+}
+
+// Cores are the cores SPDK's reactors poll: the container's cpuset, at
+// most limit of them (its CPU limit in whole cores; 0 for no limit).
+// Under the kubelet's static CPU manager the cpuset is exactly the
+// limit's dedicated cores. Under its default policy, none, it is every
+// core of the node, and reactors busy-polling all of them would take the
+// whole node for an OSD that asked for limit cores.
+func Cores(cpuset []int, limit int) []int {
+	if limit <= 0 || limit >= len(cpuset) {
+		return cpuset
+	}
+	return cpuset[:limit]
 }
 
 // PCIAddressFromEnv reads the NVMe controller the device plugin allocated

@@ -77,6 +77,25 @@ func TestCoreMask(t *testing.T) {
 	}
 }
 
+func TestCores(t *testing.T) {
+	node := []int{0, 1, 2, 3}
+	for _, tt := range []struct {
+		name   string
+		cpuset []int
+		limit  int
+		want   []int
+	}{
+		{"static CPU manager: the cpuset is the limit's cores", []int{2, 3}, 2, []int{2, 3}},
+		{"policy none: the cpuset is the node, capped at the limit", node, 1, []int{0}},
+		{"no limit", node, 0, node},
+		{"a limit beyond the cpuset", []int{5}, 4, []int{5}},
+	} {
+		if got := Cores(tt.cpuset, tt.limit); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Cores(%v, %d) = %v, want %v", tt.name, tt.cpuset, tt.limit, got, tt.want)
+		}
+	}
+}
+
 // Affinity reads the calling thread's cpuset, which is what a container's
 // cpuset restricts.
 func TestAffinityFollowsTheCPUSet(t *testing.T) {
