@@ -248,7 +248,10 @@ func (k *Keeper) Run(ctx context.Context, interval time.Duration, report func(er
 
 // Probe is the SPDK container's liveness check: nil while the lease holds,
 // or while SPDK answers within ctx and serves no volume target to any
-// host; otherwise why SPDK must be stopped.
+// host; otherwise why SPDK must be stopped. Before the pod's first lease
+// (no lease file) a silent SPDK passes: the agent records a lease before
+// it lets any host in, so there is nothing to fence, and a starting SPDK
+// on a busy node can take seconds to answer.
 func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(context.Context) ([]string, error)) error {
 	expiry, err := file.Read()
 	if err != nil {
@@ -258,6 +261,9 @@ func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(cont
 		return nil
 	}
 	volumes, err := hostsAllowed(ctx)
+	if err != nil && expiry.IsZero() {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK does not say which targets it serves (%v): stop it", expiry.Format(time.RFC3339), err)
 	}

@@ -39,6 +39,7 @@ func TestProbe(t *testing.T) {
 	}{
 		{"never granted, nothing served (a fresh SPDK)", time.Time{}, serving(), false},
 		{"never granted, a volume served", time.Time{}, serving("pvc-1"), true},
+		{"never granted, SPDK silent (starting on a busy node)", time.Time{}, silent, false},
 		{"held", now.Add(time.Second), silent, false},
 		{"lapsed, fenced", now.Add(-time.Second), serving(), false},
 		{"lapsed, a volume served (the agent did not fence)", now.Add(-time.Second), serving("pvc-1"), true},
