@@ -31,6 +31,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	mount "k8s.io/mount-utils"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
 // TopologyKeyNode is the topology key the node service reports.
@@ -49,7 +52,10 @@ type Node struct {
 	StateDir string
 	// ResizeTimeout bounds NodeExpandVolume's wait for the device to grow.
 	ResizeTimeout time.Duration
-	locks         volumeLocks
+	// Volumes, when set, is where NodeStageVolume reads a Volume's
+	// current target (currentTarget).
+	Volumes client.Reader
+	locks   volumeLocks
 }
 
 func (n *Node) state() stateStore { return stateStore{dir: n.StateDir} }
@@ -104,6 +110,7 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if err != nil {
 		return nil, err
 	}
+	target = n.currentTarget(ctx, target)
 	unlock, err := n.locks.lock(id)
 	if err != nil {
 		return nil, err
@@ -149,6 +156,27 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		return nil, status.Errorf(codes.Internal, "format (if blank) and mount %s as %s at %s: %v", vol.Device, vol.FsType, staging, err)
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// currentTarget is where the Volume's status says its target listens
+// now, when that is the published subsystem (same NQN): the publish
+// context is the target's at attach time, and a volume that stays attached
+// to this node from one Pod to the next keeps it after the target moved
+// (the e2e lab's Pod after a move timed out connecting to the old
+// target). Without Volumes, or when the Volume cannot be read, the
+// publish context's.
+func (n *Node) currentTarget(ctx context.Context, published Target) Target {
+	if n.Volumes == nil {
+		return published
+	}
+	vol := &flintv1.Volume{}
+	if err := n.Volumes.Get(ctx, client.ObjectKey{Name: published.VolumeID}, vol); err != nil {
+		return published
+	}
+	if now, ok := targetOf(vol); ok && now.NQN == published.NQN {
+		return now
+	}
+	return published
 }
 
 // NodeUnstageVolume unmounts the staging path and disconnects the volume

@@ -128,6 +128,7 @@ func run(ctx context.Context, o options, log logr.Logger) error {
 				return err
 			}
 			g.Go(func() error { return c.Start(ctx) })
+			ns.Volumes = c
 			f := &csi.PathFollower{Node: ns, Follower: attacher, Cache: c, Resync: 30 * time.Second, Log: log.WithName("paths")}
 			g.Go(func() error { return f.Run(ctx) })
 		}

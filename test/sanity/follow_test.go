@@ -91,6 +91,60 @@ var _ = Describe("The node plugin's PathFollower", func() {
 	}, NodeTimeout(3*time.Minute))
 })
 
+// recordingAttacher records what NodeStageVolume connects.
+type recordingAttacher struct{ attached []csi.Target }
+
+func (r *recordingAttacher) Attach(_ context.Context, t csi.Target) (string, error) {
+	r.attached = append(r.attached, t)
+	return "/dev/null", nil
+}
+func (r *recordingAttacher) Detach(context.Context, csi.Target) error  { return nil }
+func (r *recordingAttacher) Refresh(context.Context, csi.Target) error { return nil }
+func (r *recordingAttacher) Health(csi.Target) []*csispec.VolumeHealth_VolumeHealthEntry {
+	return nil
+}
+
+var _ = Describe("The node plugin's NodeStageVolume", func() {
+	It("connects to where the target is now when it moved after the volume was published", func(ctx SpecContext) {
+		block := &csispec.VolumeCapability{
+			AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+			AccessType: &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}},
+		}
+		created, err := controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{Name: "stage-after-move", VolumeCapabilities: []*csispec.VolumeCapability{block},
+			Parameters: map[string]string{csi.ParamPool: pool}, CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}})
+		Expect(err).NotTo(HaveOccurred())
+		id := created.Volume.VolumeId
+		// The publish context stays the VolumeAttachment's while the
+		// volume stays attached to the node, from one Pod to the next.
+		published, err := controller.ControllerPublishVolume(ctx, &csispec.ControllerPublishVolumeRequest{VolumeId: id, NodeId: hostNQN, VolumeCapability: block})
+		Expect(err).NotTo(HaveOccurred())
+		var vol flintv1.Volume
+		Expect(cluster.Client.Get(ctx, ctrlKey(id), &vol)).To(Succeed())
+		lost := vol.Status.Target.OSD
+		By("killing the SPDK of target OSD " + lost)
+		cluster.Nodes.Target("osd-" + lost).Kill()
+		Eventually(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, ctrlKey(id), &vol)).To(Succeed())
+			g.Expect(vol.Status.Target.OSD).NotTo(Equal(lost))
+			g.Expect(vol.Status.Target.Endpoints).NotTo(BeEmpty())
+		}, time.Minute).Should(Succeed())
+
+		rec := &recordingAttacher{}
+		staging := &csi.Node{NodeID: hostNQN, NodeName: "sanity-0", StateDir: GinkgoT().TempDir(), Attacher: rec, Volumes: cluster.Client}
+		_, err = staging.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: GinkgoT().TempDir(), VolumeCapability: block, PublishContext: published.PublishContext})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.attached).To(HaveLen(1))
+		Expect(rec.attached[0].NQN).To(Equal(published.PublishContext[csi.PublishNQN]))
+		Expect(rec.attached[0].Paths).To(Equal(paths(vol.Status.Target)), "the moved target's paths, not the publish context's")
+
+		Expect(cluster.Nodes.Target("osd-" + lost).Restart()).To(Succeed())
+		_, err = controller.ControllerUnpublishVolume(ctx, &csispec.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: hostNQN})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = controller.DeleteVolume(ctx, &csispec.DeleteVolumeRequest{VolumeId: id})
+		Expect(err).NotTo(HaveOccurred())
+	}, NodeTimeout(3*time.Minute))
+})
+
 func paths(t *flintv1.VolumeTarget) []nvmeof.Path {
 	var ps []nvmeof.Path
 	for _, e := range t.Endpoints {
