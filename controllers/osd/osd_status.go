@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -86,6 +88,9 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 	if !controllerutil.ContainsFinalizer(osd, Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	if err := r.refreshHeld(ctx, osd); err != nil {
+		return ctrl.Result{}, err
+	}
 	held, err := r.replicasHeld(ctx, osd)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -108,6 +113,34 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 	controllerutil.RemoveFinalizer(osd, Finalizer)
 	r.Agents.Forget(osd.Name)
 	return ctrl.Result{}, r.Update(ctx, osd)
+}
+
+// refreshHeld reads, while the OSD's agent answers, how many replicas it
+// holds, and collects its orphans as for a serving OSD. That count blocks
+// the OSD's deletion: without it, a Volume deleted after the OSD's last
+// observation (its last PVC, then the Pool) left the count where it was,
+// and the OSD Draining for good.
+func (r *Reconciler) refreshHeld(ctx context.Context, osd *flintv1.OSD) error {
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: r.Pods.Namespace, Name: agentclient.PodName(osd)}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	obs := r.observe(ctx, osd, pod)
+	if obs.agent == nil {
+		return nil
+	}
+	if osd.Status.Replicas != obs.status.Replicas {
+		before := osd.DeepCopy()
+		osd.Status.Replicas = obs.status.Replicas
+		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
+			return err
+		}
+	}
+	return r.collectOrphans(ctx, osd, obs.agent, obs.inventory)
 }
 
 // replicasHeld counts what still lives on the OSD.

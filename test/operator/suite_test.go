@@ -51,7 +51,7 @@ import (
 
 const namespace = "flint-system"
 
-var localPools = []string{"local", "vols", "crash"}
+var localPools = []string{"local", "vols", "crash", "osdgone"}
 
 var (
 	testEnv   *envtest.Environment

@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -368,6 +369,29 @@ var _ = Describe("A Volume", Ordered, func() {
 
 	It("creates and deletes 200 Volumes while agents restart, leaving no lvol on any OSD", func() {
 		churn(200)
+	})
+})
+
+var _ = Describe("An OSD deleted while a Volume has a replica there", Ordered, func() {
+	BeforeAll(func() { makeZonedPool("osdgone") })
+
+	It("is deleted once the Volume is, though the Volume went after the OSD's last observation", func() {
+		Expect(k8sClient.Create(ctx, newVolume("vol-osdgone", "osdgone", "16Mi"))).To(Succeed())
+		Eventually(func() flintv1.VolumePhase { return getVolume("vol-osdgone").Status.Phase }, "30s").Should(Equal(flintv1.VolumePhaseReady))
+		held := otherThanTarget(getVolume("vol-osdgone"))
+		Eventually(func() int32 { return getOSD(held).Status.Replicas }, "60s").Should(BeEquivalentTo(1))
+		o := getOSD(held)
+		Expect(k8sClient.Delete(ctx, o)).To(Succeed())
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(getOSD(held).Status.Conditions, flintv1.DeletionBlockedCondition)
+		}).Should(PointTo(MatchFields(IgnoreExtras, Fields{"Reason": Equal("HoldsReplicas")})))
+
+		deleteVolume("vol-osdgone")
+		Eventually(func() bool {
+			var now flintv1.OSD
+			err := k8sClient.Get(ctx, client.ObjectKey{Name: held}, &now)
+			return apierrors.IsNotFound(err) || (err == nil && now.UID != o.UID)
+		}, "60s").Should(BeTrue(), "OSD %s is not deleted", held)
 	})
 })
 
