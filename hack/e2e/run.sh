@@ -45,6 +45,8 @@ cleanup() {
     awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   done
   rm -rf /var/lib/kubelet
+  # The second storage node's cgroups, one per cgroup v1 hierarchy.
+  find /sys/fs/cgroup/*/flint-storage-1 -depth -type d -exec rmdir {} + 2>/dev/null || true
   # host-local's address leases of the lab's pod and storage networks.
   rm -rf /var/lib/cni/networks/flint-lab /var/lib/cni/networks/flint-lab-storage
   # The kubelet's links to the pods' logs, which live in the lab's directory.

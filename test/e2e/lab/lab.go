@@ -47,7 +47,11 @@ const (
 	PodCIDR = "10.244.0.0/24"
 	// StorageNode is the storage node's name.
 	StorageNode = "flint-storage-0"
-	apiPort     = "6443"
+	// StorageLabel marks the storage nodes, for Pools' nodeSelector;
+	// CSINodeLabel the nodes where the CSI node plugin runs.
+	StorageLabel = "lab.flint.io/storage"
+	CSINodeLabel = "lab.flint.io/csi-node"
+	apiPort      = "6443"
 )
 
 // Lab is a running lab cluster.
@@ -61,6 +65,10 @@ type Lab struct {
 	Images []string
 	// Worker, when set, is the workload node to boot.
 	Worker *Worker
+	// SecondStorageNode runs another storage node on this machine
+	// (SecondStorageNodeName), in a failure domain of its own, for Pools
+	// whose Volumes have two replicas.
+	SecondStorageNode bool
 	// Multus, when set, is the Multus thin CNI plugin: every node runs its
 	// pods' networks through it, the lab's bridge as the cluster network
 	// and StorageNetwork for pods that name it. MultusCRDs is Multus'
@@ -103,6 +111,9 @@ func (l *Lab) Up(ctx context.Context, progress io.Writer) error {
 	steps = append(steps,
 		step{"containerd and image import", l.startContainerd},
 		step{"kubelet and kube-proxy", l.startNode})
+	if l.SecondStorageNode {
+		steps = append(steps, step{"second storage node", l.startSecondStorageNode})
+	}
 	if l.Worker != nil {
 		steps = append(steps, step{"workload node (QEMU guest)", l.startWorker})
 	}
@@ -129,11 +140,17 @@ func (l *Lab) Close() {
 		}
 	}
 	l.deletePods(time.Minute)
-	l.killContainers()
+	killContainers(l.storageNode().containerdSocket())
+	if l.SecondStorageNode {
+		killContainers(l.secondStorageNode().containerdSocket())
+	}
 	for _, p := range slices.Backward(l.processes) {
 		p.stop(15 * time.Second)
 	}
 	unmountUnder(kubeletRoot)
+	if l.SecondStorageNode {
+		l.removeSecondStorageNode()
+	}
 }
 
 func (l *Lab) writeCredentials(context.Context) error {

@@ -34,8 +34,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// kubeletRoot is where the kubelet keeps pods' volumes and plugins'
-// sockets: the chart's DaemonSet mounts it by this path.
+// kubeletRoot is where the kubelets of the nodes that run the CSI node
+// plugin keep pods' volumes and plugins' sockets: the chart's DaemonSet
+// mounts it by this path.
 const kubeletRoot = "/var/lib/kubelet"
 
 // PauseImage is the pod sandbox image, which hack/images -lab builds.
@@ -45,6 +46,8 @@ const PauseImage = "flint-lab.local/pause:1"
 // configured with; paths are where the node sees them.
 type node struct {
 	name, ip, podCIDR, zone string
+	// labels are more node labels (key=value).
+	labels []string
 	// cgroupV1: the host's cgroups are v1 (the guest's are v2).
 	cgroupV1 bool
 	// etc holds the node's configuration and credentials; state its
@@ -53,22 +56,30 @@ type node struct {
 	// cniBin holds the CNI plugins; multus: Multus is the node's plugin.
 	cniBin string
 	multus bool
+	// bridge is the pods' bridge.
+	bridge string
+	// kubeletRoot is the kubelet's --root-dir; cgroupRoot, when set, the
+	// cgroup its pods go below, and healthzPort its health port: a second
+	// kubelet on one machine needs its own of each.
+	kubeletRoot, cgroupRoot string
+	healthzPort             int
 }
 
 func (n node) containerdSocket() string { return filepath.Join(n.state, "run", "containerd.sock") }
 
-// cniConfig puts the node's pods on a bridge, cni0, in its pod subnet.
+// cniConfig puts the node's pods on its bridge, in its pod subnet, with
+// the addresses handed out recorded in its state directory.
 func (n node) cniConfig() string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "flint-lab",
   "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "bridge", "bridge": %q, "isGateway": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, n.podCIDR)
+`, n.bridge, n.podCIDR, filepath.Join(n.state, "ipam"))
 }
 
 // containerdConfig runs the CRI plugin on runc and cgroupfs, with the
@@ -104,6 +115,7 @@ kind: KubeletConfiguration
 address: %s
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
+healthzPort: %d
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
@@ -124,14 +136,21 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 podLogsDir: %s
-`, n.ip, filepath.Join(n.etc, "ca.crt"), filepath.Join(n.etc, "kubelet-serving.crt"), filepath.Join(n.etc, "kubelet-serving.key"),
-		n.containerdSocket(), !n.cgroupV1, n.podCIDR, n.podLogs)
+`, n.ip, n.healthzPort, filepath.Join(n.etc, "ca.crt"), filepath.Join(n.etc, "kubelet-serving.crt"), filepath.Join(n.etc, "kubelet-serving.key"),
+		n.containerdSocket(), !n.cgroupV1, n.podCIDR, n.podLogs) + n.cgroupRootConfig()
+}
+
+func (n node) cgroupRootConfig() string {
+	if n.cgroupRoot == "" {
+		return ""
+	}
+	return fmt.Sprintf("cgroupRoot: %s\n", n.cgroupRoot)
 }
 
 func (n node) kubeletArgs() []string {
 	return []string{"--config=" + filepath.Join(n.etc, "kubelet.yaml"), "--kubeconfig=" + filepath.Join(n.etc, "kubelet.kubeconfig"),
-		"--root-dir=" + kubeletRoot, "--hostname-override=" + n.name, "--node-ip=" + n.ip,
-		"--node-labels=topology.kubernetes.io/zone=" + n.zone}
+		"--root-dir=" + n.kubeletRoot, "--hostname-override=" + n.name, "--node-ip=" + n.ip,
+		"--node-labels=" + strings.Join(append([]string{"topology.kubernetes.io/zone=" + n.zone}, n.labels...), ",")}
 }
 
 // kubeProxyConfig: iptables mode; conntrack maxPerCore 0 leaves the
@@ -205,64 +224,69 @@ func (l *Lab) writeNodeFiles(n node, dir string) error {
 
 // storageNode is the host's node, in the lab's directory.
 func (l *Lab) storageNode() node {
-	n := node{name: StorageNode, ip: NodeIP, podCIDR: PodCIDR, zone: "lab-a", cgroupV1: true,
+	n := node{name: StorageNode, ip: NodeIP, podCIDR: PodCIDR, zone: "lab-a", labels: []string{StorageLabel + "=true", CSINodeLabel + "=true"}, cgroupV1: true,
 		etc: filepath.Join(l.Dir, "etc"), state: l.Dir, podLogs: filepath.Join(l.Dir, "logs", "pods"),
-		cniBin: "/usr/lib/cni"}
+		cniBin: "/usr/lib/cni", bridge: "cni0", kubeletRoot: kubeletRoot, healthzPort: 10248}
 	if l.Multus != "" {
 		n.cniBin, n.multus = filepath.Join(l.Dir, "cni-bin"), true
 	}
 	return n
 }
 
-func (l *Lab) containerdSocket() string { return l.storageNode().containerdSocket() }
-
 // startContainerd runs the storage node's containerd and imports the
 // images.
 func (l *Lab) startContainerd(ctx context.Context) error {
 	n := l.storageNode()
-	if err := l.writeNodeFiles(n, n.etc); err != nil {
-		return err
-	}
 	if n.multus {
 		if err := l.linkCNIPlugins(n.cniBin); err != nil {
 			return err
 		}
 	}
-	containerd, err := l.start("containerd", "containerd", "--config="+filepath.Join(n.etc, "containerd.toml"))
+	return l.startNodeContainerd(ctx, n, "containerd", l.Images)
+}
+
+// startNodeContainerd writes n's files and runs its containerd, as
+// process name, with images imported.
+func (l *Lab) startNodeContainerd(ctx context.Context, n node, name string, images []string) error {
+	if err := l.writeNodeFiles(n, n.etc); err != nil {
+		return err
+	}
+	containerd, err := l.start(name, "containerd", "--config="+filepath.Join(n.etc, "containerd.toml"))
 	if err != nil {
 		return err
 	}
-	if err := containerd.waitFor(ctx, 30*time.Second, "serving", func() error { return l.ctr("version") }); err != nil {
+	socket := n.containerdSocket()
+	if err := containerd.waitFor(ctx, 30*time.Second, "serving", func() error { return ctr(socket, "version") }); err != nil {
 		return err
 	}
-	for _, image := range l.Images {
-		if err := l.ctr("images", "import", "--no-unpack", image); err != nil {
+	for _, image := range images {
+		if err := ctr(socket, "images", "import", "--no-unpack", image); err != nil {
 			return fmt.Errorf("import %s: %w", image, err)
 		}
 	}
 	return nil
 }
 
-// ctr runs Debian's ctr against the lab's containerd, in the namespace
-// the CRI plugin uses.
-func (l *Lab) ctr(args ...string) error {
-	out, err := exec.Command("ctr", append([]string{"--address", l.containerdSocket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+// ctr runs Debian's ctr against the containerd at socket, in the
+// namespace the CRI plugin uses.
+func ctr(socket string, args ...string) error {
+	out, err := exec.Command("ctr", append([]string{"--address", socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }
 
-// killContainers kills every container of the node's containerd, if it
+// killContainers kills every container of the containerd at socket, if it
 // runs.
-func (l *Lab) killContainers() {
-	out, err := exec.Command("ctr", "--address", l.containerdSocket(), "--namespace", "k8s.io", "tasks", "ls", "-q").Output()
+func killContainers(socket string) {
+	out, err := exec.Command("ctr", "--address", socket, "--namespace", "k8s.io", "tasks", "ls", "-q").Output()
 	if err != nil {
 		return
 	}
 	for _, id := range strings.Fields(string(out)) {
-		_ = l.ctr("tasks", "kill", "--all", "--signal", "SIGKILL", id)
-		_ = l.ctr("tasks", "delete", "--force", id)
+		_ = ctr(socket, "tasks", "kill", "--all", "--signal", "SIGKILL", id)
+		_ = ctr(socket, "tasks", "delete", "--force", id)
 	}
 }
 

@@ -52,9 +52,9 @@ type Worker struct {
 }
 
 func (l *Lab) workerNode() node {
-	return node{name: WorkerNode, ip: WorkerIP, podCIDR: WorkerPodCIDR, zone: "lab-b",
+	return node{name: WorkerNode, ip: WorkerIP, podCIDR: WorkerPodCIDR, zone: "lab-b", labels: []string{CSINodeLabel + "=true"},
 		etc: "/etc/flint", state: "/var/lib/flint", podLogs: "/var/log/flint/pods",
-		cniBin: "/usr/lib/cni", multus: l.Multus != ""}
+		cniBin: "/usr/lib/cni", multus: l.Multus != "", bridge: "cni0", kubeletRoot: kubeletRoot, healthzPort: 10248}
 }
 
 // workerInit is the guest's PID 1 after the initramfs: it mounts what a
