@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,12 +36,14 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +56,9 @@ import (
 
 const namespace = "flint-system"
 
+// chartClass is the StorageClass the chart installs, of the dev Pool.
+const chartClass = "flint"
+
 // cluster is the running lab; nil when the tests do not run in one.
 var cluster *lab.Lab
 
@@ -64,7 +70,8 @@ func TestMain(m *testing.M) {
 	}
 	images, _ := filepath.Glob(filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), "*.tar"))
 	cluster = &lab.Lab{Dir: dir, Assets: os.Getenv("FLINT_E2E_ASSETS"), Images: images,
-		Multus: os.Getenv("FLINT_E2E_MULTUS"), MultusCRDs: os.Getenv("FLINT_E2E_MULTUS_CRDS")}
+		Multus: os.Getenv("FLINT_E2E_MULTUS"), MultusCRDs: os.Getenv("FLINT_E2E_MULTUS_CRDS"),
+		SecondStorageNode: haveImage("flint-osd")}
 	if kernel := os.Getenv("FLINT_E2E_WORKER_KERNEL"); kernel != "" {
 		cluster.Worker = &lab.Worker{
 			Kernel: kernel, Initramfs: os.Getenv("FLINT_E2E_WORKER_INITRD"),
@@ -157,7 +164,10 @@ func TestChartInstalls(t *testing.T) {
 			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
 			"csi.controller.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
 			"storageClass.create=true", "storageClass.pool=dev",
-		}, ","))
+		}, ","),
+		// The second storage node runs OSDs only (lab.SecondStorageNode);
+		// a label's value is a string.
+		"--set-string", "csi.node.nodeSelector."+strings.ReplaceAll(lab.CSINodeLabel, ".", "\\.")+"=true")
 
 	t.Run("operator", func(t *testing.T) {
 		waitDeploymentAvailable(t, clients, "flint-operator")
@@ -170,6 +180,298 @@ func TestChartInstalls(t *testing.T) {
 		needSidecars(t)
 		csiNodeRegistered(t, clients, lab.StorageNode, 3*time.Minute)
 	})
+}
+
+// The Pool and StorageClass of TestTargetMovesUnderAWriter: two replicas,
+// one on each storage node (a failure domain each), on OSDs that poll: in
+// interrupt mode SPDK attaches no NVMe-oF controller, so a target could
+// not reach its remote replica.
+const (
+	replicatedPool  = "replicated"
+	replicatedClass = "flint-replicated"
+	// writerRecords is how many records the writer writes and fsyncs.
+	writerRecords = 60
+)
+
+// writerScript writes writerRecords records of 64 KiB to /data, each with
+// its checksum, fsyncs after each and prints "record <n> <unix time>".
+var writerScript = fmt.Sprintf(`set -e
+i=0
+while [ $i -lt %d ]; do
+  head -c 65536 /dev/urandom > /data/record.$i
+  sha256sum /data/record.$i >> /data/sums
+  sync
+  echo "record $i $(date +%%s)"
+  i=$((i+1))
+  sleep 1
+done`, writerRecords)
+
+// A Pod on the workload node writes and fsyncs records to a 2-replica
+// Volume while the target's OSD pod is deleted and its node cordoned, so
+// that the OSD stays away as on a node that is down: the target moves to
+// the other replica's OSD after --target-grace, the node plugin follows
+// it, and the writes go on without an error. Uncordoned, the OSD comes
+// back with an empty device (malloc) and its replica is rebuilt; a new
+// Pod reads every record back.
+//
+// It runs before the dev Pool exists: a polling OSD takes a core of its
+// own, and the storage node has two.
+func TestTargetMovesUnderAWriter(t *testing.T) {
+	clients := inLab(t)
+	if cluster.Worker == nil {
+		t.Skip("no workload node")
+	}
+	needStorage(t)
+	if !cluster.SecondStorageNode {
+		t.Skip("no second storage node")
+	}
+	ctx := t.Context()
+	c := flintClient(t)
+	t.Cleanup(func() { removeReplicatedPool(t, clients, c) })
+	replicatedPoolReady(t, clients, c)
+
+	createClaim(t, clients, "moving", replicatedClass, corev1.PersistentVolumeFilesystem)
+	startWorkload(t, clients, "steady-writer", "moving", writerScript)
+	// The first Pod on the emulated node waits for its node plugin.
+	waitRecords(t, clients, "steady-writer", 5, 10*time.Minute)
+	vol := volumeOfClaim(t, clients, c, "moving")
+	from := vol.Status.Target.OSD
+	var osd flintv1.OSD
+	if err := c.Get(ctx, client.ObjectKey{Name: from}, &osd); err != nil {
+		t.Fatal(err)
+	}
+	node := osd.Spec.NodeName
+	t.Logf("Volume %s: %s", vol.Name, volumeState(vol))
+
+	// The OSD's pod goes, and cannot come back while its node is cordoned.
+	setUnschedulable(t, clients, node, true)
+	t.Cleanup(func() { setUnschedulable(t, clients, node, false) })
+	if err := clients.CoreV1().Pods(namespace).Delete(ctx, "osd-"+from, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	t.Logf("deleted pod osd-%s of the target's OSD on %s (cordoned) after record %d", from, node, lastRecord(t, clients, "steady-writer"))
+
+	var to string
+	eventually(t, 5*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vol), vol); err != nil {
+			return err
+		}
+		if vol.Status.Target == nil || vol.Status.Target.OSD == from {
+			return fmt.Errorf("the target has not moved from %s: %s", from, volumeState(vol))
+		}
+		to = vol.Status.Target.OSD
+		return nil
+	})
+	atMove := lastRecord(t, clients, "steady-writer")
+	t.Logf("target moved from %s to %s %s after the pod's deletion, the writer at record %d: %s", from, to, time.Since(deleted).Round(time.Second), atMove, volumeState(vol))
+	waitRecords(t, clients, "steady-writer", atMove+3, 5*time.Minute)
+	t.Logf("the writer goes on at the new target: record %d, %s after the pod's deletion", lastRecord(t, clients, "steady-writer"), time.Since(deleted).Round(time.Second))
+
+	// The OSD returns with an empty device: its replica is rebuilt.
+	setUnschedulable(t, clients, node, false)
+	uncordoned := time.Now()
+	eventually(t, 10*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vol), vol); err != nil {
+			return err
+		}
+		online := 0
+		for _, r := range vol.Status.Replicas {
+			if r.State == flintv1.ReplicaStateOnline {
+				online++
+			}
+		}
+		if vol.Status.Phase != flintv1.VolumePhaseReady || online != 2 {
+			return fmt.Errorf("Volume %s not Ready with 2 Online replicas: %s", vol.Name, volumeState(vol))
+		}
+		return nil
+	})
+	t.Logf("both replicas Online again %s after the uncordon: %s", time.Since(uncordoned).Round(time.Second), volumeState(vol))
+
+	waitSucceeded(t, clients, "steady-writer", 10*time.Minute)
+	t.Logf("the writer's longest wait between two records: %s", longestGap(t, clients, "steady-writer"))
+	deletePod(t, clients, "steady-writer")
+	runToCompletion(t, clients, "record-reader", "moving",
+		fmt.Sprintf("sha256sum -c --quiet /data/sums && test $(wc -l < /data/sums) -eq %d && echo all %d records read back", writerRecords, writerRecords))
+}
+
+// replicatedPoolReady creates the 2-replica Pool (the dev Pool's sample,
+// polling, over both storage nodes) and its StorageClass, and waits for an
+// OSD on each to be Ready.
+func replicatedPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
+	pool.Name = replicatedPool
+	pool.Spec.Replicas = 2
+	pool.Spec.NodeSelector = map[string]string{lab.StorageLabel: "true"}
+	pool.Spec.OSD.InterruptMode = false
+	pool.Spec.Devices.Malloc.Size = resource.MustParse("512Mi")
+	pool.Spec.OSD.Memory = ptr.To(resource.MustParse("2Gi"))
+	if err := c.Create(ctx, pool); err != nil {
+		t.Fatalf("create Pool %s: %v", pool.Name, err)
+	}
+	class := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: replicatedClass},
+		Provisioner:       "csi.flint.io",
+		Parameters:        map[string]string{"pool": replicatedPool, "csi.storage.k8s.io/fstype": "ext4"},
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+	}
+	if _, err := clients.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	eventually(t, 5*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return err
+		}
+		if pool.Status.OSDs.Ready < 2 {
+			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
+		}
+		return nil
+	})
+	t.Logf("Pool %s: 2 OSDs Ready after %s", pool.Name, time.Since(began).Round(time.Second))
+}
+
+// removeReplicatedPool deletes what TestTargetMovesUnderAWriter made, in
+// the order Flint allows (a Pool that holds Volumes is not deleted), and
+// waits until the Pool's OSD pods are gone, so that the storage node's
+// cores are free for the dev Pool. It only logs what it could not do.
+func removeReplicatedPool(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
+	ctx := context.Background()
+	for _, pod := range []string{"steady-writer", "record-reader"} {
+		_ = clients.CoreV1().Pods("default").Delete(ctx, pod, metav1.DeleteOptions{})
+	}
+	_ = clients.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "moving", metav1.DeleteOptions{})
+	gone := func(what string, check func() (bool, error)) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for time.Now().Before(deadline) {
+			if ok, err := check(); err == nil && ok {
+				return
+			}
+			time.Sleep(2 * time.Second)
+		}
+		t.Logf("clean-up: %s still there after 5m", what)
+	}
+	gone("the Pool's Volumes", func() (bool, error) {
+		var vols flintv1.VolumeList
+		if err := c.List(ctx, &vols); err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(vols.Items, func(v flintv1.Volume) bool { return v.Spec.Pool == replicatedPool }), nil
+	})
+	_ = c.Delete(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: replicatedPool}})
+	gone("the Pool's OSD pods", func() (bool, error) {
+		pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: flintv1.LabelPool + "=" + replicatedPool})
+		return err == nil && len(pods.Items) == 0, err
+	})
+	_ = clients.StorageV1().StorageClasses().Delete(ctx, replicatedClass, metav1.DeleteOptions{})
+}
+
+// volumeOfClaim waits for a claim to be bound and its Volume to be Ready
+// with every replica Online, and returns the Volume.
+func volumeOfClaim(t *testing.T, clients *kubernetes.Clientset, c client.Client, claim string) *flintv1.Volume {
+	t.Helper()
+	vol := &flintv1.Volume{}
+	eventually(t, 3*time.Minute, func() error {
+		pvc, err := clients.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), claim, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pvc.Spec.VolumeName == "" {
+			return fmt.Errorf("PVC %s is %s", claim, pvc.Status.Phase)
+		}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: pvc.Spec.VolumeName}, vol); err != nil {
+			return err
+		}
+		for _, r := range vol.Status.Replicas {
+			if r.State != flintv1.ReplicaStateOnline {
+				return fmt.Errorf("Volume %s: %s", vol.Name, volumeState(vol))
+			}
+		}
+		if vol.Status.Phase != flintv1.VolumePhaseReady || vol.Status.Target == nil {
+			return fmt.Errorf("Volume %s: %s", vol.Name, volumeState(vol))
+		}
+		return nil
+	})
+	return vol
+}
+
+// volumeState says where a Volume's target and replicas are.
+func volumeState(vol *flintv1.Volume) string {
+	s := string(vol.Status.Phase)
+	if tgt := vol.Status.Target; tgt != nil {
+		s += fmt.Sprintf(", target on %s (epoch %d) at %v", tgt.OSD, tgt.Epoch, tgt.Endpoints)
+	}
+	for _, r := range vol.Status.Replicas {
+		s += fmt.Sprintf(", replica on %s %s", r.OSD, r.State)
+		if r.RebuildPercent != nil {
+			s += fmt.Sprintf(" %d%%", *r.RebuildPercent)
+		}
+	}
+	for _, cond := range vol.Status.Conditions {
+		if cond.Status != metav1.ConditionTrue || cond.Type != flintv1.ReadyCondition {
+			s += fmt.Sprintf("; %s=%s %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	return s
+}
+
+// setUnschedulable cordons or uncordons a node.
+func setUnschedulable(t *testing.T, clients *kubernetes.Clientset, node string, on bool) {
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := clients.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Errorf("set node %s unschedulable=%t: %v", node, on, err)
+	}
+}
+
+// writerLog is the times of the records the writer printed, by number.
+func writerLog(t *testing.T, clients *kubernetes.Clientset, pod string) []time.Time {
+	var times []time.Time
+	for _, line := range strings.Split(podLog(t, clients, pod), "\n") {
+		var n int
+		var unix int64
+		if _, err := fmt.Sscanf(line, "record %d %d", &n, &unix); err == nil && n == len(times) {
+			times = append(times, time.Unix(unix, 0))
+		}
+	}
+	return times
+}
+
+// lastRecord is the number of the last record the writer printed; -1
+// before the first.
+func lastRecord(t *testing.T, clients *kubernetes.Clientset, pod string) int {
+	return len(writerLog(t, clients, pod)) - 1
+}
+
+// waitRecords waits until the writer printed record n, and fails when it
+// ended before.
+func waitRecords(t *testing.T, clients *kubernetes.Clientset, pod string, n int, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() error {
+		if last := lastRecord(t, clients, pod); last >= n {
+			return nil
+		}
+		p, err := clients.CoreV1().Pods("default").Get(t.Context(), pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("writer %s failed: %s", pod, podLog(t, clients, pod))
+		}
+		return fmt.Errorf("writer %s (%s) not at record %d yet: %s; events: %s", pod, p.Status.Phase, n, podLog(t, clients, pod), podEvents(t, clients, pod))
+	})
+}
+
+// longestGap is the longest time between two records of the writer.
+func longestGap(t *testing.T, clients *kubernetes.Clientset, pod string) time.Duration {
+	times := writerLog(t, clients, pod)
+	var longest time.Duration
+	for i := 1; i < len(times); i++ {
+		longest = max(longest, times[i].Sub(times[i-1]))
+	}
+	return longest
 }
 
 // helm runs the pinned helm against the lab.
@@ -250,7 +552,7 @@ func TestVolumeOnTheStorageNode(t *testing.T) {
 	c := flintClient(t)
 	devPoolReady(t, clients, c)
 
-	createClaim(t, clients, "data", corev1.PersistentVolumeBlock)
+	createClaim(t, clients, "data", chartClass, corev1.PersistentVolumeBlock)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "consumer", Namespace: "default"},
 		Spec: corev1.PodSpec{
@@ -401,20 +703,19 @@ func TestDataOutlivesThePod(t *testing.T) {
 	}
 	needStorage(t)
 	devPoolReady(t, clients, flintClient(t))
-	createClaim(t, clients, "files", corev1.PersistentVolumeFilesystem)
-	runToCompletion(t, clients, "writer", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
-	runToCompletion(t, clients, "reader", "sha256sum -c /data/blob.sha256")
+	createClaim(t, clients, "files", chartClass, corev1.PersistentVolumeFilesystem)
+	runToCompletion(t, clients, "writer", "files", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	runToCompletion(t, clients, "reader", "files", "sha256sum -c /data/blob.sha256")
 }
 
-// createClaim creates a 256Mi RWO PVC of the chart's StorageClass in
-// default.
-func createClaim(t *testing.T, clients *kubernetes.Clientset, name string, mode corev1.PersistentVolumeMode) {
+// createClaim creates a 256Mi RWO PVC of a StorageClass in default.
+func createClaim(t *testing.T, clients *kubernetes.Clientset, name, class string, mode corev1.PersistentVolumeMode) {
 	t.Helper()
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To("flint"),
+			StorageClassName: ptr.To(class),
 			VolumeMode:       ptr.To(mode),
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
 		},
@@ -424,11 +725,19 @@ func createClaim(t *testing.T, clients *kubernetes.Clientset, name string, mode 
 	}
 }
 
-// runToCompletion runs script in a Pod on the workload node with the
-// claim files at /data, waits for it to succeed, and deletes it.
-func runToCompletion(t *testing.T, clients *kubernetes.Clientset, name, script string) {
+// runToCompletion runs script in a Pod on the workload node with claim
+// at /data, waits for it to succeed, and deletes it.
+func runToCompletion(t *testing.T, clients *kubernetes.Clientset, name, claim, script string) {
 	t.Helper()
-	ctx := t.Context()
+	startWorkload(t, clients, name, claim, script)
+	waitSucceeded(t, clients, name, 10*time.Minute)
+	deletePod(t, clients, name)
+}
+
+// startWorkload creates a Pod on the workload node that runs script with
+// claim at /data.
+func startWorkload(t *testing.T, clients *kubernetes.Clientset, name, claim, script string) {
+	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
@@ -440,16 +749,22 @@ func runToCompletion(t *testing.T, clients *kubernetes.Clientset, name, script s
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 			}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "files"},
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
 			}}},
 		},
 	}
-	if _, err := clients.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := clients.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitSucceeded waits for a Pod in default to succeed, and fails the test
+// with its log when it fails.
+func waitSucceeded(t *testing.T, clients *kubernetes.Clientset, name string, timeout time.Duration) {
+	t.Helper()
 	began := time.Now()
-	eventually(t, 10*time.Minute, func() error {
-		p, err := clients.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	eventually(t, timeout, func() error {
+		p, err := clients.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -462,11 +777,16 @@ func runToCompletion(t *testing.T, clients *kubernetes.Clientset, name, script s
 		return fmt.Errorf("pod %s is %s; events: %s", name, p.Status.Phase, podEvents(t, clients, name))
 	})
 	t.Logf("pod %s succeeded after %s: %s", name, time.Since(began).Round(time.Second), podLog(t, clients, name))
-	if err := clients.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+}
+
+// deletePod deletes a Pod in default and waits until it is gone.
+func deletePod(t *testing.T, clients *kubernetes.Clientset, name string) {
+	t.Helper()
+	if err := clients.CoreV1().Pods("default").Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Minute, func() error {
-		if _, err := clients.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := clients.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod %s not gone yet (%v)", name, err)
 		}
 		return nil
