@@ -322,15 +322,7 @@ func replicatedPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.C
 		t.Fatal(err)
 	}
 	began := time.Now()
-	eventually(t, 5*time.Minute, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
-			return err
-		}
-		if pool.Status.OSDs.Ready < 2 {
-			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
-		}
-		return nil
-	})
+	waitOSDsReady(t, clients, c, pool, 2)
 	t.Logf("Pool %s: 2 OSDs Ready after %s", pool.Name, time.Since(began).Round(time.Second))
 }
 
@@ -629,11 +621,17 @@ func devPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) 
 	if err := c.Create(ctx, pool); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create Pool %s: %v", pool.Name, err)
 	}
+	waitOSDsReady(t, clients, c, pool, 1)
+}
+
+// waitOSDsReady waits until n of pool's OSDs are Ready.
+func waitOSDsReady(t *testing.T, clients *kubernetes.Clientset, c client.Client, pool *flintv1.Pool, n int32) {
+	t.Helper()
 	eventually(t, 5*time.Minute, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(pool), pool); err != nil {
 			return err
 		}
-		if pool.Status.OSDs.Ready < 1 {
+		if pool.Status.OSDs.Ready < n {
 			return fmt.Errorf("Pool %s: OSDs %+v; pods: %s", pool.Name, pool.Status.OSDs, podStates(t, clients))
 		}
 		return nil

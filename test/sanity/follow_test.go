@@ -43,17 +43,8 @@ func (r *recordingFollower) Follow(_ context.Context, t csi.Target, _ string) er
 
 var _ = Describe("The node plugin's PathFollower", func() {
 	It("follows a staged Volume to the OSD its target moved to when the target OSD is lost", func(ctx SpecContext) {
-		block := &csispec.VolumeCapability{
-			AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-			AccessType: &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}},
-		}
-		created, err := controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{Name: "follow-me", VolumeCapabilities: []*csispec.VolumeCapability{block},
-			Parameters: map[string]string{csi.ParamPool: pool}, CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}})
-		Expect(err).NotTo(HaveOccurred())
-		id := created.Volume.VolumeId
-		published, err := controller.ControllerPublishVolume(ctx, &csispec.ControllerPublishVolumeRequest{VolumeId: id, NodeId: hostNQN, VolumeCapability: block})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = node.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: GinkgoT().TempDir(), VolumeCapability: block, PublishContext: published.PublishContext})
+		id, published := publishedBlockVolume(ctx, "follow-me")
+		_, err := node.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: GinkgoT().TempDir(), VolumeCapability: blockCapability, PublishContext: published.PublishContext})
 		Expect(err).NotTo(HaveOccurred())
 
 		c, err := cache.New(cluster.Env.Config, cache.Options{Scheme: cluster.Client.Scheme()})
@@ -91,6 +82,25 @@ var _ = Describe("The node plugin's PathFollower", func() {
 	}, NodeTimeout(3*time.Minute))
 })
 
+// blockCapability is a single-node raw block volume.
+var blockCapability = &csispec.VolumeCapability{
+	AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	AccessType: &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}},
+}
+
+// publishedBlockVolume creates a 16 MiB block volume and publishes it to
+// this node; it returns the volume's id and publish context.
+func publishedBlockVolume(ctx context.Context, name string) (string, *csispec.ControllerPublishVolumeResponse) {
+	GinkgoHelper()
+	created, err := controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csispec.VolumeCapability{blockCapability},
+		Parameters: map[string]string{csi.ParamPool: pool}, CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}})
+	Expect(err).NotTo(HaveOccurred())
+	id := created.Volume.VolumeId
+	published, err := controller.ControllerPublishVolume(ctx, &csispec.ControllerPublishVolumeRequest{VolumeId: id, NodeId: hostNQN, VolumeCapability: blockCapability})
+	Expect(err).NotTo(HaveOccurred())
+	return id, published
+}
+
 // recordingAttacher records what NodeStageVolume connects.
 type recordingAttacher struct{ attached []csi.Target }
 
@@ -106,18 +116,9 @@ func (r *recordingAttacher) Health(csi.Target) []*csispec.VolumeHealth_VolumeHea
 
 var _ = Describe("The node plugin's NodeStageVolume", func() {
 	It("connects to where the target is now when it moved after the volume was published", func(ctx SpecContext) {
-		block := &csispec.VolumeCapability{
-			AccessMode: &csispec.VolumeCapability_AccessMode{Mode: csispec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-			AccessType: &csispec.VolumeCapability_Block{Block: &csispec.VolumeCapability_BlockVolume{}},
-		}
-		created, err := controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{Name: "stage-after-move", VolumeCapabilities: []*csispec.VolumeCapability{block},
-			Parameters: map[string]string{csi.ParamPool: pool}, CapacityRange: &csispec.CapacityRange{RequiredBytes: 16 << 20}})
-		Expect(err).NotTo(HaveOccurred())
-		id := created.Volume.VolumeId
 		// The publish context stays the VolumeAttachment's while the
 		// volume stays attached to the node, from one Pod to the next.
-		published, err := controller.ControllerPublishVolume(ctx, &csispec.ControllerPublishVolumeRequest{VolumeId: id, NodeId: hostNQN, VolumeCapability: block})
-		Expect(err).NotTo(HaveOccurred())
+		id, published := publishedBlockVolume(ctx, "stage-after-move")
 		var vol flintv1.Volume
 		Expect(cluster.Client.Get(ctx, ctrlKey(id), &vol)).To(Succeed())
 		lost := vol.Status.Target.OSD
@@ -131,7 +132,7 @@ var _ = Describe("The node plugin's NodeStageVolume", func() {
 
 		rec := &recordingAttacher{}
 		staging := &csi.Node{NodeID: hostNQN, NodeName: "sanity-0", StateDir: GinkgoT().TempDir(), Attacher: rec, Volumes: cluster.Client}
-		_, err = staging.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: GinkgoT().TempDir(), VolumeCapability: block, PublishContext: published.PublishContext})
+		_, err := staging.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: GinkgoT().TempDir(), VolumeCapability: blockCapability, PublishContext: published.PublishContext})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.attached).To(HaveLen(1))
 		Expect(rec.attached[0].NQN).To(Equal(published.PublishContext[csi.PublishNQN]))
