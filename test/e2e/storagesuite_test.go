@@ -69,6 +69,11 @@ func TestKubernetesStorageSuite(t *testing.T) {
 	// The suite's pods go to the workload node as soon as it starts:
 	// the node plugin there has to be registered first.
 	csiNodeRegistered(t, clients, lab.WorkerNode, 10*time.Minute)
+	// Some specs name no node for their pods, and the second storage node
+	// has no CSI node plugin (nor the suite's images): keep them off it.
+	if cluster.SecondStorageNode {
+		setUnschedulable(t, clients, lab.SecondStorageNodeName, true)
+	}
 
 	report := filepath.Join(cluster.Dir, "storage-suite")
 	if err := os.MkdirAll(report, 0o755); err != nil {
