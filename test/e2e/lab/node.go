@@ -353,21 +353,31 @@ func (l *Lab) nodeReady(ctx context.Context, name string) error {
 // volumes and token files the kubelet mounted for pods, and the bind
 // mount it makes of its root for mount propagation.
 func unmountUnder(dir string) {
-	f, err := os.Open("/proc/self/mounts")
+	mounts, err := mountPoints(func(point, _ string) bool { return point == dir || strings.HasPrefix(point, dir+"/") })
 	if err != nil {
 		return
-	}
-	defer func() { _ = f.Close() }()
-	var mounts []string
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) > 1 && (fields[1] == dir || strings.HasPrefix(fields[1], dir+"/")) {
-			mounts = append(mounts, fields[1])
-		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
 	for _, m := range mounts {
 		_ = exec.Command("umount", "-l", m).Run()
 	}
+}
+
+// mountPoints lists this process's mount points whose point and file
+// system type match.
+func mountPoints(match func(point, fsType string) bool) ([]string, error) {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var points []string
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) > 2 && match(fields[1], fields[2]) {
+			points = append(points, fields[1])
+		}
+	}
+	return points, scanner.Err()
 }

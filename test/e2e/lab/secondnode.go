@@ -135,16 +135,7 @@ func removeCgroupV1(name string) {
 
 // cgroupV1Hierarchies are the mounted cgroup v1 hierarchies.
 func cgroupV1Hierarchies() ([]string, error) {
-	mounts, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return nil, err
-	}
-	var hierarchies []string
-	for _, line := range strings.Split(string(mounts), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 2 && fields[2] == "cgroup" && strings.HasPrefix(fields[1], cgroupV1Root+"/") {
-			hierarchies = append(hierarchies, fields[1])
-		}
-	}
-	return hierarchies, nil
+	return mountPoints(func(point, fsType string) bool {
+		return fsType == "cgroup" && strings.HasPrefix(point, cgroupV1Root+"/")
+	})
 }
