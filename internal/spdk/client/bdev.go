@@ -120,3 +120,22 @@ func (c *Client) BdevNullCreate(ctx context.Context, req types.BdevNullCreateReq
 func (c *Client) BdevNullDelete(ctx context.Context, name string) error {
 	return c.rpc.Call(ctx, "bdev_null_delete", types.BdevNameRequest{Name: name}, nil)
 }
+
+// BdevEnableHistogram turns a bdev's latency histogram on or off. SPDK
+// sizes the histogram of every I/O channel open at that moment from the
+// request; a channel opened later while it is on gets SPDK's default size
+// and is then left out of BdevGetHistogram's merge, so turn it on once the
+// bdev's consumers have opened their channels (an nvmf namespace opens one
+// per poll group when it is added).
+func (c *Client) BdevEnableHistogram(ctx context.Context, req types.BdevEnableHistogramRequest) error {
+	return c.rpc.Call(ctx, "bdev_enable_histogram", req, nil)
+}
+
+// BdevGetHistogram reads a bdev's latency histogram, merged over its I/O
+// channels. A bdev whose histogram was never on fails with -ENOMEM, one
+// turned off with "Bad address".
+func (c *Client) BdevGetHistogram(ctx context.Context, name string) (types.Histogram, error) {
+	var h types.Histogram
+	err := c.rpc.Call(ctx, "bdev_get_histogram", types.BdevGetHistogramRequest{Name: name}, &h)
+	return h, err
+}

@@ -23,6 +23,7 @@ package contract
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,7 @@ var scenarios = []struct {
 	{"raid1 over a local and two remote replicas", 3, raid1AcrossTargets},
 	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
+	{"latency histogram of an exported bdev", 1, latencyHistogram},
 }
 
 func TestContract(t *testing.T) {
@@ -553,4 +555,51 @@ func raid1GrowsWithMembers(t *testing.T, l *spdklab.Lab) {
 	if r := must(tgt.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]; r.State != types.RaidStateOnline || r.NumBaseBdevsOperational != 2 {
 		t.Errorf("raid after the resize = %+v, want online with both members", r)
 	}
+}
+
+// latencyHistogram is how the agent keeps a histogram on a volume's
+// exported bdev: turned on once the namespace has opened its channels,
+// read without I/O as empty buckets of the asked shape, and refused once
+// turned off, while a channel is open.
+func latencyHistogram(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
+	aioLvstore(t, l, c, "lvs0")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs0"}))
+	_, err := c.BdevGetHistogram(ctx(t), "lvs0/vol")
+	wantErr(t, err, nil, -12) // never on: SPDK cannot size it
+	nqn := "nqn.2026-01.io.flint:pvc-h"
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: "FLINT0000000002"}))
+	must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs0/vol"}))
+
+	on := types.BdevEnableHistogramRequest{Name: "lvs0/vol", Enable: true, Granularity: 5, MinNsec: 1_000, MaxNsec: 2_000_000_000}
+	ok(t, c.BdevEnableHistogram(ctx(t), on))
+	ok(t, c.BdevEnableHistogram(ctx(t), on)) // again while on
+	h := must(c.BdevGetHistogram(ctx(t), "lvs0/vol"))
+	if h.TscRate == 0 || h.Granularity != 5 {
+		t.Fatalf("histogram = granularity %d at %d Hz, want granularity 5 with a tick rate", h.Granularity, h.TscRate)
+	}
+	// The ranges kept are those of 1 µs and of 2 s in ticks.
+	rangeOf := func(ticks uint64) uint32 { return uint32(64 - 5 - bits.LeadingZeros64(ticks)) }
+	if lo, hi := rangeOf(1_000*h.TscRate/1_000_000_000), rangeOf(2*h.TscRate-1); h.MinRange != lo || h.MaxRange != hi {
+		t.Errorf("ranges %d-%d at %d Hz, want %d-%d", h.MinRange, h.MaxRange, h.TscRate, lo, hi)
+	}
+	buckets, err := h.Buckets()
+	ok(t, err)
+	for _, b := range buckets {
+		if b.Count != 0 {
+			t.Fatalf("a histogram without I/O counts %d in [%d, %d)", b.Count, b.StartTicks, b.EndTicks)
+		}
+	}
+	if end := buckets[len(buckets)-1].EndTicks; end < 2*h.TscRate {
+		t.Errorf("the last bucket ends at %d ticks, before 2 s (%d)", end, 2*h.TscRate)
+	}
+
+	wantErr(t, c.BdevEnableHistogram(ctx(t), types.BdevEnableHistogramRequest{Name: "nosuch", Enable: true}), nil, -19)
+	wantErr(t, c.BdevEnableHistogram(ctx(t), types.BdevEnableHistogramRequest{Name: "lvs0/vol", Enable: true, Opc: "bogus"}), nil, jsonrpc.CodeInternalError)
+	ok(t, c.BdevEnableHistogram(ctx(t), types.BdevEnableHistogramRequest{Name: "lvs0/vol"}))
+	_, err = c.BdevGetHistogram(ctx(t), "lvs0/vol")
+	wantErr(t, err, nil, jsonrpc.CodeInternalError) // "Bad address": the namespace's channel has none
+	ok(t, c.BdevEnableHistogram(ctx(t), on))
+	must(c.BdevGetHistogram(ctx(t), "lvs0/vol"))
 }

@@ -50,6 +50,9 @@ func init() {
 		"bdev_get_bdevs":     bdevGetBdevs,
 		"bdev_get_iostat":    bdevGetIostat,
 
+		"bdev_enable_histogram": bdevEnableHistogram,
+		"bdev_get_histogram":    bdevGetHistogram,
+
 		"bdev_nvme_attach_controller": bdevNvmeAttachController,
 		"bdev_nvme_detach_controller": bdevNvmeDetachController,
 		"bdev_nvme_get_controllers":   bdevNvmeGetControllers,
@@ -355,8 +358,8 @@ func bdevGetIostat(t *Target, p json.RawMessage) (any, error) {
 		})
 	}
 	return map[string]any{
-		"tick_rate": 1_000_000_000,
-		"ticks":     uint64(t.fabric.now().UnixNano()),
+		"tick_rate": tscRate,
+		"ticks":     ticks(t.fabric.now()),
 		"bdevs":     stats,
 	}, nil
 }

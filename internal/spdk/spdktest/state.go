@@ -77,6 +77,8 @@ type bdev struct {
 	raid  *raid  // kindRaid
 	ctrlr *ctrlr // kindNvme
 	nsid  uint32 // kindNvme
+
+	histogram *histogram // nil until bdev_enable_histogram first names it
 }
 
 func (b *bdev) matches(name string) bool {

@@ -27,16 +27,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
 // fakeSource answers with an iostat SPDK v25.09 recorded after 4 s of
-// randrw I/O on an lvol (testdata/iostat-lvol.json).
+// randrw I/O on an lvol (testdata/iostat-lvol.json), and with the
+// histograms given, one volume target per bdev.
 type fakeSource struct {
-	stat types.Iostat
-	down bool
+	stat       types.Iostat
+	down       bool
+	histograms map[string]types.Histogram // bdev -> histogram
+}
+
+func (f fakeSource) VolumeBdevs(context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for bdev := range f.histograms {
+		out["volume-of-"+bdev] = bdev
+	}
+	return out, nil
+}
+
+func (f fakeSource) BdevGetHistogram(_ context.Context, name string) (types.Histogram, error) {
+	h, ok := f.histograms[name]
+	if !ok {
+		return types.Histogram{}, errors.New("No such device")
+	}
+	return h, nil
 }
 
 func (f fakeSource) BdevGetIostat(context.Context, string) (types.Iostat, error) {
@@ -151,5 +171,81 @@ func TestScrapesShareOneReadingPerInterval(t *testing.T) {
 	testutil.CollectAndCount(c)
 	if n := src.iostats.Load(); n != 2 {
 		t.Fatalf("a scrape after the interval read SPDK %d times in all, want 2", n)
+	}
+}
+
+// recordedHistogram is SPDK v25.09's histogram of a malloc bdev after 4 s
+// of randrw I/O at QD16 (granularity 7, ranges 5-27, 2.6 GHz).
+func recordedHistogram(t *testing.T) types.Histogram {
+	data, err := os.ReadFile("testdata/histogram-malloc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h types.Histogram
+	if err := json.Unmarshal(data, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestVolumeLatencyIsSPDKsHistogramInPrometheusBuckets(t *testing.T) {
+	h := recordedHistogram(t)
+	c := NewCollector(fakeSource{stat: recorded(t), histograms: map[string]types.Histogram{"raid_v1": h}}, time.Second)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *dto.Histogram
+	for _, f := range families {
+		if f.GetName() == "flint_volume_io_latency_seconds" {
+			if len(f.Metric) != 1 || f.Metric[0].Label[0].GetValue() != "volume-of-raid_v1" {
+				t.Fatalf("want one series labelled volume-of-raid_v1, got %v", f.Metric)
+			}
+			got = f.Metric[0].Histogram
+		}
+	}
+	if got == nil {
+		t.Fatal("no flint_volume_io_latency_seconds")
+	}
+	buckets, err := h.Buckets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each bound counts exactly the SPDK buckets that end at or below it,
+	// and the total is every I/O SPDK counted (570,518 in the recording).
+	var total uint64
+	for _, b := range buckets {
+		total += b.Count
+	}
+	if got.GetSampleCount() != total || total != 570518 {
+		t.Fatalf("count %d, SPDK counted %d (recorded: 570518)", got.GetSampleCount(), total)
+	}
+	for _, pb := range got.Bucket {
+		var want uint64
+		for _, b := range buckets {
+			if float64(b.EndTicks)/float64(h.TscRate) <= pb.GetUpperBound() {
+				want += b.Count
+			}
+		}
+		if pb.GetCumulativeCount() != want {
+			t.Errorf("le=%g: %d, want %d", pb.GetUpperBound(), pb.GetCumulativeCount(), want)
+		}
+	}
+	if mean := got.GetSampleSum() / float64(total); mean < 1e-6 || mean > 1e-3 {
+		t.Errorf("mean latency %g s, out of what a malloc bdev at QD16 gives", mean)
+	}
+}
+
+func TestVolumeLatencyLeavesOutWhatCannotBeRead(t *testing.T) {
+	broken := recordedHistogram(t)
+	broken.Data = broken.Data[:len(broken.Data)-8]
+	c := NewCollector(fakeSource{stat: recorded(t), histograms: map[string]types.Histogram{"raid_v1": recordedHistogram(t), "raid_v2": broken}}, time.Second)
+	if n := testutil.CollectAndCount(c, "flint_volume_io_latency_seconds"); n != 1 {
+		t.Fatalf("%d volume latency series, want the one readable", n)
+	}
+	if n := testutil.ToFloat64(c.scrapeErrs); n != 1 {
+		t.Fatalf("%g reading errors counted, want 1", n)
 	}
 }

@@ -146,3 +146,21 @@ func (o *OSD) DegradedTargets(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// VolumeBdevs maps each volume this OSD serves a target of to the bdev its
+// hosts' I/O reaches first: the raid1, or the lvol of a volume of one
+// replica.
+func (o *OSD) VolumeBdevs(ctx context.Context) (map[string]string, error) {
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list subsystems: %w", err)
+	}
+	out := map[string]string{}
+	for _, s := range subs {
+		volume, ok := strings.CutPrefix(s.NQN, agentv1.VolumeNQN(""))
+		if ok && len(s.Namespaces) > 0 {
+			out[volume] = s.Namespaces[0].BdevName
+		}
+	}
+	return out, nil
+}

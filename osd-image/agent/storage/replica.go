@@ -270,6 +270,9 @@ type subsystemSpec struct {
 	// MinCntlid and MaxCntlid, when set, bound the controller ids the
 	// subsystem hands out.
 	MinCntlid, MaxCntlid uint16
+	// LatencyHistogram keeps SPDK's latency histogram on for the bdev,
+	// for the metrics.
+	LatencyHistogram bool
 }
 
 // ensureSubsystem makes spec.NQN exist with spec.Bdev as namespace 1 and
@@ -299,6 +302,7 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 		return fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
 	sub := subs[0]
+	added := false
 	switch {
 	case len(sub.Namespaces) == 0:
 		ns := types.NvmfNamespaceRequest{BdevName: spec.Bdev, NSID: 1}
@@ -308,12 +312,20 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 		if _, err := o.spdk.NvmfSubsystemAddNs(ctx, nqn, ns); err != nil {
 			return fmt.Errorf("add %s to subsystem %s: %w", spec.Bdev, nqn, err)
 		}
+		added = true
 	case sub.Namespaces[0].BdevName != spec.Bdev:
 		return fmt.Errorf("%w: subsystem %s exports bdev %s, not %s", ErrConflict, nqn, sub.Namespaces[0].BdevName, spec.Bdev)
 	case spec.Identity != nil && !sameIdentity(sub.Namespaces[0], *spec.Identity):
 		ns := sub.Namespaces[0]
 		return fmt.Errorf("%w: subsystem %s exports its namespace as uuid %s, NGUID %s, EUI-64 %s, not as the volume's %s, %s, %s: hosts would take it for another volume; delete the target to build it again",
 			ErrConflict, nqn, ns.UUID, ns.NGUID, ns.EUI64, spec.Identity.UUID, spec.Identity.NGUID, spec.Identity.EUI64)
+	}
+	if spec.LatencyHistogram {
+		// A namespace added now has new channels, which a histogram left
+		// on from an earlier export would not cover until set afresh.
+		if err := o.keepLatencyHistogram(ctx, spec.Bdev, added); err != nil {
+			return err
+		}
 	}
 	want := o.listenAddress()
 	for _, l := range sub.ListenAddresses {
@@ -323,6 +335,33 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 	}
 	if err := o.spdk.NvmfSubsystemAddListener(ctx, nqn, want); err != nil {
 		return fmt.Errorf("listen for %s on %s:%s: %w", nqn, want.Traddr, want.Trsvcid, err)
+	}
+	return nil
+}
+
+// The latency histogram's shape: 32 buckets per power of two (3%
+// resolution) from 1 µs to 2 s; longer I/O lands in the last bucket. SPDK
+// converts the bounds to ticks with a 64-bit product that wraps above
+// 1.8e19 ns·Hz, which 2 s keeps clear of up to 9 GHz.
+const (
+	histogramGranularity = 5
+	histogramMinNsec     = 1_000
+	histogramMaxNsec     = 2_000_000_000
+)
+
+// keepLatencyHistogram turns bdev's latency histogram on; SPDK keeps the
+// counts of one turned on again while on. With reset it is first turned
+// off, which empties it and sizes it afresh for every channel.
+func (o *OSD) keepLatencyHistogram(ctx context.Context, bdev string, reset bool) error {
+	req := types.BdevEnableHistogramRequest{Name: bdev, Granularity: histogramGranularity, MinNsec: histogramMinNsec, MaxNsec: histogramMaxNsec}
+	if reset {
+		if err := o.spdk.BdevEnableHistogram(ctx, req); err != nil {
+			return fmt.Errorf("turn the latency histogram of %s off: %w", bdev, err)
+		}
+	}
+	req.Enable = true
+	if err := o.spdk.BdevEnableHistogram(ctx, req); err != nil {
+		return fmt.Errorf("turn the latency histogram of %s on: %w", bdev, err)
 	}
 	return nil
 }

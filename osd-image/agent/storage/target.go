@@ -166,7 +166,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
 	id := agentv1.VolumeIdentity(spec.Volume)
 	low, high := agentv1.CntlidRange(spec.Epoch)
-	return subsystemSpec{NQN: agentv1.VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high}
+	return subsystemSpec{NQN: agentv1.VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high, LatencyHistogram: true}
 }
 
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two

@@ -663,3 +663,42 @@ func TestBeforeBootstrapNoReplicaIsMissing(t *testing.T) {
 		t.Fatalf("resize after bootstrap: %v", err)
 	}
 }
+
+// The bdev a volume's hosts reach keeps SPDK's latency histogram on, for
+// the metrics: from its first export, after SPDK restarted, and after
+// anything turned it off.
+func TestVolumeTargetsKeepALatencyHistogram(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 2)
+	c.createReplicas(64 << 20)
+	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
+	histogramOn := func(when string) {
+		t.Helper()
+		bdevs, err := c.osds[0].VolumeBdevs(ctx)
+		if err != nil || len(bdevs) != 1 || bdevs[volume] != raidName(volume) {
+			t.Fatalf("%s: volume bdevs = %v, %v; want the raid", when, bdevs, err)
+		}
+		h, err := c.spdks[0].BdevGetHistogram(ctx, raidName(volume))
+		if err != nil || h.Granularity != histogramGranularity {
+			t.Fatalf("%s: histogram of the raid = %+v, %v; want one of granularity %d", when, h, err, histogramGranularity)
+		}
+	}
+	c.ensure(m0, m1)
+	histogramOn("first export")
+
+	if err := c.spdks[0].BdevEnableHistogram(ctx, types.BdevEnableHistogramRequest{Name: raidName(volume)}); err != nil {
+		t.Fatal(err)
+	}
+	c.ensure(m0, m1)
+	histogramOn("turned off, re-driven")
+
+	if err := c.targets[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(0)
+	c.ensure(m0, m1)
+	histogramOn("SPDK restarted, re-driven")
+	if bdevs, err := c.osds[1].VolumeBdevs(ctx); err != nil || len(bdevs) != 0 {
+		t.Fatalf("the OSD of a replica only: volume bdevs = %v, %v; want none", bdevs, err)
+	}
+}
