@@ -281,7 +281,7 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 		return types.RaidBdev{}, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume)
 	}
 	var bases, placeholders []string
-	for i, m := range spec.Members {
+	for i, m := range o.localFirst(spec.Members) {
 		if b, ok := bdevs[m.OSD]; ok && m.InSync {
 			bases = append(bases, b)
 			continue
@@ -309,6 +309,26 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 		}
 	}
 	return o.raid(ctx, name)
+}
+
+// localFirst orders members for the raid's slots: this OSD's replica
+// first. SPDK's raid1 reads from the member with the fewest blocks being
+// read, the first slot on a tie, so reads at queue depth 1 stay on the
+// local lvol and need no fabric round trip, and deeper queues spread
+// over every member.
+func (o *OSD) localFirst(members []Member) []Member {
+	out := make([]Member, 0, len(members))
+	for _, m := range members {
+		if m.OSD == o.cfg.UID {
+			out = append(out, m)
+		}
+	}
+	for _, m := range members {
+		if m.OSD != o.cfg.UID {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (o *OSD) raid(ctx context.Context, name string) (types.RaidBdev, error) {

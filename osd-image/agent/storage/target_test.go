@@ -702,3 +702,26 @@ func TestVolumeTargetsKeepALatencyHistogram(t *testing.T) {
 		t.Fatalf("the OSD of a replica only: volume bdevs = %v, %v; want none", bdevs, err)
 	}
 }
+
+// The target's own replica takes the raid's first slot, whatever the
+// order the caller lists members in: SPDK's raid1 reads from the first
+// of the least busy members.
+func TestTheLocalReplicaTakesTheFirstSlot(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 3)
+	c.createReplicas(64 << 20)
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c.ensure(m1, m2, m0)
+	r, err := c.osds[0].raid(ctx, raidName(volume))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := c.osds[0].replicaBdev(ctx, volume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := members(r)
+	if len(slots) != 3 || slots[0] != local.Name {
+		t.Fatalf("raid slots %v, want the local lvol %s first", slots, local.Name)
+	}
+}
