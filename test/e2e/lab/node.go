@@ -108,7 +108,12 @@ state = %q
 
 // kubeletConfig serves with the node's certificate from etc. Eviction
 // and image GC are off: the lab's disk is the machine's, and a pod
-// evicted for its use would fail a test for nothing Flint did.
+// evicted for its use would fail a test for nothing Flint did. Images are
+// imported without unpacking (the guest boots faster), so a container's
+// first start unpacks its image; in the TCG guest on a busy machine that
+// took more than the default 2 minutes, and every timeout began the
+// unpack again from nothing (the writer Pod of TestTargetMovesUnderAWriter
+// stayed Pending for 10 minutes): runtime calls get 10 minutes.
 func (n node) kubeletConfig() string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -135,6 +140,7 @@ evictionHard: {memory.available: "0%%", nodefs.available: "0%%", imagefs.availab
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+runtimeRequestTimeout: 10m
 podLogsDir: %s
 `, n.ip, n.healthzPort, filepath.Join(n.etc, "ca.crt"), filepath.Join(n.etc, "kubelet-serving.crt"), filepath.Join(n.etc, "kubelet-serving.key"),
 		n.containerdSocket(), !n.cgroupV1, n.podCIDR, n.podLogs) + n.cgroupRootConfig()
