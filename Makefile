@@ -117,7 +117,7 @@ RATE ?= 5
 DURATION ?= 2m
 
 .PHONY: bench-datapath
-bench-datapath: ## Raw SPDK beside a 1-replica Flint Volume (real operator and agent) on FLINT_SPDK_DIR's nvmf_tgt, with spdk_nvme_perf over NVMe/TCP: IOPS, MiB/s, avg/p50/p99/p99.9 per workload, ratios to raw; JSON in bench-datapath.json (root).
+bench-datapath: ## Raw SPDK beside Flint Volumes of 1, 2 and 3 replicas (real operator and agents, OSDs launched as their pods say) on FLINT_SPDK_DIR's nvmf_tgt: spdk_nvme_perf over NVMe/TCP and the kernel host in a VM lab guest; IOPS, MiB/s, avg/p50/p99/p99.9, ratios to raw and to 1 replica, the target's latency histogram beside the initiator's; JSON in bench-datapath.json (root).
 	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "bench-datapath: set FLINT_SPDK_DIR to an SPDK build tree" >&2; exit 2; fi
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go run ./hack/bench-datapath $(BENCH_ARGS)
 

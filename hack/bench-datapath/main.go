@@ -16,9 +16,11 @@ limitations under the License.
 
 // Command bench-datapath measures Flint's data path beside raw SPDK on
 // this machine, with SPDK's own initiator (spdk_nvme_perf over NVMe/TCP):
-// a malloc bdev exported by one nvmf_tgt, then a Volume of one replica
-// built by the real operator and agent over the same nvmf_tgt, launched as
-// its OSD pod says. Needs FLINT_SPDK_DIR and root.
+// a malloc bdev exported by one nvmf_tgt, then Volumes of one, two and
+// three replicas, each built by the real operator and agents over OSDs
+// launched as their pods say. For every Flint workload it also reads the
+// target's latency histogram from the agent's /metrics and sets it beside
+// what the initiator measured. Needs FLINT_SPDK_DIR and root.
 package main
 
 import (
@@ -32,10 +34,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -45,6 +51,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
+	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/internal/bench"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
@@ -58,7 +65,10 @@ const hostNQN = "nqn.2014-08.org.nvmexpress:uuid:5e1f0a2b-3c4d-4e5f-8a9b-0c1d2e3
 
 // result is one workload's figures on one configuration.
 type result struct {
-	Config   string  `json:"config"`
+	Config string `json:"config"`
+	// Client is the initiator: spdk_nvme_perf, or the kernel's NVMe/TCP
+	// host in the VM lab's guest (fio).
+	Client   string  `json:"client"`
 	Workload string  `json:"workload"`
 	IOPS     float64 `json:"iops"`
 	MiBps    float64 `json:"mibps"`
@@ -66,6 +76,9 @@ type result struct {
 	P50Us    float64 `json:"p50Us"`
 	P99Us    float64 `json:"p99Us"`
 	P999Us   float64 `json:"p999Us"`
+	// Target is what the Volume's target counted of the workload, from
+	// its agent's flint_volume_io_latency_seconds; unset for raw.
+	Target *targetLatency `json:"target,omitempty"`
 }
 
 // endpoint is where the initiator connects.
@@ -74,32 +87,72 @@ type endpoint struct{ addr, port, nqn string }
 func main() {
 	runtime := flag.Duration("runtime", 10*time.Second, "how long each workload runs")
 	out := flag.String("out", "bench-datapath.json", "where the figures are written as JSON")
+	replicas := flag.String("replicas", "1,2,3", "the Flint configurations: replica counts, in order")
+	kernel := flag.Bool("kernel", true, "also measure each configuration through the kernel's NVMe/TCP host in a VM lab guest (TCG: the figures are the emulation's)")
+	kernelRuntime := flag.Duration("kernel-runtime", 10*time.Second, "how long each workload runs through the kernel host")
 	flag.Parse()
 	spdkDir := os.Getenv("FLINT_SPDK_DIR")
 	if spdkDir == "" {
 		fmt.Fprintln(os.Stderr, "bench-datapath: set FLINT_SPDK_DIR to an SPDK build tree (build/bin/nvmf_tgt, build/bin/spdk_nvme_perf)")
 		os.Exit(2)
 	}
-	if err := run(spdkDir, *runtime, *out); err != nil {
+	var counts []int
+	for _, f := range strings.Split(*replicas, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > len(benchNodes) {
+			fmt.Fprintf(os.Stderr, "bench-datapath: -replicas %q: want counts from 1 to %d\n", *replicas, len(benchNodes))
+			os.Exit(2)
+		}
+		counts = append(counts, n)
+	}
+	if err := run(spdkDir, *runtime, *out, counts, newKernelClient(*kernel, *kernelRuntime)); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-datapath: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(spdkDir string, runtime time.Duration, out string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+// benchNodes are the local cluster's nodes, one failure domain each; a
+// Volume of n replicas gets a Pool over the first n.
+var benchNodes = []localcluster.Node{{Name: "bench-0", Zone: "a"}, {Name: "bench-1", Zone: "b"}, {Name: "bench-2", Zone: "c"}}
+
+// initiatorCore is where the initiator (spdk_nvme_perf, or the kernel
+// host's guest) runs: never on the target's core, on a core without an
+// OSD where there is one, else on the one with the fewest OSDs. A core
+// shared by two pollers serves each only in the scheduler's time slices
+// (4 ms at HZ=250), so the target is kept alone where the cores allow.
+func initiatorCore(targetCore int, osdCores []int) int {
+	n := goruntime.NumCPU()
+	if n == 1 {
+		return 0
+	}
+	load := make([]int, n)
+	for _, c := range osdCores {
+		load[c%n]++
+	}
+	best := -1
+	for c := range n {
+		if c != targetCore && (best < 0 || load[c] < load[best]) {
+			best = c
+		}
+	}
+	return best
+}
+
+func run(spdkDir string, runtime time.Duration, out string, replicas []int, kernel *kernelClient) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(replicas)+1)*15*time.Minute)
 	defer cancel()
 	perf := filepath.Join(spdkDir, "build", "bin", "spdk_nvme_perf")
 	if _, err := os.Stat(perf); err != nil {
 		return fmt.Errorf("no spdk_nvme_perf in %s: %w", spdkDir, err)
 	}
-	fmt.Printf("bench-datapath: targets on core 0 (polling), spdk_nvme_perf on core 1, NVMe/TCP over loopback, %s per workload\n", runtime)
+	fmt.Printf("bench-datapath: %d cores; NVMe/TCP over loopback; %s per workload (%s through the kernel host)\n", goruntime.NumCPU(), runtime, kernel.runtimeString())
 
-	// The control plane runs through both measurements, so that both see
-	// the same machine; the OSD starts only after the raw target stopped.
+	// The control plane runs through every measurement, so that each sees
+	// the same machine; each configuration's OSDs start after the one
+	// before stopped.
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	c, err := localcluster.Start(ctx, localcluster.Options{
-		Root: ".", Nodes: []localcluster.Node{{Name: "bench-0", Zone: "a"}}, Pools: []string{"bench"},
+		Root: ".", Nodes: benchNodes, Pools: poolNames(replicas),
 		StartSPDK: localnode.RealSPDK(spdkDir),
 		Operator:  controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: 1},
 	})
@@ -109,19 +162,25 @@ func run(spdkDir string, runtime time.Duration, out string) error {
 	if err != nil {
 		return err
 	}
+	if err := labelNodes(ctx, c); err != nil {
+		return err
+	}
 	var results []result
-	raw, err := measureRaw(ctx, spdkDir, perf, runtime)
+	raw, err := measureRaw(ctx, spdkDir, perf, runtime, kernel)
 	if err != nil {
 		return fmt.Errorf("raw SPDK: %w", err)
 	}
 	results = append(results, raw...)
-	flint, err := measureFlint(ctx, c, perf, runtime)
-	if err != nil {
-		return fmt.Errorf("a 1-replica Flint Volume: %w", err)
+	for _, n := range replicas {
+		flint, err := measureFlint(ctx, c, perf, runtime, n, kernel)
+		if err != nil {
+			return fmt.Errorf("a %d-replica Flint Volume: %w", n, err)
+		}
+		results = append(results, flint...)
 	}
-	results = append(results, flint...)
 
 	printTable(os.Stdout, results)
+	printTargetLatency(os.Stdout, results)
 	data, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
@@ -129,9 +188,40 @@ func run(spdkDir string, runtime time.Duration, out string) error {
 	return os.WriteFile(out, append(data, '\n'), 0o644)
 }
 
+func poolName(replicas int) string { return fmt.Sprintf("bench-%d", replicas) }
+
+func poolNames(replicas []int) []string {
+	var out []string
+	for _, n := range replicas {
+		out = append(out, poolName(n))
+	}
+	return out
+}
+
+// poolLabel marks the nodes of the Pool of Volumes of n replicas.
+func poolLabel(n int) string { return fmt.Sprintf("bench.flint.io/pool-%d", n) }
+
+// labelNodes puts the first n nodes in the Pool of n replicas.
+func labelNodes(ctx context.Context, c *localcluster.Cluster) error {
+	for i, bn := range benchNodes {
+		var node corev1.Node
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: bn.Name}, &node); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(node.DeepCopy())
+		for n := i + 1; n <= len(benchNodes); n++ {
+			node.Labels[poolLabel(n)] = "true"
+		}
+		if err := c.Client.Patch(ctx, &node, patch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // measureRaw exports a malloc bdev from one nvmf_tgt on core 0, without
 // Flint, and measures it.
-func measureRaw(ctx context.Context, spdkDir, perf string, runtime time.Duration) ([]result, error) {
+func measureRaw(ctx context.Context, spdkDir, perf string, runtime time.Duration, kernel *kernelClient) ([]result, error) {
 	dir, err := os.MkdirTemp("", "flint-bench-raw-")
 	if err != nil {
 		return nil, err
@@ -179,63 +269,194 @@ func measureRaw(ctx context.Context, spdkDir, perf string, runtime time.Duration
 			return nil, err
 		}
 	}
-	return measure(ctx, perf, "raw", ep, runtime)
+	core := initiatorCore(0, nil)
+	fmt.Printf("  raw: one nvmf_tgt (polling, core 0); initiators on core %d\n", core)
+	results, err := measure(ctx, perf, "raw", ep, runtime, core, nil)
+	if err != nil {
+		return nil, err
+	}
+	return kernel.measure(ctx, "raw", ep, core, results)
 }
 
-// measureFlint runs one OSD of a polling Pool on core 0 under c's
-// operator and a real agent, and measures a Volume of one replica on it.
-func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, runtime time.Duration) ([]result, error) {
+// measureFlint measures a Volume of n replicas in a Pool of polling OSDs
+// of one core each, one OSD on each of the first n nodes, then deletes
+// both so that the next configuration's OSDs poll alone.
+func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, runtime time.Duration, n int, kernel *kernelClient) ([]result, error) {
+	name := poolName(n)
 	pool := &flintv1.Pool{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
-		Spec: flintv1.PoolSpec{Replicas: 1, Devices: flintv1.PoolDevices{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flintv1.PoolSpec{Replicas: int32(n), NodeSelector: map[string]string{poolLabel(n): "true"}, Devices: flintv1.PoolDevices{
 			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("1Gi")},
 		}, OSD: flintv1.OSDTemplate{OSDResources: flintv1.OSDResources{CPUs: 1, Memory: ptr.To(resource.MustParse("3Gi"))}}},
 	}
 	vol := &flintv1.Volume{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
-		Spec:       flintv1.VolumeSpec{Pool: "bench", Size: resource.MustParse("256Mi"), Replicas: ptr.To[int32](1), PublishedHosts: []string{hostNQN}},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       flintv1.VolumeSpec{Pool: name, Size: resource.MustParse("256Mi"), Replicas: ptr.To(int32(n)), PublishedHosts: []string{hostNQN}},
 	}
 	for _, obj := range []client.Object{pool, vol} {
 		if err := c.Client.Create(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
-	var ep endpoint
+	ep, err := waitReady(ctx, c, vol)
+	if err != nil {
+		return nil, err
+	}
+	config := fmt.Sprintf("flint-%d", n)
+	core, err := placeInitiator(ctx, c, config, vol)
+	if err != nil {
+		return nil, err
+	}
+	latency, err := newLatencyReader(ctx, c, vol)
+	if err != nil {
+		return nil, err
+	}
+	results, err := measure(ctx, perf, config, ep, runtime, core, latency)
+	if err != nil {
+		return nil, err
+	}
+	if results, err = kernel.measure(ctx, config, ep, core, results); err != nil {
+		return nil, err
+	}
+	return results, deleteAndWait(ctx, c, vol, pool)
+}
+
+// waitReady waits for vol to be Ready with all its replicas and returns
+// where its target serves.
+func waitReady(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Volume) (endpoint, error) {
 	deadline := time.Now().Add(3 * time.Minute)
-	for ep.nqn == "" {
+	for {
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vol), vol); err != nil {
-			return nil, err
+			return endpoint{}, err
 		}
-		if t := vol.Status.Target; vol.Status.Phase == flintv1.VolumePhaseReady && t != nil && len(t.Endpoints) > 0 {
-			ep = endpoint{addr: t.Endpoints[0].Address, port: strconv.Itoa(int(t.Endpoints[0].Port)), nqn: t.NQN}
-			break
+		online := 0
+		for _, r := range vol.Status.Replicas {
+			if r.State == flintv1.ReplicaStateOnline {
+				online++
+			}
+		}
+		if t := vol.Status.Target; vol.Status.Phase == flintv1.VolumePhaseReady && t != nil && len(t.Endpoints) > 0 && online == int(*vol.Spec.Replicas) {
+			return endpoint{addr: t.Endpoints[0].Address, port: strconv.Itoa(int(t.Endpoints[0].Port)), nqn: t.NQN}, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the Volume is not Ready after 3 minutes: %s %+v", vol.Status.Phase, vol.Status.Conditions)
+			return endpoint{}, fmt.Errorf("the Volume %s is not Ready with %d replicas online after 3 minutes: %s, replicas %+v, conditions %+v", vol.Name, *vol.Spec.Replicas, vol.Status.Phase, vol.Status.Replicas, vol.Status.Conditions)
 		}
 		time.Sleep(time.Second)
 	}
-	return measure(ctx, perf, "flint-1", ep, runtime)
 }
 
-// measure runs every workload against ep.
-func measure(ctx context.Context, perf, config string, ep endpoint, runtime time.Duration) ([]result, error) {
+// placeInitiator prints where each replica's OSD polls and which is the
+// target, and returns the core the initiators run on.
+func placeInitiator(ctx context.Context, c *localcluster.Cluster, config string, vol *flintv1.Volume) (int, error) {
+	var parts []string
+	var osdCores []int
+	targetCore := 0
+	for _, r := range vol.Status.Replicas {
+		var o flintv1.OSD
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: r.OSD}, &o); err != nil {
+			return 0, err
+		}
+		cpus := c.Nodes.CPUs(agentclient.PodName(&o))
+		core, err := strconv.Atoi(cpus)
+		if err != nil {
+			return 0, fmt.Errorf("OSD %s runs on cores %q, want one", r.OSD, cpus)
+		}
+		osdCores = append(osdCores, core)
+		role := "replica"
+		if r.OSD == vol.Status.Target.OSD {
+			role, targetCore = "target+replica", core
+		}
+		mode := "polling"
+		if o.Spec.SPDK.InterruptMode {
+			mode = "interrupt mode"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s, %s, core %d)", r.OSD, role, mode, core))
+	}
+	core := initiatorCore(targetCore, osdCores)
+	note := ""
+	if pollers := len(osdCores) + 1; pollers > goruntime.NumCPU() {
+		note = fmt.Sprintf("; oversubscribed: %d pollers on %d cores", pollers, goruntime.NumCPU())
+	}
+	fmt.Printf("  %s: %s; initiators on core %d%s\n", config, strings.Join(parts, "; "), core, note)
+	return core, nil
+}
+
+// deleteAndWait unpublishes and deletes vol, then deletes pool, and
+// waits until both are gone: a published Volume is not deleted.
+func deleteAndWait(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Volume, pool *flintv1.Pool) error {
+	patch := client.MergeFrom(vol.DeepCopy())
+	vol.Spec.PublishedHosts = nil
+	if err := c.Client.Patch(ctx, vol, patch); err != nil {
+		return err
+	}
+	if err := c.Client.Delete(ctx, vol); err != nil {
+		return err
+	}
+	if err := waitGone(ctx, c, vol); err != nil {
+		return err
+	}
+	if err := c.Client.Delete(ctx, pool); err != nil {
+		return err
+	}
+	return waitGone(ctx, c, pool)
+}
+
+func waitGone(ctx context.Context, c *localcluster.Cluster, obj client.Object) error {
+	kind := fmt.Sprintf("%T", obj)[len("*v1alpha1."):]
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s %s is not deleted after 3 minutes", kind, obj.GetName())
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// measure runs every workload against ep; with latency, it also reads
+// what the target counted of each.
+func measure(ctx context.Context, perf, config string, ep endpoint, runtime time.Duration, core int, latency *latencyReader) ([]result, error) {
 	var results []result
 	// flint-bench's jobs, in its order: the first fills the volume, since
 	// a thin lvol answers unwritten reads without touching its device.
 	for _, w := range bench.Jobs {
+		var before histogram
+		if latency != nil {
+			var err error
+			if before, err = latency.read(ctx); err != nil {
+				return nil, err
+			}
+		}
 		trid := fmt.Sprintf("trtype:TCP adrfam:IPv4 traddr:%s trsvcid:%s subnqn:%s hostnqn:%s", ep.addr, ep.port, ep.nqn, hostNQN)
+		seconds := max(int(runtime.Seconds()), 1)
 		cmd := exec.CommandContext(ctx, perf, "-r", trid, "-q", strconv.Itoa(w.Depth), "-o", strconv.Itoa(w.BlockSize),
-			"-w", w.RW, "-t", strconv.Itoa(max(int(runtime.Seconds()), 1)), "-c", "0x2", "--no-huge", "-s", "1024", "-L")
+			"-w", w.RW, "-t", strconv.Itoa(seconds), "-c", fmt.Sprintf("0x%x", uint64(1)<<core), "--no-huge", "-s", "1024", "-L")
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %v\n%s", config, w.Name, err, b)
+		}
+		if latency != nil {
+			// The agent reads SPDK afresh only once per interval.
+			time.Sleep(time.Until(before.at.Add(metricsInterval + time.Second)))
 		}
 		r, err := parsePerf(string(b))
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w\n%s", config, w.Name, err, b)
 		}
-		r.Config, r.Workload = config, w.Name
+		r.Config, r.Client, r.Workload = config, "spdk_nvme_perf", w.Name
+		if latency != nil {
+			after, err := latency.read(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r.Target = after.since(before).summary(r, seconds)
+		}
 		fmt.Printf("  %-8s %-18s %10.0f IOPS %8.1f MiB/s avg %8.1f us p99 %8.1f us\n", config, w.Name, r.IOPS, r.MiBps, r.AvgUs, r.P99Us)
 		results = append(results, r)
 	}
@@ -277,22 +498,32 @@ func parsePerf(out string) (result, error) {
 	return r, nil
 }
 
-// printTable prints every figure and the ratio Flint/raw.
+// printTable prints every figure, with the ratios to raw and, for more
+// replicas, to one, each against the same client's.
 func printTable(w io.Writer, results []result) {
-	raw := map[string]result{}
+	type key struct{ client, config, workload string }
+	byKey := map[key]result{}
 	for _, r := range results {
-		if r.Config == "raw" {
-			raw[r.Workload] = r
+		byKey[key{r.Client, r.Config, r.Workload}] = r
+	}
+	ratios := func(r result, base string) (string, string) {
+		b, ok := byKey[key{r.Client, base, r.Workload}]
+		if !ok || r.Config == base || r.Config == "raw" {
+			return "-", "-"
 		}
+		return fmt.Sprintf("%.2fx", r.IOPS/b.IOPS), fmt.Sprintf("%.2fx", r.AvgUs/b.AvgUs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "CONFIG\tWORKLOAD\tIOPS\tMiB/s\tAVG µs\tP50 µs\tP99 µs\tP99.9 µs\tIOPS vs raw\tAVG vs raw")
-	for _, r := range results {
-		ratio, lat := "-", "-"
-		if b, ok := raw[r.Workload]; ok && r.Config != "raw" {
-			ratio, lat = fmt.Sprintf("%.2fx", r.IOPS/b.IOPS), fmt.Sprintf("%.2fx", r.AvgUs/b.AvgUs)
+	_, _ = fmt.Fprintln(tw, "CLIENT\tCONFIG\tWORKLOAD\tIOPS\tMiB/s\tAVG µs\tP50 µs\tP99 µs\tP99.9 µs\tIOPS vs raw\tAVG vs raw\tIOPS vs flint-1\tAVG vs flint-1")
+	for _, client := range []string{"spdk_nvme_perf", "kernel"} {
+		for _, r := range results {
+			if r.Client != client {
+				continue
+			}
+			iopsRaw, avgRaw := ratios(r, "raw")
+			iopsOne, avgOne := ratios(r, "flint-1")
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\n", r.Client, r.Config, r.Workload, r.IOPS, r.MiBps, r.AvgUs, r.P50Us, r.P99Us, r.P999Us, iopsRaw, avgRaw, iopsOne, avgOne)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\n", r.Config, r.Workload, r.IOPS, r.MiBps, r.AvgUs, r.P50Us, r.P99Us, r.P999Us, ratio, lat)
 	}
 	_ = tw.Flush()
 }

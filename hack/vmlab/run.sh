@@ -36,28 +36,11 @@ log "building the guest test binary"
 CGO_ENABLED=0 go test -c -o "$work/guest.test" ./test/vmlab/guest
 
 root="$work/root"
-mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib64,usr/lib/x86_64-linux-gnu,etc/nvme}
-cp "$(command -v busybox)" "$root/bin/busybox"
-for applet in $("$root/bin/busybox" --list); do
-  [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
-done
-
+. hack/vmlab/initramfs.sh
+initramfs_root "$root"
 # Dynamic tools the node service runs (mount-utils calls blkid, fsck,
 # mkfs.*, resize2fs, xfs_growfs, mount and umount) with their libraries.
-copy_bin() {
-  local src; src=$(command -v "$1")
-  cp -L "$src" "$root/sbin/$(basename "$src")"
-  for lib in $(ldd "$src" | awk '/=>/ {print $3} /^\s*\/lib64/ {print $1}'); do
-    [ -f "$lib" ] || continue
-    mkdir -p "$root$(dirname "$lib")"
-    cp -Ln "$lib" "$root$lib"
-  done
-}
-for b in blkid mount umount losetup fsck e2fsck fsck.ext4 mke2fs mkfs.ext4 resize2fs mkfs.xfs xfs_growfs xfs_repair fsck.xfs rdma modprobe; do
-  rm -f "$root/bin/$b"
-  copy_bin "$b"
-done
-mkdir -p "$root/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+initramfs_bins "$root" blkid mount umount losetup fsck e2fsck fsck.ext4 mke2fs mkfs.ext4 resize2fs mkfs.xfs xfs_growfs xfs_repair fsck.xfs rdma modprobe
 
 # Modules: the closure of what the lab loads.
 hack/vmlab/modules.sh "$kroot" "$kver" "$root" nvme-core nvme-fabrics nvme-tcp nvme-rdma nvmet nvmet-tcp nvmet-rdma \
@@ -85,7 +68,7 @@ echo "VMLAB-EXIT=\$rc"
 poweroff -f
 INIT
 chmod +x "$root/init"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$work/initramfs.gz")
+initramfs_pack "$root" "$work/initramfs.gz"
 log "initramfs $(du -h "$work/initramfs.gz" | cut -f1)"
 
 log "booting (TCG)"

@@ -128,8 +128,10 @@ type pod struct {
 	name, ip, dir string
 	args          []string
 	target        SPDK
-	cmd           *exec.Cmd
-	exited        chan struct{}
+	// cpus are the cores its SPDK container runs on.
+	cpus   string
+	cmd    *exec.Cmd
+	exited chan struct{}
 	// liveness is the SPDK container's liveness probe, run as the kubelet
 	// runs it: stopped with the pod.
 	liveness *liveness
@@ -254,7 +256,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
 		"probe-interval": cmp.Or(r.ProbeInterval, 200*time.Millisecond).String(), "lease-file": leaseFile,
 	})
-	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target}
+	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target, cpus: launch.CPUs}
 	if err := r.startAgent(running); err != nil {
 		target.Kill()
 		return err
@@ -511,6 +513,19 @@ func (r *Runner) Target(podName string) SPDK {
 		}
 	}
 	return nil
+}
+
+// CPUs are the cores the SPDK container of pod podName runs on, as
+// taskset lists them; "" when it does not run.
+func (r *Runner) CPUs(podName string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pods {
+		if p.name == podName {
+			return p.cpus
+		}
+	}
+	return ""
 }
 
 // Socket is the SPDK RPC socket of pod podName, for tests that inspect
