@@ -418,12 +418,10 @@ func (r *Runner) runProbeOutput(args []string, period time.Duration) ([]byte, er
 func (r *Runner) SPDKRestarts(podName string) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pods {
-		if p.name == podName && p.liveness != nil {
-			p.liveness.mu.Lock()
-			defer p.liveness.mu.Unlock()
-			return slices.Clone(p.liveness.restarts)
-		}
+	if p := r.named(podName); p != nil && p.liveness != nil {
+		p.liveness.mu.Lock()
+		defer p.liveness.mu.Unlock()
+		return slices.Clone(p.liveness.restarts)
 	}
 	return nil
 }
@@ -437,10 +435,8 @@ func (r *Runner) FreezeAgent(podName string, frozen bool) error {
 	if frozen {
 		sig = syscall.SIGSTOP
 	}
-	for _, p := range r.pods {
-		if p.name == podName {
-			return p.cmd.Process.Signal(sig)
-		}
+	if p := r.named(podName); p != nil {
+		return p.cmd.Process.Signal(sig)
 	}
 	return fmt.Errorf("pod %s does not run here", podName)
 }
@@ -450,12 +446,10 @@ func (r *Runner) FreezeAgent(podName string, frozen bool) error {
 func (r *Runner) RestartAgent(podName string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pods {
-		if p.name == podName {
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-			return r.startAgent(p)
-		}
+	if p := r.named(podName); p != nil {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return r.startAgent(p)
 	}
 	return fmt.Errorf("pod %s does not run here", podName)
 }
@@ -507,10 +501,8 @@ func (r *Runner) StopAll() {
 func (r *Runner) Target(podName string) SPDK {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pods {
-		if p.name == podName {
-			return p.target
-		}
+	if p := r.named(podName); p != nil {
+		return p.target
 	}
 	return nil
 }
@@ -520,12 +512,20 @@ func (r *Runner) Target(podName string) SPDK {
 func (r *Runner) CPUs(podName string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pods {
-		if p.name == podName {
-			return p.cpus
-		}
+	if p := r.named(podName); p != nil {
+		return p.cpus
 	}
 	return ""
+}
+
+// named is the running pod podName, nil when it does not run; r.mu held.
+func (r *Runner) named(podName string) *pod {
+	for _, p := range r.pods {
+		if p.name == podName {
+			return p
+		}
+	}
+	return nil
 }
 
 // Socket is the SPDK RPC socket of pod podName, for tests that inspect
