@@ -23,7 +23,6 @@ package contract
 import (
 	"context"
 	"errors"
-	"math/bits"
 	"strings"
 	"testing"
 	"time"
@@ -580,8 +579,7 @@ func latencyHistogram(t *testing.T, l *spdklab.Lab) {
 		t.Fatalf("histogram = granularity %d at %d Hz, want granularity 5 with a tick rate", h.Granularity, h.TscRate)
 	}
 	// The ranges kept are those of 1 µs and of 2 s in ticks.
-	rangeOf := func(ticks uint64) uint32 { return uint32(64 - 5 - bits.LeadingZeros64(ticks)) }
-	if lo, hi := rangeOf(1_000*h.TscRate/1_000_000_000), rangeOf(2*h.TscRate-1); h.MinRange != lo || h.MaxRange != hi {
+	if lo, hi := types.HistogramRange(5, 1_000*h.TscRate/1_000_000_000), types.HistogramRange(5, 2*h.TscRate-1); h.MinRange != lo || h.MaxRange != hi {
 		t.Errorf("ranges %d-%d at %d Hz, want %d-%d", h.MinRange, h.MaxRange, h.TscRate, lo, hi)
 	}
 	buckets, err := h.Buckets()

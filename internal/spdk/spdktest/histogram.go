@@ -19,9 +19,10 @@ package spdktest
 import (
 	"encoding/base64"
 	"encoding/json"
-	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/flint-io/flint/internal/spdk/types"
 )
 
 // tscRate is the double's tick rate, that of the machine the transcripts
@@ -101,7 +102,8 @@ func bdevGetHistogram(t *Target, p json.RawMessage) (any, error) {
 	if !h.enabled && b.claimedBy != "" {
 		return nil, errf(-32603, "Bad address")
 	}
-	lo, hi := h.rangeOf(h.minTicks), h.rangeOf(h.maxTicks-1)
+	g := uint32(h.granularity)
+	lo, hi := types.HistogramRange(g, h.minTicks), types.HistogramRange(g, h.maxTicks-1)
 	buckets := make([]byte, 8*(hi-lo+1)<<h.granularity)
 	return map[string]any{
 		"histogram":   base64.StdEncoding.EncodeToString(buckets),
@@ -110,14 +112,4 @@ func bdevGetHistogram(t *Target, p json.RawMessage) (any, error) {
 		"max_range":   hi,
 		"tsc_rate":    tscRate,
 	}, nil
-}
-
-// rangeOf is the bucket range a latency of v ticks falls in
-// (__spdk_histogram_data_get_bucket_range).
-func (h *histogram) rangeOf(v uint64) uint32 {
-	lsb := 64 - int(h.granularity)
-	if clz := bits.LeadingZeros64(v); clz <= lsb {
-		return uint32(lsb - clz)
-	}
-	return 0
 }

@@ -20,6 +20,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // BdevEnableHistogramRequest turns a bdev's latency histogram on or off.
@@ -98,4 +99,16 @@ func (h Histogram) bucketEnd(r uint32, index uint64) uint64 {
 		return index
 	}
 	return 1<<(uint64(r)+uint64(h.Granularity)-1) + index<<(r-1)
+}
+
+// HistogramRange is the range of a histogram of granularity g that a
+// latency of ticks falls in, as SPDK's __spdk_histogram_data_get_bucket_range
+// computes it: ranges 0 and 1 hold the values below 2^(g+1), each later
+// range one more power of two.
+func HistogramRange(g uint32, ticks uint64) uint32 {
+	lsb := 64 - int(g)
+	if clz := bits.LeadingZeros64(ticks); clz <= lsb {
+		return uint32(lsb - clz)
+	}
+	return 0
 }

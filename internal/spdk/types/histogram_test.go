@@ -19,7 +19,6 @@ package types
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -27,11 +26,7 @@ import (
 // tally counts v as SPDK's spdk_histogram_data_tally does into counts,
 // the buckets of ranges lo to hi at granularity g.
 func tally(counts []uint64, g, lo, hi uint32, v uint64) {
-	lsb := 64 - int(g)
-	r := uint32(0)
-	if clz := bits.LeadingZeros64(v); clz <= lsb {
-		r = uint32(lsb - clz)
-	}
+	r := HistogramRange(g, v)
 	var index uint64
 	switch {
 	case r < lo:

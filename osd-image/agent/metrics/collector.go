@@ -23,7 +23,7 @@ package metrics
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
@@ -235,7 +235,7 @@ func toPrometheus(h types.Histogram) (latencyHistogram, error) {
 		return latencyHistogram{}, err
 	}
 	if h.TscRate == 0 {
-		return latencyHistogram{}, fmt.Errorf("histogram without a tick rate")
+		return latencyHistogram{}, errors.New("histogram without a tick rate")
 	}
 	out := latencyHistogram{buckets: make(map[float64]uint64, len(latencyBounds))}
 	perSecond := float64(h.TscRate)
