@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -141,7 +142,7 @@ func (l *latencyReader) read(ctx context.Context) (histogram, error) {
 			for _, b := range m.Histogram.Bucket {
 				h.buckets = append(h.buckets, bucket{le: b.GetUpperBound(), count: b.GetCumulativeCount()})
 			}
-			slices.SortFunc(h.buckets, func(a, b bucket) int { return int(math.Copysign(1, a.le-b.le)) })
+			slices.SortFunc(h.buckets, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
 			return h, nil
 		}
 	}

@@ -392,17 +392,17 @@ func deleteAndWait(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Vo
 	if err := c.Client.Delete(ctx, vol); err != nil {
 		return err
 	}
-	if err := waitGone(ctx, c, vol); err != nil {
+	if err := waitGone(ctx, c, "Volume", vol); err != nil {
 		return err
 	}
 	if err := c.Client.Delete(ctx, pool); err != nil {
 		return err
 	}
-	return waitGone(ctx, c, pool)
+	return waitGone(ctx, c, "Pool", pool)
 }
 
-func waitGone(ctx context.Context, c *localcluster.Cluster, obj client.Object) error {
-	kind := fmt.Sprintf("%T", obj)[len("*v1alpha1."):]
+// waitGone waits for obj, a kind, to be deleted.
+func waitGone(ctx context.Context, c *localcluster.Cluster, kind string, obj client.Object) error {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
