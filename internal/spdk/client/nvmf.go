@@ -53,6 +53,15 @@ func (c *Client) NvmfGetSubsystems(ctx context.Context, nqn string) ([]types.Nvm
 	return named("nvmf_get_subsystems", nqn, subs, err)
 }
 
+// NvmfSubsystemGetControllers lists the controllers hosts hold on
+// subsystem nqn. SPDK answers a missing subsystem with "Invalid
+// parameters" (jsonrpc.ErrInvalid), not ErrNotFound.
+func (c *Client) NvmfSubsystemGetControllers(ctx context.Context, nqn string) ([]types.NvmfController, error) {
+	var ctrlrs []types.NvmfController
+	err := c.rpc.Call(ctx, "nvmf_subsystem_get_controllers", types.NQNRequest{NQN: nqn}, &ctrlrs)
+	return ctrlrs, err
+}
+
 // NvmfSubsystemAddNs adds a namespace and returns its nsid.
 func (c *Client) NvmfSubsystemAddNs(ctx context.Context, nqn string, ns types.NvmfNamespaceRequest) (uint32, error) {
 	var nsid uint32

@@ -54,6 +54,7 @@ var scenarios = []struct {
 	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
 	{"latency histogram of an exported bdev", 1, latencyHistogram},
+	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
 }
 
 func TestContract(t *testing.T) {
@@ -374,6 +375,49 @@ func identityAndCntlidRange(t *testing.T, l *spdklab.Lab) {
 		t.Errorf("raid uuid = %s, want %s", b.UUID, raidUUID)
 	}
 	ok(t, tgt.BdevRaidDelete(ctx(t), "mirror"))
+}
+
+// listenerCutsHosts is how the agent pauses a volume for a snapshot: with
+// the subsystem's listener gone its hosts' controllers are gone (SPDK
+// lists a controller until the I/O outstanding on its queue pairs is
+// done), and a host reconnecting is let back in once it is re-added.
+func listenerCutsHosts(t *testing.T, l *spdklab.Lab) {
+	host, c := l.Targets[0].Client, l.Targets[1].Client
+	aioLvstore(t, l, c, "lvs1")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs1"}))
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	nqn := "nqn.2026-01.io.flint:volume:paused"
+	listener := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: spdklab.FreePort(t)}
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, MinCntlid: 1025, MaxCntlid: 2048}))
+	must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs1/vol", NSID: 1}))
+	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, listener))
+	ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
+
+	_, err := c.NvmfSubsystemGetControllers(ctx(t), "nqn.2026-01.io.flint:volume:nosuch")
+	wantErr(t, err, jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	if got := must(c.NvmfSubsystemGetControllers(ctx(t), nqn)); len(got) != 0 {
+		t.Fatalf("controllers before any host connected = %+v, want none", got)
+	}
+	must(host.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+		Name: "vol", Trtype: listener.Trtype, Adrfam: listener.Adrfam, Traddr: listener.Traddr, Trsvcid: listener.Trsvcid, Subnqn: nqn, Hostnqn: hostNQN,
+		CtrlrLossTimeoutSec: -1, ReconnectDelaySec: 1,
+	}))
+	connected := func() (bool, error) {
+		got, err := c.NvmfSubsystemGetControllers(ctx(t), nqn)
+		return len(got) == 1 && got[0].HostNQN == hostNQN && got[0].Cntlid >= 1025 && got[0].Cntlid <= 2048, err
+	}
+	if ok, err := connected(); !ok || err != nil {
+		t.Fatalf("controllers with a host connected = %+v, %v; want the host's, with a cntlid of the range", must(c.NvmfSubsystemGetControllers(ctx(t), nqn)), err)
+	}
+
+	ok(t, c.NvmfSubsystemRemoveListener(ctx(t), nqn, listener))
+	eventually(t, 5*time.Second, "the host's controller going with the listener", func() (bool, error) {
+		got, err := c.NvmfSubsystemGetControllers(ctx(t), nqn)
+		return len(got) == 0, err
+	})
+	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, listener))
+	eventually(t, 10*time.Second, "the host reconnecting to the listener re-added", connected)
+	ok(t, host.BdevNvmeDetachController(ctx(t), "vol"))
 }
 
 // raid1AcrossTargets is Flint's volume: target 0 holds one replica and the

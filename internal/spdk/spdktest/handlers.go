@@ -82,6 +82,7 @@ func init() {
 		"nvmf_subsystem_remove_listener": nvmfSubsystemListener(false),
 		"nvmf_subsystem_add_host":        nvmfSubsystemHost(true),
 		"nvmf_subsystem_remove_host":     nvmfSubsystemHost(false),
+		"nvmf_subsystem_get_controllers": nvmfSubsystemGetControllers,
 
 		"bdev_raid_create":           bdevRaidCreate,
 		"bdev_raid_delete":           bdevRaidDelete,

@@ -18,6 +18,7 @@ package spdktest
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -48,7 +49,8 @@ type lvol struct {
 	snapshot   bool
 	parent     *lvol // the snapshot this lvol is a clone of
 	bdev       *bdev // nil while not loaded
-	// writes are the host writes the lvol holds (writes.go).
+	// writes are the host writes whose data the lvol reads back, those
+	// it shares with its snapshot included (writes.go).
 	writes []uint64
 }
 
@@ -390,11 +392,12 @@ func bdevLvolSnapshot(t *Target, p json.RawMessage) (any, error) {
 	if err := checkNewName(req.SnapshotName, s.lvol(req.SnapshotName) != nil); err != nil {
 		return nil, err
 	}
-	// The snapshot takes the origin's clusters; the origin becomes a thin
-	// clone of it.
+	// The snapshot takes the origin's clusters, and so the data the
+	// origin held at that instant; the origin becomes a thin clone of it.
 	snap := &lvol{
 		uuid: newUUID(), name: req.SnapshotName, lvs: s, clusters: origin.clusters,
 		thin: origin.thin, allocated: origin.allocated, snapshot: true, parent: origin.parent,
+		writes: slices.Clone(origin.writes),
 	}
 	origin.parent, origin.thin, origin.allocated = snap, true, 0
 	s.lvols = append(s.lvols, snap)
@@ -420,7 +423,7 @@ func bdevLvolClone(t *Target, p json.RawMessage) (any, error) {
 	if !snap.snapshot {
 		return nil, errf(-32602, "Invalid argument")
 	}
-	c := &lvol{uuid: newUUID(), name: req.CloneName, lvs: snap.lvs, clusters: snap.clusters, thin: true, parent: snap}
+	c := &lvol{uuid: newUUID(), name: req.CloneName, lvs: snap.lvs, clusters: snap.clusters, thin: true, parent: snap, writes: slices.Clone(snap.writes)}
 	snap.lvs.lvols = append(snap.lvs.lvols, c)
 	t.registerLvol(c)
 	return c.uuid, nil

@@ -302,6 +302,37 @@ func nvmfGetSubsystems(t *Target, p json.RawMessage) (any, error) {
 	return out, nil
 }
 
+// nvmfSubsystemGetControllers lists the controllers hosts hold on a
+// subsystem: those of the fabric's Targets connected to it. Hosts that
+// write through Fabric.Write hold none.
+func nvmfSubsystemGetControllers(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN     string `json:"nqn"`
+		TgtName string `json:"tgt_name"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errInvalidParams()
+	}
+	out := []any{}
+	for _, host := range t.fabric.running() {
+		for _, c := range host.st.ctrlrs {
+			if c.pcie || c.state != ctrlrEnabled {
+				continue
+			}
+			if rt, rs := t.fabric.remote(c.trid, c.subnqn, c.hostnqn); rt == t && rs == s {
+				out = append(out, map[string]any{
+					"cntlid": c.cntlid, "cntrltype": "io", "hostnqn": c.hostnqn, "hostid": host.st.hostID, "num_io_qpairs": 1,
+				})
+			}
+		}
+	}
+	return out, nil
+}
+
 func renderSubsystem(s *subsystem) map[string]any {
 	hosts := []any{}
 	for _, h := range s.hosts {

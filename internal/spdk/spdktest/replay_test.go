@@ -51,7 +51,7 @@ type transcriptLine struct {
 var notReplayed = map[string][]struct{ match, why string }{
 	"nvmf.jsonl": {
 		{"perform_tests", "bdevperf runs I/O; the double has no data path"},
-		{"nvmf_subsystem_get_controllers", "target-side controller listing is not modeled"},
+		{"tgt nvmf_subsystem_get_controllers after re-add", "num_io_qpairs counts the initiator's I/O channels, which follow bdevperf's jobs"},
 		{"nvmf_subsystem_get_qpairs", "qpairs are not modeled"},
 		{"nvmf_get_stats", "poll group statistics are not modeled"},
 		{"nvmf_subsystem_get_listeners", "ANA states are not modeled"},

@@ -110,10 +110,13 @@ type state struct {
 	raids      []*raid
 	logLevel   string
 	printLevel string
+	// hostID is the host identifier this process's controllers present
+	// to the subsystems they connect to: SPDK draws one per process.
+	hostID string
 }
 
 func newState() *state {
-	return &state{logLevel: "NOTICE", printLevel: "INFO", subsystemByNQN: map[string]*subsystem{}}
+	return &state{logLevel: "NOTICE", printLevel: "INFO", subsystemByNQN: map[string]*subsystem{}, hostID: newUUID()}
 }
 
 func (st *state) bdev(name string) *bdev {

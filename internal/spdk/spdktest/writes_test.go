@@ -51,6 +51,31 @@ func TestHostWritesFollowTheRaid(t *testing.T) {
 	}
 }
 
+// A snapshot holds the writes its lvol held when it was taken, and a
+// clone of it reads them; later writes reach the lvol only. A host whose
+// subsystem lost its listener writes nothing.
+func TestASnapshotHoldsTheWritesBeforeIt(t *testing.T) {
+	f := NewFabric()
+	replica, target := raidOverFabric(t, f, "")
+	volumeWrite(f)
+	call(t, replica, "bdev_lvol_snapshot", `{"lvol_name":"lvsR/l","snapshot_name":"s"}`)
+	call(t, target, "bdev_lvol_snapshot", `{"lvol_name":"lvsT/l","snapshot_name":"s"}`)
+	volumeWrite(f)
+	call(t, replica, "bdev_lvol_clone", `{"snapshot_name":"lvsR/s","clone_name":"c"}`)
+	for alias, want := range map[string][]uint64{"lvsR/s": {1}, "lvsT/s": {1}, "lvsR/c": {1}, "lvsR/l": {1, 2}, "lvsT/l": {1, 2}} {
+		if got := writesOf(t, f, alias); !slices.Equal(got, want) {
+			t.Errorf("%s holds %v, want %v", alias, got, want)
+		}
+	}
+	call(t, target, "nvmf_subsystem_remove_listener", `{"nqn":"nqn.2026-01.io.test:v","listen_address":{"trtype":"TCP","adrfam":"IPv4","traddr":"127.0.0.1","trsvcid":"4420"}}`)
+	if _, out := volumeWrite(f); out != WriteFailed {
+		t.Fatalf("a write with the volume's listener gone: %v", out)
+	}
+	if got := writesOf(t, f, "lvsT/l"); !slices.Equal(got, []uint64{1, 2}) {
+		t.Fatalf("with the listener gone the target's replica holds %v, want [1 2]", got)
+	}
+}
+
 // With fast I/O fail off and a controller that reconnects for ever, a
 // member that lost its connection holds writes: none is acknowledged
 // without it. It takes them when it reconnects; detaching its controller

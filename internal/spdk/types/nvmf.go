@@ -85,6 +85,17 @@ type ListenAddress struct {
 	Trsvcid string `json:"trsvcid"`
 }
 
+// NvmfController is a controller a host holds on a subsystem. SPDK lists
+// it until the host's queue pairs are gone, which waits for the I/O
+// outstanding on them.
+type NvmfController struct {
+	Cntlid      uint16 `json:"cntlid"`
+	Cntrltype   string `json:"cntrltype"`
+	HostNQN     string `json:"hostnqn"`
+	HostID      string `json:"hostid"`
+	NumIOQpairs uint32 `json:"num_io_qpairs"`
+}
+
 // NvmfSubsystem is one subsystem. The discovery subsystem is listed too.
 type NvmfSubsystem struct {
 	NQN             string          `json:"nqn"`
