@@ -266,6 +266,20 @@ func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequ
 	return &agentv1.DeleteTargetResponse{RaidFound: st.RaidFound, InSyncOsds: st.InSync}, nil
 }
 
+// PauseTarget stops the I/O of a volume's hosts at its target.
+func (s *Server) PauseTarget(ctx context.Context, req *agentv1.PauseTargetRequest) (*agentv1.PauseTargetResponse, error) {
+	st, err := s.osd.PauseTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &agentv1.PauseTargetResponse{InSyncOsds: st.InSync}, nil
+}
+
+// ResumeTarget lets a paused volume's hosts back in.
+func (s *Server) ResumeTarget(ctx context.Context, req *agentv1.ResumeTargetRequest) (*agentv1.ResumeTargetResponse, error) {
+	return &agentv1.ResumeTargetResponse{}, statusOf(s.osd.ResumeTarget(ctx, req.GetVolumeUid()))
+}
+
 func replicaOf(r storage.Replica) *agentv1.Replica {
 	return &agentv1.Replica{VolumeUid: r.Volume, Lvol: r.Lvol, SizeBytes: r.SizeBytes, AllocatedBytes: r.AllocatedBytes}
 }

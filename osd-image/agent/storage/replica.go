@@ -327,16 +327,26 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 			return err
 		}
 	}
+	return o.ensureListener(ctx, sub)
+}
+
+// ensureListener makes sub listen on the OSD's listener.
+func (o *OSD) ensureListener(ctx context.Context, sub types.NvmfSubsystem) error {
 	want := o.listenAddress()
-	for _, l := range sub.ListenAddresses {
-		if l.Traddr == want.Traddr && l.Trsvcid == want.Trsvcid {
-			return nil
-		}
+	if listensOn(sub, want) {
+		return nil
 	}
-	if err := o.spdk.NvmfSubsystemAddListener(ctx, nqn, want); err != nil {
-		return fmt.Errorf("listen for %s on %s:%s: %w", nqn, want.Traddr, want.Trsvcid, err)
+	if err := o.spdk.NvmfSubsystemAddListener(ctx, sub.NQN, want); err != nil {
+		return fmt.Errorf("listen for %s on %s:%s: %w", sub.NQN, want.Traddr, want.Trsvcid, err)
 	}
 	return nil
+}
+
+// listensOn says whether sub listens on addr.
+func listensOn(sub types.NvmfSubsystem, addr types.ListenAddress) bool {
+	return slices.ContainsFunc(sub.ListenAddresses, func(l types.ListenAddress) bool {
+		return l.Traddr == addr.Traddr && l.Trsvcid == addr.Trsvcid
+	})
 }
 
 // The latency histogram's shape: 32 buckets per power of two (3%

@@ -1532,6 +1532,185 @@ func (x *DeleteTargetRequest) GetOutOfSyncOsds() []string {
 	return nil
 }
 
+type PauseTargetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeUid     string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	MemberOsds    []string               `protobuf:"bytes,2,rep,name=member_osds,json=memberOsds,proto3" json:"member_osds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseTargetRequest) Reset() {
+	*x = PauseTargetRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseTargetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseTargetRequest) ProtoMessage() {}
+
+func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseTargetRequest.ProtoReflect.Descriptor instead.
+func (*PauseTargetRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PauseTargetRequest) GetVolumeUid() string {
+	if x != nil {
+		return x.VolumeUid
+	}
+	return ""
+}
+
+func (x *PauseTargetRequest) GetMemberOsds() []string {
+	if x != nil {
+		return x.MemberOsds
+	}
+	return nil
+}
+
+type PauseTargetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// in_sync_osds are the OSDs whose replicas were in sync at the pause:
+	// configured raid members not being rebuilt (the one replica of a
+	// volume without a raid). They hold the same data until it resumes.
+	InSyncOsds    []string `protobuf:"bytes,1,rep,name=in_sync_osds,json=inSyncOsds,proto3" json:"in_sync_osds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseTargetResponse) Reset() {
+	*x = PauseTargetResponse{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseTargetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseTargetResponse) ProtoMessage() {}
+
+func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseTargetResponse.ProtoReflect.Descriptor instead.
+func (*PauseTargetResponse) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PauseTargetResponse) GetInSyncOsds() []string {
+	if x != nil {
+		return x.InSyncOsds
+	}
+	return nil
+}
+
+type ResumeTargetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeUid     string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeTargetRequest) Reset() {
+	*x = ResumeTargetRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeTargetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeTargetRequest) ProtoMessage() {}
+
+func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeTargetRequest.ProtoReflect.Descriptor instead.
+func (*ResumeTargetRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ResumeTargetRequest) GetVolumeUid() string {
+	if x != nil {
+		return x.VolumeUid
+	}
+	return ""
+}
+
+type ResumeTargetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeTargetResponse) Reset() {
+	*x = ResumeTargetResponse{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeTargetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeTargetResponse) ProtoMessage() {}
+
+func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeTargetResponse.ProtoReflect.Descriptor instead.
+func (*ResumeTargetResponse) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+}
+
 type DeleteTargetResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// raid_found says the raid was there to read when the target stopped.
@@ -1547,7 +1726,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1738,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1751,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteTargetResponse) GetRaidFound() bool {
@@ -1700,7 +1879,19 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
 	"\vmember_osds\x18\x02 \x03(\tR\n" +
 	"memberOsds\x12'\n" +
-	"\x10out_of_sync_osds\x18\x03 \x03(\tR\routOfSyncOsds\"W\n" +
+	"\x10out_of_sync_osds\x18\x03 \x03(\tR\routOfSyncOsds\"T\n" +
+	"\x12PauseTargetRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
+	"\vmember_osds\x18\x02 \x03(\tR\n" +
+	"memberOsds\"7\n" +
+	"\x13PauseTargetResponse\x12 \n" +
+	"\fin_sync_osds\x18\x01 \x03(\tR\n" +
+	"inSyncOsds\"4\n" +
+	"\x13ResumeTargetRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\"\x16\n" +
+	"\x14ResumeTargetResponse\"W\n" +
 	"\x14DeleteTargetResponse\x12\x1d\n" +
 	"\n" +
 	"raid_found\x18\x01 \x01(\bR\traidFound\x12 \n" +
@@ -1718,7 +1909,7 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x17NOT_READY_CODE_STARTING\x10\x01\x12\x1c\n" +
 	"\x18NOT_READY_CODE_SPDK_DOWN\x10\x02\x12!\n" +
 	"\x1dNOT_READY_CODE_FOREIGN_DEVICE\x10\x03\x12\x1b\n" +
-	"\x17NOT_READY_CODE_CONFLICT\x10\x042\xa8\a\n" +
+	"\x17NOT_READY_CODE_CONFLICT\x10\x042\xdb\b\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
@@ -1729,7 +1920,9 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x0eDeleteSnapshot\x12%.flint.agent.v1.DeleteSnapshotRequest\x1a&.flint.agent.v1.DeleteSnapshotResponse\x12M\n" +
 	"\rExportReplica\x12$.flint.agent.v1.ExportReplicaRequest\x1a\x16.flint.agent.v1.Export\x12Q\n" +
 	"\fEnsureTarget\x12#.flint.agent.v1.EnsureTargetRequest\x1a\x1c.flint.agent.v1.TargetStatus\x12Y\n" +
-	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponse\x12S\n" +
+	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponse\x12V\n" +
+	"\vPauseTarget\x12\".flint.agent.v1.PauseTargetRequest\x1a#.flint.agent.v1.PauseTargetResponse\x12Y\n" +
+	"\fResumeTarget\x12#.flint.agent.v1.ResumeTargetRequest\x1a$.flint.agent.v1.ResumeTargetResponse\x12S\n" +
 	"\n" +
 	"RenewLease\x12!.flint.agent.v1.RenewLeaseRequest\x1a\".flint.agent.v1.RenewLeaseResponseB:Z8github.com/flint-io/flint/osd-image/agent/api/v1;agentv1b\x06proto3"
 
@@ -1746,7 +1939,7 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(MemberState)(0),               // 0: flint.agent.v1.MemberState
 	(NotReadyCode)(0),              // 1: flint.agent.v1.NotReadyCode
@@ -1772,7 +1965,11 @@ var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(*MemberStatus)(nil),           // 21: flint.agent.v1.MemberStatus
 	(*TargetStatus)(nil),           // 22: flint.agent.v1.TargetStatus
 	(*DeleteTargetRequest)(nil),    // 23: flint.agent.v1.DeleteTargetRequest
-	(*DeleteTargetResponse)(nil),   // 24: flint.agent.v1.DeleteTargetResponse
+	(*PauseTargetRequest)(nil),     // 24: flint.agent.v1.PauseTargetRequest
+	(*PauseTargetResponse)(nil),    // 25: flint.agent.v1.PauseTargetResponse
+	(*ResumeTargetRequest)(nil),    // 26: flint.agent.v1.ResumeTargetRequest
+	(*ResumeTargetResponse)(nil),   // 27: flint.agent.v1.ResumeTargetResponse
+	(*DeleteTargetResponse)(nil),   // 28: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	18, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
@@ -1795,20 +1992,24 @@ var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	17, // 17: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
 	20, // 18: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
 	23, // 19: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	4,  // 20: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	3,  // 21: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	11, // 22: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	11, // 23: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	10, // 24: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	13, // 25: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	11, // 26: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	16, // 27: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	18, // 28: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	22, // 29: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	24, // 30: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	5,  // 31: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	21, // [21:32] is the sub-list for method output_type
-	10, // [10:21] is the sub-list for method input_type
+	24, // 20: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
+	26, // 21: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
+	4,  // 22: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	3,  // 23: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	11, // 24: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	11, // 25: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	10, // 26: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	13, // 27: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	11, // 28: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	16, // 29: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	18, // 30: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	22, // 31: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	28, // 32: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	25, // 33: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
+	27, // 34: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
+	5,  // 35: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	23, // [23:36] is the sub-list for method output_type
+	10, // [10:23] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -1825,7 +2026,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

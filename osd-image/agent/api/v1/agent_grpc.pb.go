@@ -38,6 +38,8 @@ const (
 	OSDAgent_ExportReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/ExportReplica"
 	OSDAgent_EnsureTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/EnsureTarget"
 	OSDAgent_DeleteTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/DeleteTarget"
+	OSDAgent_PauseTarget_FullMethodName    = "/flint.agent.v1.OSDAgent/PauseTarget"
+	OSDAgent_ResumeTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/ResumeTarget"
 	OSDAgent_RenewLease_FullMethodName     = "/flint.agent.v1.OSDAgent/RenewLease"
 )
 
@@ -74,6 +76,17 @@ type OSDAgentClient interface {
 	EnsureTarget(ctx context.Context, in *EnsureTargetRequest, opts ...grpc.CallOption) (*TargetStatus, error)
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(ctx context.Context, in *DeleteTargetRequest, opts ...grpc.CallOption) (*DeleteTargetResponse, error)
+	// PauseTarget stops the I/O of a volume's hosts here, for a snapshot
+	// that cuts every replica at one instant: the volume's listener is
+	// removed and the call returns once SPDK lists none of the hosts'
+	// controllers, i.e. their outstanding I/O is done. Hosts reconnect until
+	// ResumeTarget (or the next EnsureTarget) adds the listener back. A
+	// member that lost its connection holds writes that would never drain:
+	// FAILED_PRECONDITION, reason MembersHeld. NOT_FOUND when the volume is
+	// not served here. Repeating it is OK.
+	PauseTarget(ctx context.Context, in *PauseTargetRequest, opts ...grpc.CallOption) (*PauseTargetResponse, error)
+	// ResumeTarget lets a paused volume's hosts back in. Repeating it is OK.
+	ResumeTarget(ctx context.Context, in *ResumeTargetRequest, opts ...grpc.CallOption) (*ResumeTargetResponse, error)
 	// RenewLease extends the OSD's lease. When the lease lapses the agent
 	// removes every host from its volume targets, and the SPDK container's
 	// liveness probe stops SPDK if a target still lets a host in or SPDK
@@ -190,6 +203,26 @@ func (c *oSDAgentClient) DeleteTarget(ctx context.Context, in *DeleteTargetReque
 	return out, nil
 }
 
+func (c *oSDAgentClient) PauseTarget(ctx context.Context, in *PauseTargetRequest, opts ...grpc.CallOption) (*PauseTargetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseTargetResponse)
+	err := c.cc.Invoke(ctx, OSDAgent_PauseTarget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oSDAgentClient) ResumeTarget(ctx context.Context, in *ResumeTargetRequest, opts ...grpc.CallOption) (*ResumeTargetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeTargetResponse)
+	err := c.cc.Invoke(ctx, OSDAgent_ResumeTarget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *oSDAgentClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RenewLeaseResponse)
@@ -233,6 +266,17 @@ type OSDAgentServer interface {
 	EnsureTarget(context.Context, *EnsureTargetRequest) (*TargetStatus, error)
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error)
+	// PauseTarget stops the I/O of a volume's hosts here, for a snapshot
+	// that cuts every replica at one instant: the volume's listener is
+	// removed and the call returns once SPDK lists none of the hosts'
+	// controllers, i.e. their outstanding I/O is done. Hosts reconnect until
+	// ResumeTarget (or the next EnsureTarget) adds the listener back. A
+	// member that lost its connection holds writes that would never drain:
+	// FAILED_PRECONDITION, reason MembersHeld. NOT_FOUND when the volume is
+	// not served here. Repeating it is OK.
+	PauseTarget(context.Context, *PauseTargetRequest) (*PauseTargetResponse, error)
+	// ResumeTarget lets a paused volume's hosts back in. Repeating it is OK.
+	ResumeTarget(context.Context, *ResumeTargetRequest) (*ResumeTargetResponse, error)
 	// RenewLease extends the OSD's lease. When the lease lapses the agent
 	// removes every host from its volume targets, and the SPDK container's
 	// liveness probe stops SPDK if a target still lets a host in or SPDK
@@ -278,6 +322,12 @@ func (UnimplementedOSDAgentServer) EnsureTarget(context.Context, *EnsureTargetRe
 }
 func (UnimplementedOSDAgentServer) DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTarget not implemented")
+}
+func (UnimplementedOSDAgentServer) PauseTarget(context.Context, *PauseTargetRequest) (*PauseTargetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseTarget not implemented")
+}
+func (UnimplementedOSDAgentServer) ResumeTarget(context.Context, *ResumeTargetRequest) (*ResumeTargetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeTarget not implemented")
 }
 func (UnimplementedOSDAgentServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
@@ -483,6 +533,42 @@ func _OSDAgent_DeleteTarget_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OSDAgent_PauseTarget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseTargetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).PauseTarget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_PauseTarget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).PauseTarget(ctx, req.(*PauseTargetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OSDAgent_ResumeTarget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeTargetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).ResumeTarget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_ResumeTarget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).ResumeTarget(ctx, req.(*ResumeTargetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OSDAgent_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RenewLeaseRequest)
 	if err := dec(in); err != nil {
@@ -547,6 +633,14 @@ var OSDAgent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTarget",
 			Handler:    _OSDAgent_DeleteTarget_Handler,
+		},
+		{
+			MethodName: "PauseTarget",
+			Handler:    _OSDAgent_PauseTarget_Handler,
+		},
+		{
+			MethodName: "ResumeTarget",
+			Handler:    _OSDAgent_ResumeTarget_Handler,
 		},
 		{
 			MethodName: "RenewLease",

@@ -1,0 +1,117 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+)
+
+// drainPoll is how often PauseTarget asks SPDK whether the hosts'
+// controllers are gone.
+const drainPoll = 10 * time.Millisecond
+
+// PauseTarget stops the I/O of volume's hosts at its target here, for a
+// snapshot that must cut every replica at one instant. SPDK v25.09 has no
+// RPC that holds a subsystem's I/O, so the volume's listener is removed:
+// SPDK drops the hosts' connections, and lists their controllers until
+// the I/O outstanding on them is done. PauseTarget returns once it lists
+// none; from then on no host I/O reaches the replicas. The hosts
+// reconnect (the kernel queues their I/O meanwhile) until ResumeTarget,
+// or the next EnsureTarget, adds the listener back. It returns the
+// members in sync at the pause: they hold the same data. A member whose
+// connection is down holds writes, which would never drain
+// (*MembersHeldError). A volume not served here is ErrNotFound; the wait
+// ends with ctx, the listener then stays removed: resume it.
+func (o *OSD) PauseTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
+	if err := checkVolumeName(volume); err != nil {
+		return Stopped{}, err
+	}
+	nqn := agentv1.VolumeNQN(volume)
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		return Stopped{}, fmt.Errorf("%w: volume %s is not served by this OSD", ErrNotFound, volume)
+	}
+	if err != nil {
+		return Stopped{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
+	}
+	held, err := o.heldMembers(ctx, volume, memberOSDs)
+	if err != nil {
+		return Stopped{}, err
+	}
+	if len(held) > 0 {
+		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: held}
+	}
+	if want := o.listenAddress(); listensOn(subs[0], want) {
+		if err := o.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {
+			return Stopped{}, fmt.Errorf("remove the listener of %s: %w", nqn, err)
+		}
+	}
+	if err := o.waitHostsGone(ctx, nqn); err != nil {
+		return Stopped{}, err
+	}
+	st, err := o.inSyncMembers(ctx, volume, memberOSDs)
+	if err != nil || st.RaidFound {
+		return st, err
+	}
+	// No raid: a volume of one replica exports its lvol itself.
+	if _, err := o.replicaBdev(ctx, volume); err != nil {
+		return Stopped{}, err
+	}
+	return Stopped{InSync: []string{o.cfg.UID}}, nil
+}
+
+// waitHostsGone waits until SPDK lists no host controller on nqn.
+func (o *OSD) waitHostsGone(ctx context.Context, nqn string) error {
+	for {
+		ctrlrs, err := o.spdk.NvmfSubsystemGetControllers(ctx, nqn)
+		if err != nil {
+			return fmt.Errorf("list the controllers of %s: %w", nqn, err)
+		}
+		if len(ctrlrs) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d host controllers of %s still hold I/O: %w", len(ctrlrs), nqn, ctx.Err())
+		case <-time.After(drainPoll):
+		}
+	}
+}
+
+// ResumeTarget lets volume's hosts back in after PauseTarget: it adds the
+// volume's listener again. A listener already there is success; a volume
+// not served here is ErrNotFound.
+func (o *OSD) ResumeTarget(ctx context.Context, volume string) error {
+	if err := checkVolumeName(volume); err != nil {
+		return err
+	}
+	nqn := agentv1.VolumeNQN(volume)
+	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		return fmt.Errorf("%w: volume %s is not served by this OSD", ErrNotFound, volume)
+	}
+	if err != nil {
+		return fmt.Errorf("read subsystem %s: %w", nqn, err)
+	}
+	return o.ensureListener(ctx, subs[0])
+}
