@@ -45,6 +45,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Pool{}, &PoolList{},
 		&OSD{}, &OSDList{},
 		&Volume{}, &VolumeList{},
+		&Snapshot{}, &SnapshotList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -31,3 +31,7 @@ const (
 // Volume, saving the operator a write; the operator adds it to a Volume
 // created without it.
 const VolumeFinalizer = "flint.io/volume-data"
+
+// SnapshotFinalizer keeps a Snapshot until the operator has removed its
+// copies.
+const SnapshotFinalizer = "flint.io/snapshot-data"

@@ -88,3 +88,21 @@ const (
 	// PoolVolumesExistReason says deletion waits: Volumes use the Pool.
 	PoolVolumesExistReason = "VolumesExist"
 )
+
+// Reasons of Snapshot conditions and of the Events that go with them.
+const (
+	// SnapshotVolumeNotFoundReason says the Snapshot's Volume does not exist, or is being deleted.
+	SnapshotVolumeNotFoundReason = "VolumeNotFound"
+	// SnapshotVolumeNotServingReason says the cut waits for the Volume's target to serve I/O.
+	SnapshotVolumeNotServingReason = "VolumeNotServing"
+	// SnapshotCutFailedReason says a cut failed; what it took is removed and the cut is tried again.
+	SnapshotCutFailedReason = "CutFailed"
+	// SnapshotCutReason says the cut is taken.
+	SnapshotCutReason = "Cut"
+	// SnapshotAllCopiesReason says every copy taken at the cut is there.
+	SnapshotAllCopiesReason = "AllCopies"
+	// SnapshotCopiesLostReason says copies were lost with their OSDs.
+	SnapshotCopiesLostReason = "CopiesLost"
+	// SnapshotInUseReason says deletion waits: SPDK keeps a snapshot while more than one lvol is its clone.
+	SnapshotInUseReason = "InUse"
+)
