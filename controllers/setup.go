@@ -16,8 +16,10 @@ limitations under the License.
 
 // Package controllers wires the operator's reconcilers into a manager:
 // Pool → OSDs (package pool), OSD → pod and status (package osd), with the
-// agent API's certificates (package certs), Volumes (package volume) and
-// the OSD pods' NetworkPolicy (package netpolicy).
+// agent API's certificates (package certs), Volumes (package volume),
+// Snapshots (package snapshot), one at a time per Volume with the Volume
+// controller (package volumelock), and the OSD pods' NetworkPolicy
+// (package netpolicy).
 package controllers
 
 import (
@@ -39,7 +41,9 @@ import (
 	"github.com/flint-io/flint/controllers/netpolicy"
 	"github.com/flint-io/flint/controllers/osd"
 	"github.com/flint-io/flint/controllers/pool"
+	"github.com/flint-io/flint/controllers/snapshot"
 	"github.com/flint-io/flint/controllers/volume"
+	"github.com/flint-io/flint/controllers/volumelock"
 )
 
 // Options are the operator's deployment choices.
@@ -129,12 +133,18 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := mgr.Add(renewer); err != nil {
 		return fmt.Errorf("set up the lease renewer: %w", err)
 	}
+	locks := &volumelock.Locks{}
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
 		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
-		Observe: observeVolume, Interrupt: o.VolumeInterrupt,
+		Observe: observeVolume, Interrupt: o.VolumeInterrupt, Locks: locks,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)
+	}
+	if err := (&snapshot.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-snapshot"), Agents: agents, Locks: locks, Resync: o.Resync,
+	}).SetupWithManager(context.Background(), mgr); err != nil {
+		return fmt.Errorf("set up the Snapshot controller: %w", err)
 	}
 	if o.NetworkPolicy {
 		if err := (&netpolicy.Reconciler{Client: mgr.GetClient(), Namespace: o.Namespace}).SetupWithManager(mgr); err != nil {

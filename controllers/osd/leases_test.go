@@ -43,7 +43,7 @@ func TestDegradedTargetsHaveReadyVolumesDriven(t *testing.T) {
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(volume("ready", "uid-ready", flintv1.VolumePhaseReady), volume("lagging", "uid-lagging", flintv1.VolumePhaseRebuilding)).
-		WithIndex(&flintv1.Volume{}, indexVolumeUID, func(o client.Object) []string { return []string{string(o.GetUID())} }).
+		WithIndex(&flintv1.Volume{}, indexUID, func(o client.Object) []string { return []string{string(o.GetUID())} }).
 		Build()
 	observed := make(chan event.GenericEvent, 3)
 	l := &LeaseRenewer{Reader: reader, ObserveVolume: observed}

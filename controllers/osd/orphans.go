@@ -19,9 +19,11 @@ package osd
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -30,7 +32,8 @@ import (
 
 // collectOrphans deletes what the OSD holds for Volumes that no longer
 // place it here: a replica whose Volume is gone or moved it elsewhere, a
-// target whose Volume's target is on another OSD. That is how a Volume
+// target whose Volume's target is on another OSD; and the copies of
+// Snapshots that are gone or do not record a copy here. That is how a Volume
 // deleted, or a replica replaced, while this OSD was down leaves no lvol
 // behind; a Volume re-created under the same name has another uid, so it
 // never takes the old one's lvol for its own. A candidate is confirmed by a
@@ -39,7 +42,7 @@ import (
 // for an orphan. What is not keyed by a uid was not made by the operator
 // and is left alone.
 func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent agentv1.OSDAgentClient, inv *agentv1.OSDStatus) error {
-	volumes := &volumesByUID{cache: r.Client, live: r.APIReader}
+	volumes := volumesByUID(r.Client, r.APIReader)
 	var members []string // every OSD's uid, listed at the first orphan target
 	for _, t := range inv.GetTargets() {
 		// A stray target goes even while its Volume is deleted: it would hold
@@ -71,6 +74,18 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		}
 		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteReplica", "deleted the replica of the Volume with uid %s: the Volume is gone or keeps its replicas elsewhere", uid)
 	}
+	snapshots := snapshotsByUID(r.Client, r.APIReader)
+	for _, sn := range inv.GetSnapshots() {
+		// A Snapshot records each copy before it is cut.
+		uid := sn.GetName()
+		if !isUID(uid) || snapshots.hold(ctx, uid, true, func(s *flintv1.Snapshot) bool { return copiedOn(s, osd.Name) }) {
+			continue
+		}
+		if _, err := agent.DeleteSnapshot(ctx, &agentv1.DeleteSnapshotRequest{Snapshot: uid}); err != nil {
+			return fmt.Errorf("delete the orphan copy of the Snapshot with uid %s: %w", uid, err)
+		}
+		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
+	}
 	return nil
 }
 
@@ -80,51 +95,77 @@ func isUID(key string) bool {
 	return err == nil && len(key) == 36
 }
 
-// indexVolumeUID finds a Volume in the cache by its uid.
-const indexVolumeUID = "metadata.uid"
+// indexUID finds a Volume or a Snapshot in the cache by its uid.
+const indexUID = "metadata.uid"
 
 // cachedVolume is the Volume with uid as the cache holds it; nil when the
 // cache holds none (or the read failed).
 func cachedVolume(ctx context.Context, cache client.Reader, uid string) *flintv1.Volume {
 	var l flintv1.VolumeList
-	if err := cache.List(ctx, &l, client.MatchingFields{indexVolumeUID: uid}); err != nil || len(l.Items) != 1 {
+	if err := cache.List(ctx, &l, client.MatchingFields{indexUID: uid}); err != nil || len(l.Items) != 1 {
 		return nil
 	}
 	return &l.Items[0]
 }
 
-// volumesByUID finds Volumes by uid: in the cache, else in one live list
-// (the API server selects custom resources by name only), read at most
-// once per pass.
-type volumesByUID struct {
-	cache client.Reader
-	live  client.Reader
-	list  map[string]*flintv1.Volume
-	err   error
+// byUID finds objects by uid: in the cache, else in one live list (the
+// API server selects custom resources by name only), read at most once
+// per pass.
+type byUID[T client.Object] struct {
+	cache, live client.Reader
+	// newList makes an empty list of T.
+	newList func() client.ObjectList
+	list    map[string]T
+	err     error
 }
 
-// hold reports whether the Volume with uid still wants what keep looks
-// for; with whileDeleted, a Volume being deleted keeps it until its own
+func volumesByUID(cache, live client.Reader) *byUID[*flintv1.Volume] {
+	return &byUID[*flintv1.Volume]{cache: cache, live: live, newList: func() client.ObjectList { return &flintv1.VolumeList{} }}
+}
+
+func snapshotsByUID(cache, live client.Reader) *byUID[*flintv1.Snapshot] {
+	return &byUID[*flintv1.Snapshot]{cache: cache, live: live, newList: func() client.ObjectList { return &flintv1.SnapshotList{} }}
+}
+
+// items are the objects of l.
+func (f *byUID[T]) items(l client.ObjectList) []T {
+	objs, _ := meta.ExtractList(l)
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(T))
+	}
+	return out
+}
+
+// hold reports whether the object with uid still wants what keep looks
+// for; with whileDeleted, one being deleted keeps it until its own
 // finalizer is done. Any doubt (a failed read) keeps it too.
-func (f *volumesByUID) hold(ctx context.Context, uid string, whileDeleted bool, keep func(*flintv1.Volume) bool) bool {
-	wants := func(v *flintv1.Volume) bool { return keep(v) || whileDeleted && !v.DeletionTimestamp.IsZero() }
-	if v := cachedVolume(ctx, f.cache, uid); v != nil && wants(v) {
-		return true
+func (f *byUID[T]) hold(ctx context.Context, uid string, whileDeleted bool, keep func(T) bool) bool {
+	wants := func(o T) bool { return keep(o) || whileDeleted && !o.GetDeletionTimestamp().IsZero() }
+	cached := f.newList()
+	if err := f.cache.List(ctx, cached, client.MatchingFields{indexUID: uid}); err == nil {
+		if items := f.items(cached); len(items) == 1 && wants(items[0]) {
+			return true
+		}
 	}
 	if f.list == nil && f.err == nil {
-		var l flintv1.VolumeList
-		if f.err = f.live.List(ctx, &l); f.err == nil {
-			f.list = map[string]*flintv1.Volume{}
-			for i := range l.Items {
-				f.list[string(l.Items[i].UID)] = &l.Items[i]
+		l := f.newList()
+		if f.err = f.live.List(ctx, l); f.err == nil {
+			f.list = map[string]T{}
+			for _, o := range f.items(l) {
+				f.list[string(o.GetUID())] = o
 			}
 		}
 	}
 	if f.err != nil {
 		return true
 	}
-	v, ok := f.list[uid]
-	return ok && wants(v)
+	o, ok := f.list[uid]
+	return ok && wants(o)
+}
+
+func copiedOn(s *flintv1.Snapshot, osd string) bool {
+	return slices.ContainsFunc(s.Status.Copies, func(c flintv1.SnapshotCopy) bool { return c.OSD == osd })
 }
 
 func placedOn(v *flintv1.Volume, osd string) bool {

@@ -65,7 +65,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=osds/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=osds/finalizers,verbs=update
-// +kubebuilder:rbac:groups=flint.io,resources=volumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flint.io,resources=volumes;snapshots,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=flint-system,resources=pods;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

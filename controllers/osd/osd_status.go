@@ -155,10 +155,12 @@ func (r *Reconciler) replicasHeld(ctx context.Context, osd *flintv1.OSD) (int, e
 // SetupWithManager registers the controller: OSDs, and the pods and
 // Secrets they own.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &flintv1.Volume{}, indexVolumeUID, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
-	}); err != nil {
-		return err
+	for _, obj := range []client.Object{&flintv1.Volume{}, &flintv1.Snapshot{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, indexUID, func(o client.Object) []string {
+			return []string{string(o.GetUID())}
+		}); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("osd").

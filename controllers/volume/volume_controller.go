@@ -47,6 +47,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/metrics"
+	"github.com/flint-io/flint/controllers/volumelock"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -81,6 +82,9 @@ type Reconciler struct {
 	// Observe has a Volume driven now, ahead of its resync: one whose
 	// target reported a member out of its raid.
 	Observe <-chan event.GenericEvent
+	// Locks keeps a reconcile off a Volume whose target another controller
+	// acts on (a snapshot's cut pauses it).
+	Locks *volumelock.Locks
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Interrupt, when set, is called at each Point of a reconcile; it may
@@ -118,6 +122,11 @@ func (r *Reconciler) now() time.Time {
 // another writer is no error: the Volume is decided again from a fresh
 // read.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	unlock, err := r.Locks.Lock(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer unlock()
 	res, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil

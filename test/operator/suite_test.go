@@ -51,7 +51,7 @@ import (
 
 const namespace = "flint-system"
 
-var localPools = []string{"local", "vols", "crash", "osdgone"}
+var localPools = []string{"local", "vols", "crash", "osdgone", "snaps"}
 
 var (
 	testEnv   *envtest.Environment

@@ -1,0 +1,166 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+)
+
+// countCopies marks the copies whose OSD is gone, or whose OSD answers
+// without them, Lost; an OSD that does not answer keeps its copy's state
+// until it does. The phase follows: Ready with every copy, Degraded with
+// some, Lost with none.
+func (r *Reconciler) countCopies(ctx context.Context, snap *flintv1.Snapshot) {
+	var lost []string
+	for i := range snap.Status.Copies {
+		c := &snap.Status.Copies[i]
+		if c.State != flintv1.SnapshotCopyReady {
+			continue
+		}
+		if held, known := r.holdsCopy(ctx, snap, c.OSD); known && !held {
+			c.State = flintv1.SnapshotCopyLost
+			lost = append(lost, c.OSD)
+		}
+	}
+	if len(lost) > 0 {
+		r.Recorder.Eventf(snap, nil, corev1.EventTypeWarning, flintv1.SnapshotCopiesLostReason, "Count", "the copies on OSDs %s are lost: the OSD is gone or no longer holds its copy", strings.Join(lost, ", "))
+	}
+	ready := 0
+	for _, c := range snap.Status.Copies {
+		if c.State == flintv1.SnapshotCopyReady {
+			ready++
+		}
+	}
+	total := len(snap.Status.Copies)
+	switch {
+	case ready == total:
+		snap.Status.Phase = flintv1.SnapshotPhaseReady
+		r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionFalse, flintv1.SnapshotAllCopiesReason, "every copy taken at the cut is there")
+	case ready > 0:
+		snap.Status.Phase = flintv1.SnapshotPhaseDegraded
+		r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionTrue, flintv1.SnapshotCopiesLostReason,
+			fmt.Sprintf("%d of the %d copies taken at the cut are left; the others were lost with their OSDs", ready, total))
+	default:
+		snap.Status.Phase = flintv1.SnapshotPhaseLost
+		snap.Status.ReadyToUse = false
+		msg := fmt.Sprintf("all %d copies taken at the cut were lost with their OSDs: nothing can be restored from this Snapshot; delete it", total)
+		r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionTrue, flintv1.SnapshotCopiesLostReason, msg)
+		r.setCondition(snap, flintv1.ReadyCondition, metav1.ConditionFalse, flintv1.SnapshotCopiesLostReason, msg)
+	}
+}
+
+// holdsCopy asks OSD name whether it holds snap's copy; known is false
+// when it cannot say now (its agent does not answer).
+func (r *Reconciler) holdsCopy(ctx context.Context, snap *flintv1.Snapshot, name string) (held, known bool) {
+	var o flintv1.OSD
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
+		return false, apierrors.IsNotFound(err)
+	}
+	if !o.Status.Phase.Serving() {
+		return false, false
+	}
+	agent, err := r.Agents.For(ctx, &o)
+	if err != nil {
+		return false, false
+	}
+	inv, err := agent.GetStatus(ctx, &agentv1.GetStatusRequest{})
+	if err != nil || !inv.GetReady() {
+		return false, false
+	}
+	return slices.ContainsFunc(inv.GetSnapshots(), func(s *agentv1.Snapshot) bool { return s.GetName() == string(snap.UID) }), true
+}
+
+// deleteCopy removes c from its OSD. A copy whose OSD is gone went with
+// it; one whose OSD does not serve is deferred (done says so): the OSD
+// controller removes it as an orphan when the OSD returns.
+func (r *Reconciler) deleteCopy(ctx context.Context, snap *flintv1.Snapshot, c flintv1.SnapshotCopy) (done bool, err error) {
+	if c.State == flintv1.SnapshotCopyLost {
+		return true, nil
+	}
+	var o flintv1.OSD
+	if err := r.Get(ctx, client.ObjectKey{Name: c.OSD}, &o); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	if !o.Status.Phase.Serving() {
+		return false, nil
+	}
+	agent, err := r.Agents.For(ctx, &o)
+	if err != nil {
+		return false, err
+	}
+	if _, err := agent.DeleteSnapshot(ctx, &agentv1.DeleteSnapshotRequest{Snapshot: string(snap.UID)}); err != nil {
+		return false, fmt.Errorf("delete the copy on OSD %s: %w", c.OSD, err)
+	}
+	return true, nil
+}
+
+// finalize removes a deleted Snapshot's copies, then lets it go. A copy
+// SPDK keeps (more than one lvol is its clone) blocks the deletion, said
+// in a condition; OSDs that do not serve remove theirs when they return.
+func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(snap, flintv1.SnapshotFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	before := snap.DeepCopy()
+	snap.Status.Phase = flintv1.SnapshotPhaseDeleting
+	snap.Status.ReadyToUse = false
+	var deferred []string
+	for _, c := range snap.Status.Copies {
+		done, err := r.deleteCopy(ctx, snap, c)
+		if status.Code(err) == codes.FailedPrecondition {
+			msg := fmt.Sprintf("SPDK keeps the copy on OSD %s while more than one lvol is its clone: delete the Volumes restored from it (%v)", c.OSD, err)
+			if r.setCondition(snap, flintv1.DeletionBlockedCondition, metav1.ConditionTrue, flintv1.SnapshotInUseReason, msg) {
+				r.Recorder.Eventf(snap, nil, corev1.EventTypeWarning, flintv1.SnapshotInUseReason, "Delete", "%s", msg)
+			}
+			if err := r.writeStatus(ctx, before, snap); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: r.Resync}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			deferred = append(deferred, c.OSD)
+		}
+	}
+	meta.RemoveStatusCondition(&snap.Status.Conditions, flintv1.DeletionBlockedCondition)
+	if len(deferred) > 0 {
+		r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, "CleanupDeferred", "Delete", "OSDs %s do not serve: they delete their copies of this Snapshot when they return", strings.Join(deferred, ", "))
+	}
+	controllerutil.RemoveFinalizer(snap, flintv1.SnapshotFinalizer)
+	return ctrl.Result{}, r.Update(ctx, snap)
+}

@@ -1,0 +1,204 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package snapshot reconciles Snapshots: it cuts every in-sync replica of
+// the Volume at one instant (the Volume's I/O paused at its target), keeps
+// count of the copies as OSDs come and go, and removes them when the
+// Snapshot is deleted. The Snapshot's status records where each copy is
+// before any agent makes it.
+package snapshot
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/volumelock"
+)
+
+// Field indexes of Snapshots.
+const (
+	indexVolume = "spec.volume"
+	// indexOSD lists the OSDs holding a Snapshot's copies.
+	indexOSD = "status.copies.osd"
+)
+
+// retry is how soon a Snapshot that cannot proceed is looked at again;
+// conflictRetry how soon one whose status write conflicted is.
+const (
+	retry         = 2 * time.Second
+	conflictRetry = 200 * time.Millisecond
+)
+
+// Reconciler reconciles Snapshots.
+type Reconciler struct {
+	client.Client
+	// APIReader reads past the cache: the cut acts on the Volume as the
+	// apiserver has it, not as the cache last saw it.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Agents    *agentclient.Agents
+	// Locks keeps the Volume controller off a Volume while its cut pauses
+	// it.
+	Locks *volumelock.Locks
+	// Resync is how often a taken Snapshot's copies are counted.
+	Resync time.Duration
+	// Now is the clock; tests move it.
+	Now func() time.Time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// +kubebuilder:rbac:groups=flint.io,resources=snapshots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=snapshots/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flint.io,resources=snapshots/finalizers,verbs=update
+// +kubebuilder:rbac:groups=flint.io,resources=volumes;osds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the phases of one Snapshot; a write that lost to another
+// writer is no error: the Snapshot is decided again from a fresh read.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+// reconcile runs the phases of one Snapshot top-down: deletion, the cut
+// until it is taken, then the count of its copies.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var snap flintv1.Snapshot
+	if err := r.Get(ctx, req.NamespacedName, &snap); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !snap.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &snap)
+	}
+	if controllerutil.AddFinalizer(&snap, flintv1.SnapshotFinalizer) {
+		if err := r.Update(ctx, &snap); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !cutTaken(&snap) {
+		return r.cut(ctx, &snap)
+	}
+	before := snap.DeepCopy()
+	r.countCopies(ctx, &snap)
+	if err := r.writeStatus(ctx, before, &snap); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// cutTaken says the cut finished: copies are recorded and none is still
+// being cut.
+func cutTaken(snap *flintv1.Snapshot) bool {
+	for _, c := range snap.Status.Copies {
+		if c.State == flintv1.SnapshotCopyCutting {
+			return false
+		}
+	}
+	return len(snap.Status.Copies) > 0
+}
+
+// wait records that the Snapshot cannot proceed, and why, with an Event
+// when the reason is new; it is looked at again shortly.
+func (r *Reconciler) wait(ctx context.Context, before, snap *flintv1.Snapshot, reason, msg string) (ctrl.Result, error) {
+	snap.Status.Phase = flintv1.SnapshotPhasePending
+	snap.Status.ReadyToUse = false
+	if r.setCondition(snap, flintv1.ReadyCondition, metav1.ConditionFalse, reason, msg) {
+		r.Recorder.Eventf(snap, nil, corev1.EventTypeWarning, reason, "Cut", "%s", msg)
+	}
+	if err := r.writeStatus(ctx, before, snap); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// setCondition sets a condition of snap at its generation; it reports
+// whether the condition changed.
+func (r *Reconciler) setCondition(snap *flintv1.Snapshot, typ string, status metav1.ConditionStatus, reason, msg string) bool {
+	old := meta.FindStatusCondition(snap.Status.Conditions, typ)
+	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg
+	meta.SetStatusCondition(&snap.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: snap.Generation})
+	return changed
+}
+
+// writeStatus writes snap's status when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, before, snap *flintv1.Snapshot) error {
+	snap.Status.ObservedGeneration = snap.Generation
+	if equality.Semantic.DeepEqual(before.Status, snap.Status) {
+		return nil
+	}
+	return r.Status().Patch(ctx, snap, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// SetupWithManager registers the controller: a Snapshot is reconciled on
+// its own changes, on its Volume's (a cut waits for the Volume to serve)
+// and on those of the OSDs holding its copies.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &flintv1.Snapshot{}, indexVolume, func(o client.Object) []string {
+		return []string{o.(*flintv1.Snapshot).Spec.Volume}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &flintv1.Snapshot{}, indexOSD, func(o client.Object) []string {
+		var osds []string
+		for _, c := range o.(*flintv1.Snapshot).Status.Copies {
+			osds = append(osds, c.OSD)
+		}
+		return osds
+	}); err != nil {
+		return err
+	}
+	snapshotsBy := func(field string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var l flintv1.SnapshotList
+			_ = r.List(ctx, &l, client.MatchingFields{field: o.GetName()}, client.UnsafeDisableDeepCopy)
+			reqs := make([]reconcile.Request, 0, len(l.Items))
+			for _, s := range l.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+			}
+			return reqs
+		})
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("snapshot").
+		For(&flintv1.Snapshot{}).
+		Watches(&flintv1.Volume{}, snapshotsBy(indexVolume)).
+		Watches(&flintv1.OSD{}, snapshotsBy(indexOSD)).
+		Complete(r)
+}
