@@ -106,3 +106,9 @@ const (
 	// SnapshotInUseReason says deletion waits: SPDK keeps a snapshot while more than one lvol is its clone.
 	SnapshotInUseReason = "InUse"
 )
+
+// VolumeSourceNotReadyReason says the Volume waits for what it starts from (spec.source).
+const VolumeSourceNotReadyReason = "SourceNotReady"
+
+// SnapshotRestoringReason says deletion waits: a Volume is being created from the Snapshot.
+const SnapshotRestoringReason = "Restoring"

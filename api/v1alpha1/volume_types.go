@@ -23,7 +23,7 @@ import (
 
 // VolumeSpec is the desired state of a Volume.
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas is immutable: it cannot be added or removed after creation"
-// +kubebuilder:validation:XValidation:rule="!has(self.source)",message="source (starting from a snapshot or another Volume) is not supported yet: create the Volume without it"
+// +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: it cannot be added or removed after creation"
 type VolumeSpec struct {
 	// pool is the name of the Pool the Volume is provisioned from.
 	// Required. Immutable.
@@ -49,10 +49,11 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicas is immutable"
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// source is the content the Volume starts from. Reserved: refused
-	// until snapshots and clones are implemented; a Volume starts with
-	// zeroes.
+	// source is the content the Volume starts from: a Snapshot's, or
+	// another Volume's now. Optional; without it a Volume starts with
+	// zeroes. Immutable. size must be at least the source's.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
 	Source *VolumeSource `json:"source,omitempty"`
 
 	// publishedHosts are the NVMe host NQNs allowed to connect to the
@@ -65,10 +66,11 @@ type VolumeSpec struct {
 	PublishedHosts []string `json:"publishedHosts,omitempty"`
 }
 
-// VolumeSource is the content a Volume starts from: a snapshot or another
-// Volume (reserved; see VolumeSpec.Source).
+// VolumeSource is the content a Volume starts from: exactly one of a
+// Snapshot or another Volume.
+// +kubebuilder:validation:XValidation:rule="has(self.snapshot) != has(self.volume)",message="set exactly one of source.snapshot and source.volume"
 type VolumeSource struct {
-	// snapshot is the name of a snapshot to start from.
+	// snapshot is the name of a Snapshot to start from.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

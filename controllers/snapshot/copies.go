@@ -127,9 +127,25 @@ func (r *Reconciler) deleteCopy(ctx context.Context, snap *flintv1.Snapshot, c f
 	return true, nil
 }
 
-// finalize removes a deleted Snapshot's copies, then lets it go. A copy
-// SPDK keeps (more than one lvol is its clone) blocks the deletion, said
-// in a condition; OSDs that do not serve remove theirs when they return.
+// restoringFrom names a Volume whose replicas are being made from snap;
+// "" when none is.
+func (r *Reconciler) restoringFrom(ctx context.Context, snap *flintv1.Snapshot) (string, error) {
+	var vols flintv1.VolumeList
+	if err := r.List(ctx, &vols, client.UnsafeDisableDeepCopy); err != nil {
+		return "", err
+	}
+	for _, v := range vols.Items {
+		if v.Restoring() && v.SourceSnapshot() == snap.Name {
+			return v.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// finalize removes a deleted Snapshot's copies, then lets it go. A Volume
+// being made from it, or a copy SPDK keeps (more than one lvol is its
+// clone), blocks the deletion, said in a condition; OSDs that do not serve
+// remove theirs when they return.
 func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(snap, flintv1.SnapshotFinalizer) {
 		return ctrl.Result{}, nil
@@ -137,13 +153,27 @@ func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl
 	before := snap.DeepCopy()
 	snap.Status.Phase = flintv1.SnapshotPhaseDeleting
 	snap.Status.ReadyToUse = false
+	restoring, err := r.restoringFrom(ctx, snap)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if restoring != "" {
+		msg := fmt.Sprintf("Volume %s is being created from this Snapshot: the copies go once its replicas are cloned", restoring)
+		if r.setCondition(snap, flintv1.DeletionBlockedCondition, metav1.ConditionTrue, flintv1.SnapshotRestoringReason, msg) {
+			r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.SnapshotRestoringReason, "Delete", "%s", msg)
+		}
+		if err := r.writeStatus(ctx, before, snap); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
 	var deferred []string
 	for _, c := range snap.Status.Copies {
 		done, err := r.deleteCopy(ctx, snap, c)
 		if status.Code(err) == codes.FailedPrecondition {
-			msg := fmt.Sprintf("SPDK keeps the copy on OSD %s while more than one lvol is its clone: delete the Volumes restored from it (%v)", c.OSD, err)
+			msg := fmt.Sprintf("SPDK keeps the copy on OSD %s while more than one lvol is its clone (the replica it was cut from, a Volume made from it): it goes once one is left", c.OSD)
 			if r.setCondition(snap, flintv1.DeletionBlockedCondition, metav1.ConditionTrue, flintv1.SnapshotInUseReason, msg) {
-				r.Recorder.Eventf(snap, nil, corev1.EventTypeWarning, flintv1.SnapshotInUseReason, "Delete", "%s", msg)
+				r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.SnapshotInUseReason, "Delete", "%s", msg)
 			}
 			if err := r.writeStatus(ctx, before, snap); err != nil {
 				return ctrl.Result{}, err

@@ -166,7 +166,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, snap *flintv1.Snap
 }
 
 // SetupWithManager registers the controller: a Snapshot is reconciled on
-// its own changes, on its Volume's (a cut waits for the Volume to serve)
+// its own changes, on those of its Volume and of the Volumes made from it,
 // and on those of the OSDs holding its copies.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
@@ -184,8 +184,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	snapshotsBy := func(field string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	snapshotsBy := func(field string) handler.MapFunc {
+		return func(ctx context.Context, o client.Object) []reconcile.Request {
 			var l flintv1.SnapshotList
 			_ = r.List(ctx, &l, client.MatchingFields{field: o.GetName()}, client.UnsafeDisableDeepCopy)
 			reqs := make([]reconcile.Request, 0, len(l.Items))
@@ -193,12 +193,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
 			}
 			return reqs
-		})
+		}
+	}
+	ofVolume := snapshotsBy(indexVolume)
+	// A Volume's Snapshots wait for it to serve; the Snapshot a Volume is
+	// made from waits for its replicas to be cloned before it goes.
+	volumeSnapshots := func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := ofVolume(ctx, o)
+		if v, ok := o.(*flintv1.Volume); ok && v.SourceSnapshot() != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: v.SourceSnapshot()}})
+		}
+		return reqs
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("snapshot").
 		For(&flintv1.Snapshot{}).
-		Watches(&flintv1.Volume{}, snapshotsBy(indexVolume)).
-		Watches(&flintv1.OSD{}, snapshotsBy(indexOSD)).
+		Watches(&flintv1.Volume{}, handler.EnqueueRequestsFromMapFunc(volumeSnapshots)).
+		Watches(&flintv1.OSD{}, handler.EnqueueRequestsFromMapFunc(snapshotsBy(indexOSD))).
 		Complete(r)
 }

@@ -80,8 +80,9 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		// A member without an export (its OSD does not serve) is listed
 		// all the same: the target may hold writes for it.
 		// A Volume whose target never served holds no acknowledged write:
-		// every replica is in sync, whatever a restart made of its state.
-		m.InSync = recorded[i] || neverServed
+		// every replica is in sync, whatever a restart made of its state;
+		// but a restored Volume's only where it is a clone of its source.
+		m.InSync = recorded[i] || neverServed && (vol.Spec.Source == nil || rep.State == flintv1.ReplicaStateCreating)
 		members = append(members, m)
 		memberReplica = append(memberReplica, i)
 	}
@@ -173,7 +174,7 @@ func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w 
 			continue
 		}
 		wg.Go(func() {
-			exp, err := r.ensureReplica(ctx, vol, rep, o, target, targetHost)
+			exp, err := r.ensureReplica(ctx, vol, rep, w.origin, o, target, targetHost)
 			out[i] = ensured{asked: true, export: exp, err: err}
 		})
 	}
@@ -184,13 +185,18 @@ func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w 
 // ensureReplica makes rep exist at the Volume's size on o and, unless o
 // runs the target, exports it to the target alone. A replica that should
 // hold data is never re-created empty: if it is gone, it is Faulted.
-func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep *flintv1.ReplicaStatus, o, target *flintv1.OSD, targetHost string) (*agentv1.Export, error) {
+func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep *flintv1.ReplicaStatus, from *origin, o, target *flintv1.OSD, targetHost string) (*agentv1.Export, error) {
 	agent, err := r.Agents.For(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	size := uint64(vol.Spec.Size.Value())
-	if rep.State == flintv1.ReplicaStateOnline || rep.State == flintv1.ReplicaStateRebuilding {
+	if vol.Spec.Source != nil && rep.State == flintv1.ReplicaStateCreating {
+		if err := r.cloneReplica(ctx, agent, vol, rep, from, o); err != nil {
+			return nil, err
+		}
+	}
+	if rep.State == flintv1.ReplicaStateOnline || rep.State == flintv1.ReplicaStateRebuilding || from.cloneOf(rep) != "" {
 		_, err = agent.ResizeReplica(ctx, &agentv1.ResizeReplicaRequest{VolumeUid: string(vol.UID), SizeBytes: size})
 		if status.Code(err) == codes.NotFound {
 			setState(rep, flintv1.ReplicaStateFaulted, r.now())
@@ -213,6 +219,26 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 		return nil, fmt.Errorf("export the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
 	}
 	return exp, nil
+}
+
+// cloneReplica makes rep, a replica of a restored Volume being created, a
+// thin clone of the source Snapshot's copy on o; the caller grows it to
+// the Volume's size. Where there is no copy (any more), the replica is
+// Stale: it starts empty and is rebuilt from the clones.
+func (r *Reconciler) cloneReplica(ctx context.Context, agent agentv1.OSDAgentClient, vol *flintv1.Volume, rep *flintv1.ReplicaStatus, from *origin, o *flintv1.OSD) error {
+	snapshot := from.cloneOf(rep)
+	if snapshot != "" {
+		_, err := agent.CloneSnapshot(ctx, &agentv1.CloneSnapshotRequest{Snapshot: snapshot, VolumeUid: string(vol.UID)})
+		if status.Code(err) != codes.NotFound {
+			if err != nil {
+				return fmt.Errorf("clone the copy of Snapshot %s on OSD %s: %s", from.snapshot.Name, o.Name, status.Convert(err).Message())
+			}
+			return nil
+		}
+	}
+	setState(rep, flintv1.ReplicaStateStale, r.now())
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "CopyMissing", "Restore", "OSD %s holds no copy of the source Snapshot any more: its replica starts empty and is rebuilt from the others", o.Name)
+	return nil
 }
 
 // confirmed is the set of OSDs whose agents confirmed their replica.

@@ -19,6 +19,7 @@ package volume
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,19 +49,48 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return false, nil
 	}
 	p := offer(w, size, nil)
-	chosen := p.choose(n, nil)
+	var copies map[string]bool
+	if w.origin != nil {
+		copies = w.origin.copies
+	}
+	chosen := p.chooseFirst(n, copies)
 	if len(chosen) < n {
 		r.setPending(vol, flintv1.VolumeNoPlacementReason, p.shortfall(w.pool.Name, n, size, nil))
 		return false, nil
 	}
+	if w.origin != nil && !copies[chosen[0]] {
+		r.setPending(vol, flintv1.VolumeSourceNotReadyReason, fmt.Sprintf("no OSD holding a copy of Snapshot %s can take a replica: %s", w.origin.snapshot.Name, p.shortfall(w.pool.Name, 1, size, nil)))
+		return false, nil
+	}
 	now := r.now()
 	for _, name := range chosen {
-		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], flintv1.ReplicaStateCreating, now))
+		// A replica of a restored Volume where no copy is starts empty:
+		// it is rebuilt from the clones.
+		state := flintv1.ReplicaStateCreating
+		if w.origin != nil && !copies[name] {
+			state = flintv1.ReplicaStateStale
+		}
+		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], state, now))
 	}
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
+	if w.origin != nil {
+		var clones, rebuilt []string
+		for _, name := range chosen {
+			if copies[name] {
+				clones = append(clones, name)
+			} else {
+				rebuilt = append(rebuilt, name)
+			}
+		}
+		msg := fmt.Sprintf("from Snapshot %s: thin clones of its copies on OSDs %s", w.origin.snapshot.Name, strings.Join(clones, ", "))
+		if len(rebuilt) > 0 {
+			msg += fmt.Sprintf("; rebuilt from them on OSDs %s, which hold no copy", strings.Join(rebuilt, ", "))
+		}
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Restoring", "Place", "%s", msg)
+	}
 	return true, nil
 }
 
@@ -214,6 +244,25 @@ func (p placement) choose(n int, taken map[string]bool) []string {
 		out = append(out, c.name)
 	}
 	return out
+}
+
+// chooseFirst picks n OSDs as choose does, those in first before any
+// other: the OSDs holding a restored Snapshot's copies.
+func (p placement) chooseFirst(n int, first map[string]bool) []string {
+	preferred := placement{key: p.key}
+	for _, c := range p.candidates {
+		if first[c.name] {
+			preferred.candidates = append(preferred.candidates, c)
+		}
+	}
+	out := preferred.choose(n, nil)
+	used := map[string]bool{}
+	for _, c := range preferred.candidates {
+		if slices.Contains(out, c.name) {
+			used[c.domain] = true
+		}
+	}
+	return append(out, p.choose(n-len(out), used)...)
 }
 
 // shortfall says why choose found fewer than n OSDs, for a person to act.

@@ -115,6 +115,7 @@ func (r *Reconciler) now() time.Time {
 // +kubebuilder:rbac:groups=flint.io,resources=volumes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=volumes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flint.io,resources=pools;osds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flint.io,resources=snapshots,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -165,6 +166,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.setPending(&vol, flintv1.VolumePoolNotFoundReason, fmt.Sprintf("Pool %s does not exist: create it, or recreate the Volume in an existing Pool", vol.Spec.Pool))
 		return r.writeStatus(ctx, before, &vol)
 	}
+	if why, err := r.observeSource(ctx, &vol, w); err != nil || why != "" {
+		// Nothing is made before the source is known: a replica made
+		// empty would count as holding the source's data.
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		r.setPending(&vol, flintv1.VolumeSourceNotReadyReason, why)
+		return r.writeStatus(ctx, before, &vol)
+	}
 	if len(vol.Status.Replicas) > 0 && vol.Status.Target == nil {
 		// Replicas recorded without a target (by hand): the first runs it.
 		vol.Status.Target = &flintv1.VolumeTarget{OSD: vol.Status.Replicas[0].OSD, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
@@ -195,6 +205,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ts, problem := r.drive(ctx, &vol, w)
 	r.point(ctx, &vol, PointTargetEnsured)
 	r.observeTarget(&vol, w, ts, problem)
+	if err := r.releaseCloneSnapshot(ctx, &vol); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.writeStatus(ctx, before, &vol)
 }
 
@@ -233,6 +246,8 @@ type world struct {
 	nodes map[string]*corev1.Node
 	// committed sums volume sizes per OSD; filled when placing.
 	committed map[string]int64
+	// origin is what the Volume starts from while its replicas are made.
+	origin *origin
 }
 
 func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {

@@ -59,6 +59,12 @@ spec:
   pool: fast
   size: 10Gi
 `
+	snapshotBase = `
+apiVersion: flint.io/v1alpha1
+kind: Snapshot
+spec:
+  volume: v1
+`
 )
 
 // rejection is an object the apiserver must refuse at creation: base with
@@ -155,8 +161,10 @@ var rejections = []rejection{
 	{"volume above 1Pi", volumeBase, `spec: {size: 2Pi}`, "size must be at most 1Pi"},
 	{"volume near int64's limit", volumeBase, `spec: {size: "9223372036854775807"}`, "size must be at most 1Pi"},
 	{"volume replicas above 5", volumeBase, `spec: {replicas: 7}`, "should be less than or equal to 5"},
-	{"volume with a source", volumeBase, `spec: {source: {snapshot: s1}}`,
-		"source (starting from a snapshot or another Volume) is not supported yet"},
+	{"volume with two sources", volumeBase, `spec: {source: {snapshot: s1, volume: v1}}`,
+		"set exactly one of source.snapshot and source.volume"},
+	{"volume with an empty source", volumeBase, `spec: {source: {}}`,
+		"set exactly one of source.snapshot and source.volume"},
 	{"volume host that is no NQN", volumeBase, `spec: {publishedHosts: [node-1]}`,
 		"spec.publishedHosts[0] in body should match"},
 }
@@ -178,7 +186,8 @@ var immutables = []mutation{
 	{"volume pool", volumeBase, `spec: {pool: other}`, "pool is immutable: a Volume's replicas live in one Pool"},
 	{"volume shrink", volumeBase, `spec: {size: 5Gi}`, "size cannot shrink"},
 	{"volume replicas added", volumeBase, `spec: {replicas: 2}`, "replicas is immutable: it cannot be added or removed"},
-	{"volume source added", volumeBase, `spec: {source: {snapshot: s1}}`, "source (starting from a snapshot or another Volume) is not supported yet"},
+	{"volume source added", volumeBase, `spec: {source: {snapshot: s1}}`, "source is immutable: it cannot be added or removed after creation"},
+	{"snapshot volume", snapshotBase, `spec: {volume: v2}`, "volume is immutable: a Snapshot is of the Volume it was taken of"},
 }
 
 // changes are updates of existing objects the apiserver must accept.
@@ -193,6 +202,7 @@ var changes = []mutation{
 // Rules on fields that already exist: they need an object with the field set.
 var immutablesOnSetFields = []mutation{
 	{"volume replicas changed", volumeBase + "  replicas: 3\n", `spec: {replicas: 2}`, "replicas is immutable"},
+	{"volume source changed", volumeBase + "  source: {snapshot: s1}\n", `spec: {source: {snapshot: s2}}`, "source is immutable"},
 }
 
 var _ = Describe("Admission", func() {

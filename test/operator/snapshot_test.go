@@ -117,6 +117,87 @@ var _ = Describe("A Snapshot", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("restores into a larger Volume: clones on the OSDs holding copies, a replica rebuilt where the copy is lost, each reading what the cut held", func() {
+		s := getSnapshot("snap-2")
+		Expect(s.Status.Phase).To(Equal(flintv1.SnapshotPhaseDegraded))
+		var held []uint64
+		copies := map[string]bool{}
+		for _, c := range s.Status.Copies {
+			if c.State == flintv1.SnapshotCopyReady {
+				held, _ = fabric.Writes(c.Lvol)
+				copies[c.OSD] = true
+			}
+		}
+		v := newVolume("snap-restored", "snaps", "128Mi")
+		v.Spec.Source = &flintv1.VolumeSource{Snapshot: "snap-2"}
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("snap-restored")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(got.Status.Capacity.String()).To(Equal("128Mi"), "grown after the clone")
+		}, "60s").Should(Succeed())
+		got := getVolume("snap-restored")
+		Expect(copies).To(HaveKey(got.Status.Target.OSD), "the target runs where a clone is")
+		rebuilt := 0
+		for _, rep := range got.Status.Replicas {
+			writes, ok := fabric.Writes(rep.Lvol)
+			Expect(ok).To(BeTrue())
+			Expect(writes).To(Equal(held), "the replica on %s reads what the cut held", rep.OSD)
+			if !copies[rep.OSD] {
+				rebuilt++
+			}
+		}
+		Expect(rebuilt).To(Equal(1), "the copy lost with its lvol is replaced by a rebuilt replica")
+		Expect(eventNotes("snap-restored", "Restoring")).To(ContainElement(ContainSubstring("rebuilt from them on OSDs")))
+
+		// Each copy is now the snapshot of two lvols, the source's replica
+		// and the restored one: SPDK keeps it, and the Snapshot, deleted,
+		// stays hidden until one of them goes.
+		Expect(k8sClient.Delete(ctx, getSnapshot("snap-2"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getSnapshot("snap-2")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.SnapshotPhaseDeleting))
+			g.Expect(conditionOfSnapshot(got, flintv1.DeletionBlockedCondition).Reason).To(Equal(flintv1.SnapshotInUseReason))
+		}).Should(Succeed())
+		Expect(getVolume("snap-restored").Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		deleteVolume("snap-restored")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "snap-2"}, &flintv1.Snapshot{}))
+		}, "30s").Should(BeTrue())
+	})
+
+	It("copies a Volume through a Snapshot taken for the copy, released once the copy's replicas are cloned", func() {
+		w := startWriter("snap-src")
+		Eventually(func() int { return len(w.acked()) }).Should(BeNumerically(">=", 10))
+		v := newVolume("snap-copy", "snaps", "64Mi")
+		v.Spec.Source = &flintv1.VolumeSource{Volume: "snap-src"}
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		Eventually(func() flintv1.VolumePhase { return getVolume("snap-copy").Status.Phase }, "60s").Should(Equal(flintv1.VolumePhaseReady))
+		acked := w.stop()
+		copyVol := getVolume("snap-copy")
+		clone := copyVol.CloneSnapshotName()
+		Expect(eventNotes("snap-copy", "CloneSnapshotReleased")).To(ContainElement(ContainSubstring(clone)))
+		var first []uint64
+		for i, rep := range copyVol.Status.Replicas {
+			writes, _ := fabric.Writes(rep.Lvol)
+			if i == 0 {
+				first = writes
+			}
+			Expect(writes).To(Equal(first), "every replica of the copy reads the same")
+		}
+		Expect(first).To(ContainElement(acked[0]), "the copy holds the writes before its cut")
+
+		// The Snapshot is hidden until only one lvol clones each copy:
+		// deleting the copy lets it go.
+		deleteVolume("snap-copy")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: clone}, &flintv1.Snapshot{}))
+		}, "30s").Should(BeTrue())
+		for _, osd := range replicaOSDs(getVolume("snap-src")) {
+			Eventually(func() []string { return lvolsOn(osd) }, "30s").ShouldNot(ContainElement(string(copyVol.UID)))
+		}
+	})
+
 	It("waits, saying why, for a Volume that does not exist, first removing what an unfinished cut left", func() {
 		Expect(k8sClient.Create(ctx, newSnapshot("snap-orphaned", "snap-nowhere"))).To(Succeed())
 		Eventually(func() string { return readyOfSnapshot(getSnapshot("snap-orphaned")).Reason }).Should(Equal(flintv1.SnapshotVolumeNotFoundReason))
@@ -149,7 +230,9 @@ var _ = Describe("A Snapshot", Ordered, func() {
 		Expect(eventNotes(osd, "OrphanDeleted")).To(ContainElement(ContainSubstring(stray)))
 	})
 
-	It("is deleted with its copies; the Volume and its other Snapshots stay", func() {
+	It("is deleted with its copies; the Volume and its other Snapshots stay, and outlive the Volume", func() {
+		Expect(k8sClient.Create(ctx, newSnapshot("snap-3", "snap-src"))).To(Succeed())
+		Eventually(func() bool { return getSnapshot("snap-3").Status.ReadyToUse }).Should(BeTrue())
 		s1 := getSnapshot("snap-1")
 		deleteSnapshot("snap-1")
 		var osds flintv1.OSDList
@@ -157,20 +240,18 @@ var _ = Describe("A Snapshot", Ordered, func() {
 		for _, o := range osds.Items {
 			Eventually(func() []string { return lvolsOn(o.Name) }, "30s").ShouldNot(ContainElement(string(s1.UID)), "OSD %s", o.Name)
 		}
-		Expect(getSnapshot("snap-2").Status.ReadyToUse).To(BeTrue())
+		Expect(getSnapshot("snap-3").Status.ReadyToUse).To(BeTrue())
 		Expect(getVolume("snap-src").Status.Phase).To(Equal(flintv1.VolumePhaseReady))
 
 		// A Volume with Snapshots is deleted; its Snapshots keep their
 		// copies (SPDK keeps a snapshot whose clone goes).
 		Expect(k8sClient.Update(ctx, withoutHosts(getVolume("snap-src")))).To(Succeed())
 		deleteVolume("snap-src")
-		s2 := getSnapshot("snap-2")
-		for _, cp := range s2.Status.Copies {
-			if cp.State == flintv1.SnapshotCopyReady {
-				Consistently(func() []string { return lvolsOn(cp.OSD) }, "2s").Should(ContainElement(string(s2.UID)), "OSD %s", cp.OSD)
-			}
+		s3 := getSnapshot("snap-3")
+		for _, cp := range s3.Status.Copies {
+			Consistently(func() []string { return lvolsOn(cp.OSD) }, "2s").Should(ContainElement(string(s3.UID)), "OSD %s", cp.OSD)
 		}
-		deleteSnapshot("snap-2")
+		deleteSnapshot("snap-3")
 		for _, o := range osds.Items {
 			Eventually(func() []string { return lvolsOn(o.Name) }, "30s").Should(BeEmpty(), "OSD %s", o.Name)
 		}
