@@ -29,6 +29,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,6 +92,10 @@ func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerG
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
 	}
@@ -115,14 +120,15 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
 		return nil, err
 	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, status.Error(codes.InvalidArgument, "volume content sources (snapshots and clones) are not supported yet: create an empty volume")
-	}
 	params, err := parseParameters(req.GetParameters())
 	if err != nil {
 		return nil, err
 	}
-	size, err := sizeFor(req.GetCapacityRange())
+	src, least, err := c.volumeSource(ctx, req.GetVolumeContentSource())
+	if err != nil {
+		return nil, err
+	}
+	size, err := sizeFor(req.GetCapacityRange(), least)
 	if err != nil {
 		return nil, err
 	}
@@ -139,25 +145,27 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		}
 		return nil, apiError(err)
 	}
-	if err := c.ensureVolume(ctx, id, req, params, size); err != nil {
+	if err := c.ensureVolume(ctx, id, req, params, size, src); err != nil {
 		return nil, err
 	}
 	vol, err := c.waitUntil(ctx, id, "Ready", servesIO)
 	if err != nil {
 		return nil, c.notReady(ctx, vol, err)
 	}
-	return &csi.CreateVolumeResponse{Volume: csiVolume(vol, params.fsType)}, nil
+	v := csiVolume(vol, params.fsType)
+	v.ContentSource = contentSource(vol.Spec.Source)
+	return &csi.CreateVolumeResponse{Volume: v}, nil
 }
 
 // ensureVolume creates the Volume, or checks that the one there was made
 // by the same request.
-func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.CreateVolumeRequest, p parameters, size int64) error {
+func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.CreateVolumeRequest, p parameters, size int64, src *flintv1.VolumeSource) error {
 	vol := &flintv1.Volume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()},
 			Finalizers: []string{flintv1.VolumeFinalizer},
 		},
-		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas},
+		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {
@@ -180,6 +188,8 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 		return status.Errorf(codes.AlreadyExists, "volume %s exists with %d bytes, outside the requested range %d-%d", req.GetName(), have, r.GetRequiredBytes(), r.GetLimitBytes())
 	case p.replicas != nil && (vol.Spec.Replicas == nil || *vol.Spec.Replicas != *p.replicas):
 		return status.Errorf(codes.AlreadyExists, "volume %s exists with other replicas", req.GetName())
+	case !equality.Semantic.DeepEqual(vol.Spec.Source, src):
+		return status.Errorf(codes.AlreadyExists, "volume %s exists with another content source", req.GetName())
 	case !vol.DeletionTimestamp.IsZero():
 		return status.Errorf(codes.Aborted, "volume %s is being deleted: retry when it is gone", req.GetName())
 	}
@@ -206,7 +216,10 @@ func (c *Controller) notReady(ctx context.Context, vol *flintv1.Volume, err erro
 	return status.Errorf(codes.DeadlineExceeded, "volume %s is %s (%s): the call is retried", vol.Name, vol.Status.Phase, why)
 }
 
-func sizeFor(r *csi.CapacityRange) (int64, error) {
+// sizeFor is the size of a new volume for r: whole MiB, at least 1 MiB;
+// with a content source of least bytes, its size by default and never
+// less (a smaller range is OutOfRange, as the CSI spec's example says).
+func sizeFor(r *csi.CapacityRange, least int64) (int64, error) {
 	required, limit := r.GetRequiredBytes(), r.GetLimitBytes()
 	if required < 0 || limit < 0 {
 		return 0, status.Error(codes.InvalidArgument, "capacity range: required_bytes and limit_bytes cannot be negative")
@@ -217,13 +230,20 @@ func sizeFor(r *csi.CapacityRange) (int64, error) {
 	if required > MaxVolumeBytes {
 		return 0, status.Errorf(codes.OutOfRange, "capacity range: required_bytes %d is above the largest volume, %d bytes (1Pi)", required, MaxVolumeBytes)
 	}
+	if (limit > 0 && least > limit) || (required > 0 && required < least) {
+		return 0, status.Errorf(codes.OutOfRange, "capacity range %d-%d: the content source holds %d bytes; ask for at least that", required, limit, least)
+	}
 	size := required
 	if size == 0 {
 		size = defaultSize
+		if least > 0 {
+			size = least
+		}
 		if limit > 0 && limit < size {
 			size = limit
 		}
 	}
+	size = max(size, least)
 	size = max((size+mib-1)/mib*mib, mib)
 	if limit > 0 && size > limit {
 		return 0, status.Errorf(codes.OutOfRange, "capacity range: volumes are whole MiB of at least 1MiB; %d bytes rounds to %d, above limit_bytes %d", required, size, limit)
@@ -490,7 +510,7 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 			return nil, err
 		}
 	}
-	size, err := sizeFor(req.GetCapacityRange())
+	size, err := sizeFor(req.GetCapacityRange(), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -635,6 +655,20 @@ func (c *Controller) ListVolumes(ctx context.Context, req *csi.ListVolumesReques
 // listPage returns up to max Volumes (all when 0) named after token's,
 // in name order, and the token of the next page.
 func (c *Controller) listPage(ctx context.Context, maxEntries int32, token string) ([]flintv1.Volume, string, error) {
+	var list flintv1.VolumeList
+	if err := c.Client.List(ctx, &list); err != nil {
+		return nil, "", apiError(err)
+	}
+	return page(list.Items, maxEntries, token)
+}
+
+// page returns up to max of objs (all when 0) named after token's, in
+// name order, and the token of the next page. A token names the last
+// object returned, so it stays valid when objects come and go.
+func page[T any, P interface {
+	*T
+	GetName() string
+}](objs []T, maxEntries int32, token string) ([]T, string, error) {
 	if maxEntries < 0 {
 		return nil, "", status.Error(codes.InvalidArgument, "max_entries cannot be negative")
 	}
@@ -642,17 +676,14 @@ func (c *Controller) listPage(ctx context.Context, maxEntries int32, token strin
 	if token != "" && !ok {
 		return nil, "", status.Errorf(codes.Aborted, "starting_token %q was not returned by this driver: list again without it", token)
 	}
-	var list flintv1.VolumeList
-	if err := c.Client.List(ctx, &list); err != nil {
-		return nil, "", apiError(err)
+	name := func(o *T) string { return P(o).GetName() }
+	objs = slices.DeleteFunc(objs, func(o T) bool { return name(&o) <= after })
+	slices.SortFunc(objs, func(a, b T) int { return strings.Compare(name(&a), name(&b)) })
+	if maxEntries == 0 || len(objs) <= int(maxEntries) {
+		return objs, "", nil
 	}
-	vols := slices.DeleteFunc(list.Items, func(v flintv1.Volume) bool { return v.Name <= after })
-	slices.SortFunc(vols, func(a, b flintv1.Volume) int { return strings.Compare(a.Name, b.Name) })
-	if maxEntries == 0 || len(vols) <= int(maxEntries) {
-		return vols, "", nil
-	}
-	vols = vols[:maxEntries]
-	return vols, listToken + vols[len(vols)-1].Name, nil
+	objs = objs[:maxEntries]
+	return objs, listToken + name(&objs[len(objs)-1]), nil
 }
 
 // GetCapacity is what a Pool (parameter pool), or all Pools, can still

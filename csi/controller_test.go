@@ -38,27 +38,31 @@ import (
 
 func TestSizeFor(t *testing.T) {
 	tests := []struct {
-		name            string
-		required, limit int64
-		want            int64
-		code            codes.Code
+		name                   string
+		required, limit, least int64
+		want                   int64
+		code                   codes.Code
 	}{
-		{"default", 0, 0, 1 << 30, codes.OK},
-		{"default capped by the limit", 0, 16 << 20, 16 << 20, codes.OK},
-		{"rounded up to a MiB", 1, 0, 1 << 20, codes.OK},
-		{"whole MiB kept", 5 << 20, 0, 5 << 20, codes.OK},
-		{"rounding passes the limit", (5 << 20) + 1, (5 << 20) + 2, 0, codes.OutOfRange},
-		{"required above limit", 10 << 20, 5 << 20, 0, codes.InvalidArgument},
-		{"negative", -1, 0, 0, codes.InvalidArgument},
-		{"the largest volume", MaxVolumeBytes, 0, MaxVolumeBytes, codes.OK},
-		{"past the largest volume", MaxVolumeBytes + 1, 0, 0, codes.OutOfRange},
+		{"default", 0, 0, 0, 1 << 30, codes.OK},
+		{"default capped by the limit", 0, 16 << 20, 0, 16 << 20, codes.OK},
+		{"rounded up to a MiB", 1, 0, 0, 1 << 20, codes.OK},
+		{"whole MiB kept", 5 << 20, 0, 0, 5 << 20, codes.OK},
+		{"rounding passes the limit", (5 << 20) + 1, (5 << 20) + 2, 0, 0, codes.OutOfRange},
+		{"required above limit", 10 << 20, 5 << 20, 0, 0, codes.InvalidArgument},
+		{"negative", -1, 0, 0, 0, codes.InvalidArgument},
+		{"the largest volume", MaxVolumeBytes, 0, 0, MaxVolumeBytes, codes.OK},
+		{"past the largest volume", MaxVolumeBytes + 1, 0, 0, 0, codes.OutOfRange},
 		// Rounding MaxInt64 up to a MiB overflowed into a 1 MiB volume.
-		{"near MaxInt64", math.MaxInt64 - 5, 0, 0, codes.OutOfRange},
-		{"MaxInt64 with a limit", math.MaxInt64, math.MaxInt64, 0, codes.OutOfRange},
+		{"near MaxInt64", math.MaxInt64 - 5, 0, 0, 0, codes.OutOfRange},
+		{"MaxInt64 with a limit", math.MaxInt64, math.MaxInt64, 0, 0, codes.OutOfRange},
+		{"a source's size by default", 0, 0, 64 << 20, 64 << 20, codes.OK},
+		{"less than a source's size", 16 << 20, 0, 64 << 20, 0, codes.OutOfRange},
+		{"more than a source's size", 128 << 20, 0, 64 << 20, 128 << 20, codes.OK},
+		{"a source above the limit", 0, 32 << 20, 64 << 20, 0, codes.OutOfRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := sizeFor(&csi.CapacityRange{RequiredBytes: tc.required, LimitBytes: tc.limit})
+			got, err := sizeFor(&csi.CapacityRange{RequiredBytes: tc.required, LimitBytes: tc.limit}, tc.least)
 			if status.Code(err) != tc.code || got != tc.want {
 				t.Fatalf("sizeFor(%d, %d) = %d, %v; want %d, %s", tc.required, tc.limit, got, err, tc.want, tc.code)
 			}

@@ -91,7 +91,7 @@ func FuzzSize(f *testing.F) {
 	f.Add(int64(MaxVolumeBytes), int64(0))
 	f.Add(int64(0), int64(512))
 	f.Fuzz(func(t *testing.T, required, limit int64) {
-		size, err := sizeFor(&csi.CapacityRange{RequiredBytes: required, LimitBytes: limit})
+		size, err := sizeFor(&csi.CapacityRange{RequiredBytes: required, LimitBytes: limit}, 0)
 		if err != nil {
 			if c := status.Code(err); c != codes.InvalidArgument && c != codes.OutOfRange {
 				t.Fatalf("refusal %v is neither InvalidArgument nor OutOfRange", err)

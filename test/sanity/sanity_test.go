@@ -32,6 +32,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+	volumesnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc"
@@ -164,9 +165,15 @@ var _ = Describe("config/csi", func() {
 		Expect(cluster.Client.Get(ctx, ctrlKey(csi.DriverName), &driver)).To(Succeed())
 		Expect(*driver.Spec.AttachRequired).To(BeTrue())
 		var sc storagev1.StorageClass
+		// The samples include a VolumeSnapshotClass: its CRDs first.
+		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "snapshot-crds"))).To(Succeed())
 		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "csi", "samples"))).To(Succeed())
 		Expect(cluster.Client.Get(ctx, ctrlKey("flint-fast"), &sc)).To(Succeed())
 		Expect(sc.Provisioner).To(Equal(csi.DriverName))
 		Expect(*sc.AllowVolumeExpansion).To(BeTrue())
+		Expect(volumesnapshotv1.AddToScheme(cluster.Client.Scheme())).To(Succeed())
+		var vsc volumesnapshotv1.VolumeSnapshotClass
+		Expect(cluster.Client.Get(ctx, ctrlKey("flint"), &vsc)).To(Succeed())
+		Expect(vsc.Driver).To(Equal(csi.DriverName))
 	})
 })
