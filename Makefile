@@ -40,6 +40,7 @@ manifests: ## Generate CRDs and RBAC from kubebuilder markers, and the chart's p
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=flint-operator paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	go run ./hack/chartsync
+	go run ./hack/snapshotcrds
 
 .PHONY: verify
 verify: ## Fail when generated code or manifests are stale, or go.mod is untidy.

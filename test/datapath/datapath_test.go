@@ -190,10 +190,12 @@ func bootstrap(ctx context.Context, o *storage.OSD) error {
 	return err
 }
 
-func randomChunk(t *testing.T) []byte {
-	b := make([]byte, chunk)
+func randomChunk(t *testing.T) []byte { return randomBytes(t, chunk) }
+
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return b
 }
@@ -291,5 +293,9 @@ func (h *host) try(e storage.Export, nqn string, args ...string) ([]byte, error)
 	path := filepath.Join(h.dir, "dd.json")
 	must(h.t, os.WriteFile(path, data, 0o600))
 	args = append([]string{"--no-huge", "-s", "1024", "-m", "0x2", "--disable-cpumask-locks", "--no-rpc-server", "--json", path}, args...)
-	return exec.Command(h.bin, args...).CombinedOutput()
+	// A host that lost its connection fails its I/O (SPDK's defaults);
+	// the bound only keeps a hang from holding the suite.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, h.bin, args...).CombinedOutput()
 }
