@@ -44,6 +44,7 @@ var sidecarRepos = map[string]func(labSources) string{
 	"csi-provisioner":           nil,
 	"csi-attacher":              nil,
 	"csi-resizer":               nil,
+	"csi-snapshotter":           nil,
 	"csi-node-driver-registrar": func(s labSources) string { return s.registrar },
 	"livenessprobe":             func(s labSources) string { return s.livenessProbe },
 }

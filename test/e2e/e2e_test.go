@@ -52,6 +52,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/test/e2e/lab"
+	"github.com/flint-io/flint/test/localcluster"
 )
 
 const namespace = "flint-system"
@@ -153,6 +154,11 @@ func TestChartInstalls(t *testing.T) {
 		"pod-security.kubernetes.io/enforce": "privileged",
 	}}}
 	if _, err := clients.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The VolumeSnapshot CRDs the csi-snapshotter sidecar watches, as a
+	// cluster has them (README.md).
+	if err := localcluster.Apply(ctx, flintClient(t), filepath.Join("..", "..", "config", "snapshot-crds")); err != nil {
 		t.Fatal(err)
 	}
 	helm(t, "install", "flint", os.Getenv("FLINT_E2E_CHART"), "--namespace", namespace,
