@@ -72,7 +72,7 @@ test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 ke
 	hack/vmlab/run.sh
 
 .PHONY: test-spdk
-test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing; data checksummed with spdk_dd) against real nvmf_tgt from FLINT_SPDK_DIR.
+test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real nvmf_tgt from FLINT_SPDK_DIR.
 	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/nvmf_tgt)" >&2; exit 2; fi
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/
 	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
