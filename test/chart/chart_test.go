@@ -58,7 +58,7 @@ func helm(t *testing.T, args ...string) ([]byte, error) {
 // everything turns every optional part of the chart on.
 var everything = []string{
 	"--set", "monitoring.serviceMonitor=true,monitoring.podMonitor=true,monitoring.prometheusRule=true,monitoring.dashboard=true",
-	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true",
+	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true,snapshots.class.create=true",
 	"--set-json", `pools=[{"name":"fast","spec":{"replicas":1,"devices":{"driver":"malloc","malloc":{"size":"1Gi"}}}}]`,
 }
 
@@ -96,7 +96,8 @@ func TestRenderingInstalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs := decode(t, out)
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "test", "operator", "testdata", "crds")}}
+	// The VolumeSnapshot CRDs are the cluster's, as README.md says.
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "test", "operator", "testdata", "crds"), filepath.Join(root, "config", "snapshot-crds")}}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start envtest; is KUBEBUILDER_ASSETS set? run 'make test-envtest': %v", err)
@@ -118,7 +119,7 @@ func TestRenderingInstalls(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	t.Logf("installed: %v", kinds)
-	for _, want := range []string{"CustomResourceDefinition", "Namespace", "Deployment", "DaemonSet", "ClusterRole", "Role", "ServiceAccount", "CSIDriver", "NetworkPolicy", "StorageClass", "Pool", "ConfigMap", "Service"} {
+	for _, want := range []string{"CustomResourceDefinition", "Namespace", "Deployment", "DaemonSet", "ClusterRole", "Role", "ServiceAccount", "CSIDriver", "NetworkPolicy", "StorageClass", "VolumeSnapshotClass", "Pool", "ConfigMap", "Service"} {
 		if kinds[want] == 0 {
 			t.Errorf("the rendering has no %s", want)
 		}
