@@ -48,11 +48,12 @@ type hostWrite struct {
 
 // TestASnapshotUnderAWriterRestoresWhatWasAcknowledged cuts a 3-replica
 // volume while a host writes to it, one 1 MiB write after another, and
-// keeps writing after. Each copy, cloned into a new volume, reads what was
-// acknowledged before the cut, block by block: only the blocks of a write
-// in flight during the pause may hold that write instead. The three
-// clones read the same, and the restored volume, assembled from them,
-// reads that too; the source reads every write acknowledged after.
+// keeps writing after. One OSD's SPDK is restarted. Each copy, cloned into
+// a new volume, reads what was acknowledged before the cut, block by
+// block: only the blocks of a write in flight during the pause may hold
+// that write instead. The three clones read the same, and the restored
+// volume, assembled from them, reads that too; the source reads every
+// write acknowledged after.
 func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -92,6 +93,11 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	acked := w.acks()
 	w.waitForAcks(acked + 2) // the writer goes on after the cut
 	writes := w.stop()
+	source := dd.read(target, hostNQN, volSize)
+
+	// The copies are on the devices: an SPDK restarted finds its copy.
+	lab.Targets[2].Restart(t)
+	must(t, bootstrap(ctx, osds[2]))
 
 	// Restore: a thin clone of each copy, each read on its own, then the
 	// restored volume through a target assembled from them.
@@ -115,7 +121,6 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	restoredTarget := osds[0].Endpoint()
 	restoredTarget.NQN = agentv1.VolumeNQN(restored)
 	through := dd.read(restoredTarget, checker, volSize)
-	source := dd.read(target, hostNQN, volSize)
 	if !lab.Real {
 		return // the double has no data
 	}
