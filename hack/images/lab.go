@@ -73,12 +73,9 @@ func labImages(srcs labSources, cache string, created time.Time) ([]image, []str
 		im := image{name: name, ref: ref, binary: name}
 		switch {
 		case repo == nil:
-			modFile := filepath.Join("hack", "tools", "csi-sidecars", name, "go.mod")
-			pkg, err := pinnedTool(modFile, tag)
-			if err != nil {
+			if im, err = pinnedImage(ref); err != nil {
 				return nil, nil, err
 			}
-			im.compile = func(string) ([]byte, error) { return goBuild(tag, ".", "-modfile="+modFile, pkg) }
 		case repo(srcs) == "":
 			skipped = append(skipped, fmt.Sprintf("%s skipped: the Go module proxy has no module of it; give its git repository (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)", ref))
 			continue
@@ -88,6 +85,12 @@ func labImages(srcs labSources, cache string, created time.Time) ([]image, []str
 		}
 		all = append(all, im)
 	}
+	// The cluster's part of VolumeSnapshots, which the chart leaves to it.
+	snapshotController, err := pinnedImage(lab.SnapshotControllerImage)
+	if err != nil {
+		return nil, nil, err
+	}
+	all = append(all, snapshotController)
 	if srcs.suiteAssets == "" {
 		return all, append(skipped, "the storage e2e suite's images skipped: give -suite-assets"), nil
 	}
@@ -96,6 +99,21 @@ func labImages(srcs labSources, cache string, created time.Time) ([]image, []str
 		return nil, nil, err
 	}
 	return append(all, suite...), skipped, nil
+}
+
+// pinnedImage is the image ref of a command built from the module pinned
+// in hack/tools/csi-sidecars/<name>/go.mod, name being ref's last path
+// element.
+func pinnedImage(ref string) (image, error) {
+	name, tag := refNameTag(ref)
+	modFile := filepath.Join("hack", "tools", "csi-sidecars", name, "go.mod")
+	pkg, err := pinnedTool(modFile, tag)
+	if err != nil {
+		return image{}, err
+	}
+	return image{name: name, ref: ref, binary: name, compile: func(string) ([]byte, error) {
+		return goBuild(tag, ".", "-modfile="+modFile, pkg)
+	}}, nil
 }
 
 // refNameTag is the last path element of an image reference and its tag.

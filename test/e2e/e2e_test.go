@@ -169,7 +169,7 @@ func TestChartInstalls(t *testing.T) {
 			// workload node needs runs there.
 			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
 			"csi.controller.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
-			"storageClass.create=true", "storageClass.pool=dev",
+			"storageClass.create=true", "storageClass.pool=dev", "snapshots.class.create=true",
 		}, ","),
 		// The second storage node runs OSDs only (lab.SecondStorageNode);
 		// a label's value is a string.

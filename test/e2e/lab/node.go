@@ -42,6 +42,12 @@ const kubeletRoot = "/var/lib/kubelet"
 // PauseImage is the pod sandbox image, which hack/images -lab builds.
 const PauseImage = "flint-lab.local/pause:1"
 
+// SnapshotControllerImage is external-snapshotter's snapshot controller,
+// which a cluster runs for VolumeSnapshots and the chart does not ship;
+// hack/images -lab builds it from the module pinned in
+// hack/tools/csi-sidecars/snapshot-controller/go.mod, at this tag.
+const SnapshotControllerImage = "registry.k8s.io/sig-storage/snapshot-controller:v8.7.0"
+
 // node is what a node's containerd, kubelet and kube-proxy are
 // configured with; paths are where the node sees them.
 type node struct {
