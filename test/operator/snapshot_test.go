@@ -59,7 +59,7 @@ var _ = Describe("A Snapshot", Ordered, func() {
 		Expect(s.Status.CreationTime).NotTo(BeNil())
 		Expect(s.Status.PauseDuration.Duration).To(BeNumerically(">", 0))
 		Expect(readyOfSnapshot(s).Reason).To(Equal(flintv1.SnapshotCutReason))
-		Expect(eventsFor("snap-1")()).To(ContainElement(flintv1.SnapshotCutReason))
+		Eventually(eventsFor("snap-1")).Should(ContainElement(flintv1.SnapshotCutReason))
 		Expect(copyOSDsOf(s)).To(ConsistOf(replicaOSDs(v)), "a copy of every in-sync replica")
 		GinkgoWriter.Printf("cut of 3 replicas paused the volume for %s\n", s.Status.PauseDuration.Duration)
 
@@ -91,7 +91,7 @@ var _ = Describe("A Snapshot", Ordered, func() {
 			g.Expect(got.Status.ReadyToUse).To(BeTrue())
 			g.Expect(conditionOfSnapshot(got, flintv1.DegradedCondition).Message).To(Equal("2 of the 3 copies taken at the cut are left; the others were lost with their OSDs"))
 		}, "30s").Should(Succeed())
-		Expect(eventsFor("snap-1")()).To(ContainElement(flintv1.SnapshotCopiesLostReason))
+		Eventually(eventsFor("snap-1")).Should(ContainElement(flintv1.SnapshotCopiesLostReason))
 
 		w := startWriter("snap-src")
 		Eventually(func() int { return len(w.acked()) }).Should(BeNumerically(">=", 10))
@@ -148,7 +148,7 @@ var _ = Describe("A Snapshot", Ordered, func() {
 			}
 		}
 		Expect(rebuilt).To(Equal(1), "the copy lost with its lvol is replaced by a rebuilt replica")
-		Expect(eventNotes("snap-restored", "Restoring")).To(ContainElement(ContainSubstring("rebuilt from them on OSDs")))
+		Eventually(func() []string { return eventNotes("snap-restored", "Restoring") }).Should(ContainElement(ContainSubstring("rebuilt from them on OSDs")))
 
 		// Each copy is now the snapshot of two lvols, the source's replica
 		// and the restored one: SPDK keeps it, and the Snapshot, deleted,
@@ -176,7 +176,7 @@ var _ = Describe("A Snapshot", Ordered, func() {
 		acked := w.stop()
 		copyVol := getVolume("snap-copy")
 		clone := copyVol.CloneSnapshotName()
-		Expect(eventNotes("snap-copy", "CloneSnapshotReleased")).To(ContainElement(ContainSubstring(clone)))
+		Eventually(func() []string { return eventNotes("snap-copy", "CloneSnapshotReleased") }).Should(ContainElement(ContainSubstring(clone)))
 		var first []uint64
 		for i, rep := range copyVol.Status.Replicas {
 			writes, _ := fabric.Writes(rep.Lvol)
@@ -227,7 +227,8 @@ var _ = Describe("A Snapshot", Ordered, func() {
 		_, err := c.BdevLvolSnapshot(cctx, agentv1.LvstoreName(osdUID(osd))+"/"+string(v.UID), stray)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() []string { return lvolsOn(osd) }, "30s").ShouldNot(ContainElement(stray))
-		Expect(eventNotes(osd, "OrphanDeleted")).To(ContainElement(ContainSubstring(stray)))
+		// Events are recorded asynchronously, after the deletion.
+		Eventually(func() []string { return eventNotes(osd, "OrphanDeleted") }).Should(ContainElement(ContainSubstring(stray)))
 	})
 
 	It("is deleted with its copies; the Volume and its other Snapshots stay, and outlive the Volume", func() {
