@@ -63,12 +63,16 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return false, nil
 	}
 	now := r.now()
+	var clones, rebuilt []string
 	for _, name := range chosen {
 		// A replica of a restored Volume where no copy is starts empty:
 		// it is rebuilt from the clones.
 		state := flintv1.ReplicaStateCreating
 		if w.origin != nil && !copies[name] {
 			state = flintv1.ReplicaStateStale
+			rebuilt = append(rebuilt, name)
+		} else {
+			clones = append(clones, name)
 		}
 		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], state, now))
 	}
@@ -77,14 +81,6 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	r.notePlaced(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
 	if w.origin != nil {
-		var clones, rebuilt []string
-		for _, name := range chosen {
-			if copies[name] {
-				clones = append(clones, name)
-			} else {
-				rebuilt = append(rebuilt, name)
-			}
-		}
 		msg := fmt.Sprintf("from Snapshot %s: thin clones of its copies on OSDs %s", w.origin.snapshot.Name, strings.Join(clones, ", "))
 		if len(rebuilt) > 0 {
 			msg += fmt.Sprintf("; rebuilt from them on OSDs %s, which hold no copy", strings.Join(rebuilt, ", "))

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -46,14 +47,11 @@ func (o *OSD) PauseTarget(ctx context.Context, volume string, memberOSDs []strin
 	if err := checkVolumeName(volume); err != nil {
 		return Stopped{}, err
 	}
-	nqn := agentv1.VolumeNQN(volume)
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
-	if errors.Is(err, jsonrpc.ErrNotFound) {
-		return Stopped{}, fmt.Errorf("%w: volume %s is not served by this OSD", ErrNotFound, volume)
-	}
+	sub, err := o.servedSubsystem(ctx, volume)
 	if err != nil {
-		return Stopped{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
+		return Stopped{}, err
 	}
+	nqn := sub.NQN
 	held, err := o.heldMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
@@ -61,7 +59,7 @@ func (o *OSD) PauseTarget(ctx context.Context, volume string, memberOSDs []strin
 	if len(held) > 0 {
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: held}
 	}
-	if want := o.listenAddress(); listensOn(subs[0], want) {
+	if want := o.listenAddress(); listensOn(sub, want) {
 		if err := o.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {
 			return Stopped{}, fmt.Errorf("remove the listener of %s: %w", nqn, err)
 		}
@@ -105,13 +103,23 @@ func (o *OSD) ResumeTarget(ctx context.Context, volume string) error {
 	if err := checkVolumeName(volume); err != nil {
 		return err
 	}
+	sub, err := o.servedSubsystem(ctx, volume)
+	if err != nil {
+		return err
+	}
+	return o.ensureListener(ctx, sub)
+}
+
+// servedSubsystem is the subsystem hosts reach volume by here; a volume
+// not served here is ErrNotFound.
+func (o *OSD) servedSubsystem(ctx context.Context, volume string) (types.NvmfSubsystem, error) {
 	nqn := agentv1.VolumeNQN(volume)
 	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
-		return fmt.Errorf("%w: volume %s is not served by this OSD", ErrNotFound, volume)
+		return types.NvmfSubsystem{}, fmt.Errorf("%w: volume %s is not served by this OSD", ErrNotFound, volume)
 	}
 	if err != nil {
-		return fmt.Errorf("read subsystem %s: %w", nqn, err)
+		return types.NvmfSubsystem{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
-	return o.ensureListener(ctx, subs[0])
+	return subs[0], nil
 }
