@@ -27,26 +27,34 @@ import (
 	"golang.org/x/mod/modfile"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flint-io/flint/hack/internal/upstream"
 	"github.com/flint-io/flint/test/e2e/lab"
 )
 
 // labSources are what the lab's images are built from beyond this
-// repository: git repositories (paths or URLs) of the sidecars the Go
+// repository: the sources (archives or git repositories) of the sidecars the Go
 // module proxy does not serve (their go.mod names no /v2 module for their
 // v2 tags, so no module version of them exists), and the directory of
 // Kubernetes' e2e.test and agnhost for the storage suite's images.
 type labSources struct{ registrar, livenessProbe, suiteAssets string }
 
+// sidecarSource is where a sidecar's sources are given, and the project
+// they are of (an archive is <project>-<tag>.tar.gz).
+type sidecarSource struct {
+	project string
+	src     func(labSources) string
+}
+
 // sidecarRepos say how each sidecar the chart names is built: from a
-// module pinned in hack/tools/csi-sidecars/<name>/go.mod, or from the
-// tag of a git repository given in sidecarSources.
-var sidecarRepos = map[string]func(labSources) string{
+// module pinned in hack/tools/csi-sidecars/<name>/go.mod (nil), or from
+// the tag's sources given in labSources.
+var sidecarRepos = map[string]*sidecarSource{
 	"csi-provisioner":           nil,
 	"csi-attacher":              nil,
 	"csi-resizer":               nil,
 	"csi-snapshotter":           nil,
-	"csi-node-driver-registrar": func(s labSources) string { return s.registrar },
-	"livenessprobe":             func(s labSources) string { return s.livenessProbe },
+	"csi-node-driver-registrar": {"node-driver-registrar", func(s labSources) string { return s.registrar }},
+	"livenessprobe":             {"livenessprobe", func(s labSources) string { return s.livenessProbe }},
 }
 
 // labImages are the e2e lab's images, which nothing else ships: the pod
@@ -76,12 +84,12 @@ func labImages(srcs labSources, cache string, created time.Time) ([]image, []str
 			if im, err = pinnedImage(ref); err != nil {
 				return nil, nil, err
 			}
-		case repo(srcs) == "":
-			skipped = append(skipped, fmt.Sprintf("%s skipped: the Go module proxy has no module of it; give its git repository (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC)", ref))
+		case repo.src(srcs) == "":
+			skipped = append(skipped, fmt.Sprintf("%s skipped: the Go module proxy has no module of it; give its sources (CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC: an archive or a git repository)", ref))
 			continue
 		default:
-			src := repo(srcs)
-			im.compile = func(string) ([]byte, error) { return buildFromTag(src, tag, "./cmd/"+name, cache) }
+			src, project := repo.src(srcs), repo.project
+			im.compile = func(string) ([]byte, error) { return buildFromTag(src, project, tag, "./cmd/"+name, cache) }
 		}
 		all = append(all, im)
 	}
@@ -167,9 +175,9 @@ func pinnedTool(modFile, tag string) (string, error) {
 	return "", fmt.Errorf("%s requires no module of %s", modFile, pkg)
 }
 
-// buildFromTag builds pkg of the git repository src at tag, with the
-// modules it vendors.
-func buildFromTag(src, tag, pkg, cache string) ([]byte, error) {
+// buildFromTag builds pkg of project's sources at tag (an archive or a git
+// repository, see hack/internal/upstream), with the modules it vendors.
+func buildFromTag(src, project, tag, pkg, cache string) ([]byte, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return nil, err
 	}
@@ -178,7 +186,7 @@ func buildFromTag(src, tag, pkg, cache string) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	repo, _, err := checkout(src, tag, filepath.Join(tmp, "repo.git"))
+	source, err := upstream.Open(src, project, tag, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +194,8 @@ func buildFromTag(src, tag, pkg, cache string) ([]byte, error) {
 	if err := os.MkdirAll(tree, 0o755); err != nil {
 		return nil, err
 	}
-	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, tag, tree)
-	if out, err := archive.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("git archive %s of %s: %v: %s", tag, src, err, out)
+	if err := source.Unpack(tree); err != nil {
+		return nil, err
 	}
 	return goBuild(tag, tree, "-mod=vendor", pkg)
 }

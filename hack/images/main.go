@@ -47,6 +47,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	flintversion "github.com/flint-io/flint/internal/version"
 )
 
 // image is one of Flint's images.
@@ -87,8 +89,8 @@ func main() {
 	push := flag.String("push", "", "a registry (host[/path]) to push the images to, named as in -repository otherwise")
 	cache := flag.String("cache", filepath.Join(os.Getenv("HOME"), ".cache", "flint", "images"), "where Debian bases and SPDK builds are kept between builds")
 	var srcs spdkSources
-	flag.StringVar(&srcs.spdk, "spdk-src", "", "SPDK's git repository (a path or a URL) holding tag "+spdkTag+", for the OSD image")
-	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's git repository (a path or a URL) holding tag "+dpdkTag+", for the OSD image")
+	flag.StringVar(&srcs.spdk, "spdk-src", "", "SPDK's sources for the OSD image: the archive of tag "+flintversion.SPDK+" (checked against the SHA256SUMS beside it) or a git repository holding the tag (a path or a URL); built once into make spdk's cache")
+	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's sources for the OSD image, of tag "+flintversion.DPDK+", as -spdk-src")
 	lab := flag.Bool("lab", false, "also build the e2e lab's images: the pod sandbox and the CSI sidecars charts/flint/values.yaml names")
 	var labSrcs labSources
 	flag.StringVar(&labSrcs.registrar, "registrar-src", "", "node-driver-registrar's git repository (a path or a URL), for -lab")
@@ -111,9 +113,9 @@ func run(out, version, repo, push, cache string, srcs spdkSources, lab bool, lab
 	}
 	all := images
 	if srcs == (spdkSources{}) {
-		fmt.Printf("flint-osd skipped: it builds SPDK %s on DPDK %s from their sources; give SPDK_SRC and DPDK_SRC (git repositories: paths or URLs)\n", spdkTag, dpdkTag)
+		fmt.Printf("flint-osd skipped: it builds SPDK %s on DPDK %s from their sources; give SPDK_SRC and DPDK_SRC (archives or git repositories)\n", flintversion.SPDK, flintversion.DPDK)
 	} else {
-		osd, err := osdImage(srcs, cache)
+		osd, err := osdImage(srcs)
 		if err != nil {
 			return fmt.Errorf("flint-osd: %w", err)
 		}
