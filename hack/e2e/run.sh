@@ -5,7 +5,8 @@
 # docs/development.md draws it. Without SPDK_SRC and DPDK_SRC there is no
 # OSD image, without CSI_REGISTRAR_SRC and CSI_LIVENESSPROBE_SRC no image
 # of those two sidecars (the Go module proxy has no module of them): the
-# tests that need them say so and skip.
+# tests that need them say so and skip. make test-e2e gives the archives
+# of ../shared/sources when it holds them.
 #
 # E2E_KEEP=1 keeps the lab's directory (configuration and logs/) on exit.
 set -euo pipefail
@@ -58,15 +59,17 @@ trap cleanup EXIT
 mkdir -p /var/lib/kubelet && touch /var/lib/kubelet/.flint-e2e
 
 # Kubernetes' storage e2e suite needs volumes, so the OSD and sidecar
-# images: with their sources, e2e.test and agnhost are built too (E2E_SUITE=0
-# leaves the suite out).
+# images: with their sources, e2e.test and agnhost are built too.
+# E2E_SUITE picks the suite's focus: ci (two specs, the default), full
+# (about an hour on the emulated node) or 0 (left out).
+suite_set="${E2E_SUITE:-ci}"
+case "$suite_set" in ci|full|0) ;; *) echo "e2e: E2E_SUITE=$suite_set: want ci, full or 0" >&2; exit 2 ;; esac
 suite=()
-if [ -n "${SPDK_SRC:-}" ] && [ -n "${DPDK_SRC:-}" ] && [ -n "${CSI_REGISTRAR_SRC:-}" ] && [ -n "${CSI_LIVENESSPROBE_SRC:-}" ] && [ "${E2E_SUITE:-1}" != 0 ]; then
+if [ -n "${SPDK_SRC:-}" ] && [ -n "${DPDK_SRC:-}" ] && [ -n "${CSI_REGISTRAR_SRC:-}" ] && [ -n "${CSI_LIVENESSPROBE_SRC:-}" ] && [ "$suite_set" != 0 ]; then
   suite=(e2e.test agnhost)
 fi
-# The storage suite's default focus takes over an hour on the emulated node.
-timeout=40m
-[ ${#suite[@]} -eq 0 ] || timeout=150m
+timeout=60m
+[ "$suite_set" != full ] || timeout=150m
 log "Kubernetes $(hack/envtest-assets.sh kubelet kube-scheduler kube-proxy "${suite[@]}" >"$work/assets" && basename "$(cat "$work/assets")") binaries (built from Go modules; cached)"
 phase=$SECONDS
 go run ./hack/images -lab -out "$work/images" -version "$version" \
@@ -141,5 +144,5 @@ nsenter --net="/run/netns/$ns" env FLINT_E2E_DIR="$work" FLINT_E2E_ASSETS="$(cat
   FLINT_E2E_WORKER_KERNEL="$kroot/boot/vmlinuz-$kver" FLINT_E2E_WORKER_INITRD="$work/worker-initrd.gz" \
   FLINT_E2E_WORKER_MODULES="$kroot/lib/modules/$kver" FLINT_E2E_WORKER_BASE="$worker_base" \
   FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$repo/charts/flint" \
-  FLINT_E2E_SUITE_FOCUS="${E2E_SUITE_FOCUS:-}" FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
+  FLINT_E2E_SUITE="$suite_set" FLINT_E2E_SUITE_FOCUS="${E2E_SUITE_FOCUS:-}" FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
   "$work/bin/e2e.test" -test.v -test.timeout="${E2E_TIMEOUT:-$timeout}" ${E2E_ARGS:-}

@@ -34,7 +34,7 @@ func TestSuiteTableCountsTheReport(t *testing.T) {
 	if len(specs) != 6 {
 		t.Fatalf("read %d specs, want 6", len(specs))
 	}
-	ours := regexp.MustCompile(suiteFocus)
+	ours := regexp.MustCompile(suiteFocusFull)
 	var ran []suiteSpec
 	for _, s := range specs {
 		if ours.MatchString(s.Name) && !s.filteredOut() {
@@ -58,5 +58,28 @@ func TestSuiteTableCountsTheReport(t *testing.T) {
 		if !slices.Contains(rows, want) {
 			t.Errorf("the table lacks the row %q:\n%s", want, strings.Join(rows, "\n"))
 		}
+	}
+}
+
+// CI's focus takes the two "volumes should store data" specs, a
+// filesystem and a raw block volume, and nothing else.
+func TestCIFocusTakesTheDataSpecs(t *testing.T) {
+	specs, err := readJUnit("testdata/junit.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := regexp.MustCompile(suiteFocus)
+	var names []string
+	for _, s := range specs {
+		if ours.MatchString(s.Name) {
+			names = append(names, s.Name)
+		}
+	}
+	want := []string{
+		"[It] External Storage [Driver: csi.flint.io] [Testpattern: Dynamic PV (default fs)] volumes should store data [Driver: csi.flint.io]",
+		"[It] External Storage [Driver: csi.flint.io] [Testpattern: Dynamic PV (block volmode)] volumes should store data [Driver: csi.flint.io]",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("CI's focus takes %q, want %q", names, want)
 	}
 }
