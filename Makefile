@@ -13,6 +13,20 @@ BINARIES := operator osd-agent csi-driver kubectl-flint flint-bench
 CONTROLLER_GEN := go tool controller-gen
 STATICCHECK := go tool staticcheck
 
+# The upstream sources no package registry serves: the archives in
+# SOURCES by default (each checked against the SHA256SUMS beside it), or
+# git repositories (paths or URLs) holding the pinned tags. Nothing of
+# them is committed.
+SOURCES ?= $(abspath ../shared/sources)
+SPDK_SRC ?= $(wildcard $(SOURCES)/spdk-v25.09.tar.gz)
+DPDK_SRC ?= $(wildcard $(SOURCES)/dpdk-v25.07.tar.gz)
+CSI_REGISTRAR_SRC ?= $(wildcard $(SOURCES)/node-driver-registrar-v2.15.0.tar.gz)
+CSI_LIVENESSPROBE_SRC ?= $(wildcard $(SOURCES)/livenessprobe-v2.17.0.tar.gz)
+
+# The SPDK build tree the SPDK tests and benchmarks run: FLINT_SPDK_DIR,
+# else make spdk's (built first when its cache has none).
+spdk_dir = $(or $(FLINT_SPDK_DIR),$$(go run ./hack/spdk -spdk-src "$(SPDK_SRC)" -dpdk-src "$(DPDK_SRC)"))
+
 .PHONY: all
 all: build
 
@@ -23,6 +37,10 @@ build: ## Build every binary into bin/.
 	@mkdir -p $(BIN)
 	@for b in $(BINARIES); do CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$b ./cmd/$$b; done
 	@echo "built: $(addprefix $(BIN)/,$(BINARIES))"
+
+.PHONY: spdk
+spdk: ## Build SPDK on DPDK from SPDK_SRC and DPDK_SRC with the OSD image's recipe, once per sources and recipe (~/.cache/flint/spdk), and print the FLINT_SPDK_DIR to use.
+	@go run ./hack/spdk -spdk-src "$(SPDK_SRC)" -dpdk-src "$(DPDK_SRC)"
 
 ##@ Generate
 
@@ -72,14 +90,14 @@ test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 ke
 	hack/vmlab/run.sh
 
 .PHONY: test-spdk
-test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real nvmf_tgt from FLINT_SPDK_DIR.
-	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "test-spdk: set FLINT_SPDK_DIR to an SPDK build tree (with build/bin/nvmf_tgt)" >&2; exit 2; fi
-	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/
-	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./osd-image/agent/lifecycle/
-	FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go test -count=1 -v ./test/datapath/
+test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real nvmf_tgt: FLINT_SPDK_DIR's, or make spdk's.
+	dir="$(spdk_dir)"; \
+	FLINT_SPDK_DIR="$$dir" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/; \
+	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./osd-image/agent/lifecycle/; \
+	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./test/datapath/
 
 .PHONY: test-e2e
-test-e2e: ## The e2e lab (as root): real control plane, containerd and kubelet in a network namespace of their own, the chart installed from the images built here; the OSD and sidecar images need SPDK_SRC, DPDK_SRC, CSI_REGISTRAR_SRC, CSI_LIVENESSPROBE_SRC.
+test-e2e: ## The e2e lab (as root): real control plane, containerd and kubelet in a network namespace of their own, the chart installed from the images built here (the OSD's and two sidecars' from SOURCES), Kubernetes' storage suite (E2E_SUITE=ci|full|0).
 	SPDK_SRC="$(SPDK_SRC)" DPDK_SRC="$(DPDK_SRC)" CSI_REGISTRAR_SRC="$(CSI_REGISTRAR_SRC)" CSI_LIVENESSPROBE_SRC="$(CSI_LIVENESSPROBE_SRC)" hack/e2e/run.sh
 
 .PHONY: test-images
@@ -89,17 +107,10 @@ test-images: images ## Run each image of make images with runc (as root; needs r
 ##@ Images
 
 IMAGES ?= _output/images
-# SPDK's and DPDK's git repositories (paths or URLs) for the OSD image;
-# without them it is skipped.
-SPDK_SRC ?=
-DPDK_SRC ?=
-# The e2e lab's sidecars the Go module proxy has no module of.
-CSI_REGISTRAR_SRC ?=
-CSI_LIVENESSPROBE_SRC ?=
 IMAGE_FLAGS = -out $(IMAGES) -version $(VERSION) -spdk-src "$(SPDK_SRC)" -dpdk-src "$(DPDK_SRC)"
 
 .PHONY: images
-images: ## Build the operator, CSI and (given SPDK_SRC and DPDK_SRC) OSD images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap).
+images: ## Build the operator, CSI and (given SPDK_SRC and DPDK_SRC) OSD images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap); the OSD image takes nvmf_tgt from make spdk's build.
 	go run ./hack/images $(IMAGE_FLAGS)
 
 .PHONY: images-push
@@ -118,9 +129,8 @@ RATE ?= 5
 DURATION ?= 2m
 
 .PHONY: bench-datapath
-bench-datapath: ## Raw SPDK beside Flint Volumes of 1, 2 and 3 replicas (real operator and agents, OSDs launched as their pods say) on FLINT_SPDK_DIR's nvmf_tgt: spdk_nvme_perf over NVMe/TCP and the kernel host in a VM lab guest; IOPS, MiB/s, avg/p50/p99/p99.9, ratios to raw and to 1 replica, the target's latency histogram beside the initiator's; JSON in bench-datapath.json (root).
-	@if [ -z "$(FLINT_SPDK_DIR)" ]; then echo "bench-datapath: set FLINT_SPDK_DIR to an SPDK build tree" >&2; exit 2; fi
-	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$(FLINT_SPDK_DIR)" go run ./hack/bench-datapath $(BENCH_ARGS)
+bench-datapath: ## Raw SPDK beside Flint Volumes of 1, 2 and 3 replicas (real operator and agents, OSDs launched as their pods say) on nvmf_tgt (FLINT_SPDK_DIR's, or make spdk's): spdk_nvme_perf over NVMe/TCP and the kernel host in a VM lab guest; IOPS, MiB/s, avg/p50/p99/p99.9, ratios to raw and to 1 replica, the target's latency histogram beside the initiator's; JSON in bench-datapath.json (root).
+	dir="$(spdk_dir)"; assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$$dir" go run ./hack/bench-datapath $(BENCH_ARGS)
 
 .PHONY: bench-provision
 bench-provision: ## Against the real apiserver, 30 OSDs (agents over SPDK doubles): a burst of N Volumes (default 1000), then RATE Volumes/s for DURATION (5, 2m); create-to-Ready p50/p99, total time, API writes and agent calls per Volume; checks placement.
