@@ -96,6 +96,16 @@ test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-pa
 	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./osd-image/agent/lifecycle/; \
 	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./test/datapath/
 
+.PHONY: test-transcripts
+test-transcripts: ## Record SPDK's JSON-RPC transcripts afresh on real SPDK (FLINT_SPDK_DIR's, or make spdk's) and replay them on the double: a step where they disagree fails.
+	dir="$(spdk_dir)"; out=$$(mktemp -d /tmp/flint-transcripts.XXXXXX); echo "fresh transcripts: $$out"; \
+	go run ./hack/spdk-record -spdk-dir "$$dir" -out "$$out"; \
+	FLINT_SPDK_TRANSCRIPTS="$$out" go test -count=1 -v -run TestReplayTranscripts ./internal/spdk/spdktest/
+
+.PHONY: record-transcripts
+record-transcripts: ## Record the committed transcripts (internal/spdk/spdktest/testdata/transcripts) again on real SPDK; take it on a quiet machine.
+	dir="$(spdk_dir)"; go run ./hack/spdk-record -spdk-dir "$$dir" -out internal/spdk/spdktest/testdata/transcripts
+
 .PHONY: test-e2e
 test-e2e: ## The e2e lab (as root): real control plane, containerd and kubelet in a network namespace of their own, the chart installed from the images built here (the OSD's and two sidecars' from SOURCES), Kubernetes' storage suite (E2E_SUITE=ci|full|0).
 	SPDK_SRC="$(SPDK_SRC)" DPDK_SRC="$(DPDK_SRC)" CSI_REGISTRAR_SRC="$(CSI_REGISTRAR_SRC)" CSI_LIVENESSPROBE_SRC="$(CSI_LIVENESSPROBE_SRC)" hack/e2e/run.sh

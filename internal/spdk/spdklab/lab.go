@@ -178,6 +178,42 @@ func (p *Process) Kill() {
 	}
 }
 
+// Terminate stops SPDK the way SIGTERM does, a clean shutdown, and waits
+// for it to end (killing it after timeout).
+func (p *Process) Terminate(timeout time.Duration) {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if !p.WaitExit(timeout) {
+		p.Kill()
+	}
+	p.cmd = nil
+}
+
+// WaitExit waits up to timeout for SPDK to end by itself; it reports
+// whether it did.
+func (p *Process) WaitExit(timeout time.Duration) bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// Start starts SPDK again after Kill or Terminate, with an empty
+// configuration.
+func (p *Process) Start() error {
+	if p.cmd != nil {
+		return fmt.Errorf("%s runs already", p.argv[0])
+	}
+	return p.start()
+}
+
 // Exited reports whether SPDK ended by itself (not by Kill).
 func (p *Process) Exited() bool {
 	if p.cmd == nil {

@@ -132,8 +132,10 @@ func (f *Fabric) AddPCIeDevice(pciAddress string, sizeBytes uint64, serial, mode
 // TargetOption configures a Target.
 type TargetOption func(*Target)
 
-// WithRDMA makes the Target behave like an SPDK built with RDMA support:
-// it accepts the RDMA transport.
+// WithRDMA makes the Target behave like SPDK on a machine with an RDMA
+// device: it accepts the RDMA transport. Without it the Target is the
+// SPDK Flint builds (with RDMA) on a machine without one, which refuses
+// it (-32603 "Failed to create transport.").
 func WithRDMA() TargetOption { return func(t *Target) { t.rdma = true } }
 
 // Target is one SPDK application serving JSON-RPC on a Unix socket.

@@ -147,8 +147,13 @@ func nvmfCreateTransport(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	trtype := strings.ToUpper(req.Trtype)
-	if trtype != "TCP" && (trtype != "RDMA" || !t.rdma) {
+	if trtype != "TCP" && trtype != "RDMA" {
 		return nil, errf(-32602, "Invalid transport type '%s'", req.Trtype)
+	}
+	// The SPDK Flint builds has RDMA; without an RDMA device it cannot
+	// create the transport.
+	if trtype == "RDMA" && !t.rdma {
+		return nil, errf(-32603, "Failed to create transport.")
 	}
 	if t.st.transport(trtype) != nil {
 		return nil, errf(-32603, "Transport type '%s' already exists", trtype)

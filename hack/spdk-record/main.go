@@ -1,0 +1,529 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command spdk-record records SPDK's JSON-RPC transcripts afresh: it runs
+// the steps of each transcript (its processes' starts, kills and
+// restarts, and every request, in the order they were issued) against
+// real SPDK processes of an SPDK build tree, and writes what this SPDK
+// answered. The double's replay test (internal/spdk/spdktest) then runs
+// on the fresh recording, so a change of SPDK or of the double that makes
+// them disagree fails with the step that differs (make test-transcripts).
+//
+// A transcript is its own script: a step's request is sent again as it
+// was, with the uuids this run's SPDK generated in place of the recorded
+// ones and the recorded /tmp/<name>.img files made afresh (sparse, 256
+// MiB) in a directory of this run. Requests to one process are issued in
+// the order of their JSON-RPC ids; a request recorded after others with
+// higher ids (a perform_tests whose I/O ran while other steps did) is
+// issued right after its predecessor answered, and its line is written
+// where it was. A step named "+N" waits until N seconds after the last
+// step without one; rebuild polls are a second apart.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/spdklab"
+)
+
+func main() {
+	spdkDir := flag.String("spdk-dir", os.Getenv("FLINT_SPDK_DIR"), "an SPDK build tree: build/bin/nvmf_tgt and build/examples/bdevperf (make spdk prints one)")
+	script := flag.String("script", filepath.Join("internal", "spdk", "spdktest", "testdata", "transcripts"), "the transcripts whose steps are run")
+	out := flag.String("out", "", "where the fresh transcripts are written (may be -script itself)")
+	flag.Parse()
+	if *spdkDir == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "spdk-record: give -spdk-dir (or FLINT_SPDK_DIR) and -out")
+		os.Exit(2)
+	}
+	files, err := filepath.Glob(filepath.Join(*script, "*.jsonl"))
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no transcripts (*.jsonl) in %s", *script)
+	}
+	if err == nil {
+		err = os.MkdirAll(*out, 0o755)
+	}
+	for _, file := range files {
+		if err != nil {
+			break
+		}
+		began := time.Now()
+		var lines []line
+		if lines, err = readLines(file); err != nil {
+			break
+		}
+		var fresh []line
+		fresh, err = record(*spdkDir, lines)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", filepath.Base(file), err)
+			break
+		}
+		err = writeLines(filepath.Join(*out, filepath.Base(file)), fresh)
+		fmt.Printf("%s: %d steps recorded in %s\n", filepath.Base(file), len(fresh), time.Since(began).Round(time.Millisecond))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "spdk-record: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// line is one transcript line: a request and SPDK's response, or an event
+// (a process started, killed, restarted, or a note).
+type line struct {
+	Step     string          `json:"step"`
+	Target   string          `json:"target"`
+	Event    string          `json:"event,omitempty"`
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+type request struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	ID      int             `json:"id"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+func readLines(path string) ([]line, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var lines []line
+	scanner := bufio.NewScanner(bytes.NewReader(data))
+	scanner.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; scanner.Scan(); n++ {
+		if len(bytes.TrimSpace(scanner.Bytes())) == 0 {
+			continue
+		}
+		var l line
+		if err := json.Unmarshal(scanner.Bytes(), &l); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines, scanner.Err()
+}
+
+func writeLines(path string, lines []line) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// answer is a request's outcome, written to its line when it is reached.
+type answer struct {
+	request, response json.RawMessage
+	err               error
+}
+
+// session is one transcript's run: its processes, the uuids this run's
+// SPDK gave in place of the recorded ones, and the requests in flight.
+type session struct {
+	spdkDir, dir string
+	procs        map[string]*spdklab.Process
+	argv         map[string][]string
+	uuids        map[string]string
+	inFlight     map[int]chan answer
+	// anchor is when the last step without "+N" in its name ended.
+	anchor time.Time
+}
+
+var (
+	uuidRe   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	fileRe   = regexp.MustCompile(`^/tmp/([a-z0-9]+)\.img$`)
+	offsetRe = regexp.MustCompile(`\+(\d+)(:|\s|$)`)
+	pollRe   = regexp.MustCompile(`\bpoll [1-9]`)
+)
+
+func record(spdkDir string, lines []line) ([]line, error) {
+	dir, err := os.MkdirTemp("", "spdk-record-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	s := &session{spdkDir: spdkDir, dir: dir, procs: map[string]*spdklab.Process{}, argv: map[string][]string{},
+		uuids: map[string]string{}, inFlight: map[int]chan answer{}, anchor: time.Now()}
+	defer s.stopAll()
+
+	early, err := issuedEarly(lines)
+	if err != nil {
+		return nil, err
+	}
+	fresh := make([]line, 0, len(lines))
+	for i, l := range lines {
+		if l.Event != "" {
+			if err := s.event(l); err != nil {
+				return nil, fmt.Errorf("step %q (%s): %w", l.Step, l.Target, err)
+			}
+			fresh = append(fresh, l)
+			s.anchor = time.Now()
+			continue
+		}
+		if err := s.ensureStarted(l.Target); err != nil {
+			return nil, fmt.Errorf("step %q (%s): %w", l.Step, l.Target, err)
+		}
+		ch, issued := s.inFlight[i]
+		if !issued {
+			s.pace(l.Step)
+			ch = s.issue(l)
+		}
+		a := <-ch
+		if a.err != nil {
+			return nil, fmt.Errorf("step %q (%s): %w", l.Step, l.Target, a.err)
+		}
+		s.pair(l.Response, a.response)
+		fresh = append(fresh, line{Step: l.Step, Target: l.Target, Request: a.request, Response: a.response})
+		if !offsetRe.MatchString(l.Step) {
+			s.anchor = time.Now()
+		}
+		for _, j := range early[i] {
+			s.inFlight[j] = s.issue(lines[j])
+		}
+	}
+	return fresh, nil
+}
+
+// issuedEarly finds the requests that were issued before steps recorded
+// ahead of them: for each line, the lines to issue once it has answered.
+// Requests to one process are issued in id order; ids start again with
+// each start of the process.
+func issuedEarly(lines []line) (map[int][]int, error) {
+	type key struct {
+		target string
+		epoch  int
+	}
+	epochs := map[string]int{}
+	byID := map[key]map[int]int{}
+	keys := make([]key, len(lines))
+	ids := make([]int, len(lines))
+	for i, l := range lines {
+		if l.Event != "" {
+			if startsProcess(l) {
+				epochs[l.Target]++
+			}
+			continue
+		}
+		var req request
+		if err := json.Unmarshal(l.Request, &req); err != nil {
+			return nil, fmt.Errorf("step %q: %w", l.Step, err)
+		}
+		k := key{l.Target, epochs[l.Target]}
+		if byID[k] == nil {
+			byID[k] = map[int]int{}
+		}
+		byID[k][req.ID] = i
+		keys[i], ids[i] = k, req.ID
+	}
+	early := map[int][]int{}
+	for i, l := range lines {
+		if l.Event != "" {
+			continue
+		}
+		pred, ok := byID[keys[i]][ids[i]-1]
+		if !ok || pred > i {
+			continue
+		}
+		// Issued late only when a request of the same process with a
+		// higher id answered in between.
+		for j := pred + 1; j < i; j++ {
+			if lines[j].Event == "" && keys[j] == keys[i] && ids[j] > ids[i] {
+				early[pred] = append(early[pred], i)
+				break
+			}
+		}
+	}
+	return early, nil
+}
+
+// startsProcess says whether an event starts (or restarts) a process.
+func startsProcess(l line) bool {
+	return l.Step == "start" || strings.HasPrefix(l.Step, "restart") || strings.HasPrefix(l.Event, "start ") ||
+		strings.Contains(l.Event, "start a new") || strings.Contains(l.Event, "start new") || strings.Contains(l.Event, "start a fresh")
+}
+
+func (s *session) event(l line) error {
+	switch {
+	case strings.Contains(l.Event, "SIGKILL") || strings.Contains(l.Step, "kill -9"):
+		if p := s.procs[l.Target]; p != nil {
+			p.Kill()
+		}
+		if strings.Contains(l.Event, "start a fresh") {
+			return s.start(l)
+		}
+	case strings.Contains(l.Event, "SIGTERM") || strings.Contains(l.Step, "SIGTERM"):
+		if p := s.procs[l.Target]; p != nil {
+			p.Terminate(30 * time.Second)
+		}
+	case strings.HasPrefix(l.Step, "host exited"):
+		if p := s.procs[l.Target]; p == nil || !p.WaitExit(60*time.Second) {
+			return errors.New("the process was recorded exiting by itself, and this SPDK's did not within 60s")
+		}
+	case startsProcess(l):
+		return s.start(l)
+	}
+	return nil
+}
+
+// start starts l.Target: the command the event names, or the one it ran
+// before for a restart.
+func (s *session) start(l line) error {
+	argv := s.argv[l.Target]
+	for _, prog := range []struct{ name, path string }{
+		{"nvmf_tgt", filepath.Join(s.spdkDir, "build", "bin", "nvmf_tgt")},
+		{"bdevperf", filepath.Join(s.spdkDir, "build", "examples", "bdevperf")},
+	} {
+		_, args, found := strings.Cut(l.Event, prog.name+" ")
+		if !found || !strings.HasPrefix(strings.TrimSpace(args), "-") {
+			continue
+		}
+		args, _, _ = strings.Cut(args, " (")
+		args, _, _ = strings.Cut(args, ";")
+		socket := filepath.Join(s.dir, l.Target+".sock")
+		argv = append(append([]string{prog.path}, strings.Fields(args)...), "-r", socket)
+	}
+	if argv == nil {
+		return fmt.Errorf("the event %q names no command, and %s never started", l.Event, l.Target)
+	}
+	if p := s.procs[l.Target]; p != nil {
+		p.Kill()
+	}
+	p, err := spdklab.StartCommand(argv, argv[len(argv)-1])
+	if err != nil {
+		return err
+	}
+	s.procs[l.Target], s.argv[l.Target] = p, argv
+	return nil
+}
+
+// ensureStarted starts a target no event started: a transcript without
+// events ran on one nvmf_tgt, started as every recording's was.
+func (s *session) ensureStarted(target string) error {
+	if s.argv[target] != nil {
+		return nil
+	}
+	return s.start(line{Target: target, Event: "nvmf_tgt --no-huge -s 2048 -m 0x1"})
+}
+
+func (s *session) stopAll() {
+	for _, p := range s.procs {
+		p.Kill()
+	}
+}
+
+// pace waits as the step's name says: "+N" seconds after the anchor, a
+// second between rebuild polls.
+func (s *session) pace(step string) {
+	if m := offsetRe.FindStringSubmatch(step); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		time.Sleep(time.Until(s.anchor.Add(time.Duration(n) * time.Second)))
+	} else if pollRe.MatchString(step) {
+		time.Sleep(time.Second)
+	}
+}
+
+// issue sends l's request, rewritten for this run, and answers on the
+// returned channel.
+func (s *session) issue(l line) chan answer {
+	ch := make(chan answer, 1)
+	req, sent, err := s.rewrite(l.Request)
+	if err != nil {
+		ch <- answer{err: err}
+		return ch
+	}
+	socket := filepath.Join(s.dir, l.Target+".sock")
+	timeout := time.Minute
+	var params struct {
+		TimeInSec int `json:"time_in_sec"`
+	}
+	if req.Method == "perform_tests" && json.Unmarshal(req.Params, &params) == nil {
+		timeout += time.Duration(params.TimeInSec) * time.Second
+	}
+	go func() {
+		resp, err := call(socket, sent, timeout)
+		ch <- answer{request: s.recorded(sent), response: s.recorded(resp), err: err}
+	}()
+	return ch
+}
+
+// rewrite puts this run's uuids and image files into a recorded request.
+func (s *session) rewrite(raw json.RawMessage) (request, []byte, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return request{}, nil, err
+	}
+	v = walkStrings(v, func(str string) string {
+		if fresh, ok := s.uuids[str]; ok {
+			return fresh
+		}
+		if m := fileRe.FindStringSubmatch(str); m != nil {
+			return s.image(m[1])
+		}
+		return str
+	})
+	sent, err := json.Marshal(v)
+	if err != nil {
+		return request{}, nil, err
+	}
+	var req request
+	return req, sent, json.Unmarshal(sent, &req)
+}
+
+// recorded is a request or response as the transcript keeps it: the image
+// files under the names the replay knows (/tmp/<name>.img).
+func (s *session) recorded(sent []byte) json.RawMessage {
+	var v any
+	if json.Unmarshal(sent, &v) != nil {
+		return sent
+	}
+	prefix := s.dir + string(filepath.Separator)
+	v = walkStrings(v, func(str string) string {
+		if strings.HasPrefix(str, prefix) && strings.HasSuffix(str, ".img") {
+			return "/tmp/" + strings.TrimPrefix(str, prefix)
+		}
+		return str
+	})
+	data, _ := json.Marshal(v)
+	return data
+}
+
+// image makes (once) the sparse 256 MiB file every recorded aio bdev has.
+func (s *session) image(name string) string {
+	path := filepath.Join(s.dir, name+".img")
+	if _, err := os.Stat(path); err != nil {
+		if f, err := os.Create(path); err == nil {
+			_ = f.Truncate(256 << 20)
+			_ = f.Close()
+		}
+	}
+	return path
+}
+
+// pair learns which uuid of this run's answer stands for which recorded
+// one, from values at the same place in both answers.
+func (s *session) pair(recorded, fresh json.RawMessage) {
+	var r, f any
+	if json.Unmarshal(recorded, &r) != nil || json.Unmarshal(fresh, &f) != nil {
+		return
+	}
+	var walk func(r, f any)
+	walk = func(r, f any) {
+		switch r := r.(type) {
+		case string:
+			if fs, ok := f.(string); ok && uuidRe.MatchString(r) && uuidRe.MatchString(fs) {
+				if _, known := s.uuids[r]; !known {
+					s.uuids[r] = fs
+				}
+			}
+		case map[string]any:
+			if fm, ok := f.(map[string]any); ok {
+				for k, v := range r {
+					walk(v, fm[k])
+				}
+			}
+		case []any:
+			fa, ok := f.([]any)
+			if !ok {
+				return
+			}
+			for i, v := range r {
+				if j := sameElement(v, fa, i); j >= 0 {
+					walk(v, fa[j])
+				}
+			}
+		}
+	}
+	walk(r, f)
+}
+
+// sameElement is the index in fresh of the element standing for recorded,
+// the i-th of its list: the one of the same name, else the i-th.
+func sameElement(recorded any, fresh []any, i int) int {
+	if m, ok := recorded.(map[string]any); ok {
+		if name, ok := m["name"].(string); ok && !uuidRe.MatchString(name) {
+			for j, f := range fresh {
+				if fm, ok := f.(map[string]any); ok && fm["name"] == name {
+					return j
+				}
+			}
+			return -1
+		}
+	}
+	if i < len(fresh) {
+		return i
+	}
+	return -1
+}
+
+func walkStrings(v any, fn func(string) string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = walkStrings(e, fn)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = walkStrings(e, fn)
+		}
+	case string:
+		return fn(x)
+	}
+	return v
+}
+
+// call sends one JSON-RPC request on its own connection and returns the
+// response object as SPDK wrote it.
+func call(socket string, req []byte, timeout time.Duration) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write(req); err != nil {
+		return nil, err
+	}
+	var resp json.RawMessage
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("no answer: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, resp); err != nil {
+		return nil, err
+	}
+	return compact.Bytes(), nil
+}
