@@ -87,7 +87,7 @@ func main() {
 	version := flag.String("version", "dev", "the images' tag and the binaries' version")
 	repo := flag.String("repository", "ghcr.io/flint-io", "the repository the images are named in")
 	push := flag.String("push", "", "a registry (host[/path]) to push the images to, named as in -repository otherwise")
-	cache := flag.String("cache", filepath.Join(os.Getenv("HOME"), ".cache", "flint", "images"), "where Debian bases and SPDK builds are kept between builds")
+	cache := flag.String("cache", filepath.Join(os.Getenv("HOME"), ".cache", "flint", "images"), "where Debian bases and sidecar builds are kept between builds (SPDK builds: make spdk's cache)")
 	var srcs spdkSources
 	flag.StringVar(&srcs.spdk, "spdk-src", "", "SPDK's sources for the OSD image: the archive of tag "+flintversion.SPDK+" (checked against the SHA256SUMS beside it) or a git repository holding the tag (a path or a URL); built once into make spdk's cache")
 	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's sources for the OSD image, of tag "+flintversion.DPDK+", as -spdk-src")
