@@ -133,8 +133,7 @@ func Ensure(spdkRef, dpdkRef, cache string) (Build, error) {
 	if err != nil {
 		return Build{}, fmt.Errorf("DPDK_SRC: %w", err)
 	}
-	key := sha256.Sum256([]byte(spdk.Digest + dpdk.Digest + buildScript + strings.Join(buildPackages, ",")))
-	b := Build{Dir: filepath.Join(cache, version.SPDK+"-"+hex.EncodeToString(key[:8]))}
+	b := Build{Dir: entry(cache, spdk, dpdk)}
 	b.ImageRoot = filepath.Join(b.Dir, "image-root.tar")
 	if err := b.load(); err == nil {
 		return b, nil
@@ -195,6 +194,13 @@ func Ensure(spdkRef, dpdkRef, cache string) (Build, error) {
 		return Build{}, err
 	}
 	return b, b.load()
+}
+
+// entry is the cache's folder for a build of these sources with this
+// recipe.
+func entry(cache string, spdk, dpdk upstream.Source) string {
+	key := sha256.Sum256([]byte(spdk.Digest + dpdk.Digest + buildScript + strings.Join(buildPackages, ",")))
+	return filepath.Join(cache, version.SPDK+"-"+hex.EncodeToString(key[:8]))
 }
 
 // load reads a cached build's package lists; it fails when there is none.
