@@ -34,7 +34,6 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -50,6 +49,7 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/internal/spdk/transcript"
 )
 
 func main() {
@@ -61,45 +61,40 @@ func main() {
 		fmt.Fprintln(os.Stderr, "spdk-record: give -spdk-dir (or FLINT_SPDK_DIR) and -out")
 		os.Exit(2)
 	}
-	files, err := filepath.Glob(filepath.Join(*script, "*.jsonl"))
-	if err == nil && len(files) == 0 {
-		err = fmt.Errorf("no transcripts (*.jsonl) in %s", *script)
-	}
-	if err == nil {
-		err = os.MkdirAll(*out, 0o755)
-	}
-	for _, file := range files {
-		if err != nil {
-			break
-		}
-		began := time.Now()
-		var lines []line
-		if lines, err = readLines(file); err != nil {
-			break
-		}
-		var fresh []line
-		fresh, err = record(*spdkDir, lines)
-		if err != nil {
-			err = fmt.Errorf("%s: %w", filepath.Base(file), err)
-			break
-		}
-		err = writeLines(filepath.Join(*out, filepath.Base(file)), fresh)
-		fmt.Printf("%s: %d steps recorded in %s\n", filepath.Base(file), len(fresh), time.Since(began).Round(time.Millisecond))
-	}
-	if err != nil {
+	if err := run(*spdkDir, *script, *out); err != nil {
 		fmt.Fprintf(os.Stderr, "spdk-record: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// line is one transcript line: a request and SPDK's response, or an event
-// (a process started, killed, restarted, or a note).
-type line struct {
-	Step     string          `json:"step"`
-	Target   string          `json:"target"`
-	Event    string          `json:"event,omitempty"`
-	Request  json.RawMessage `json:"request,omitempty"`
-	Response json.RawMessage `json:"response,omitempty"`
+// run records every transcript of script afresh into out.
+func run(spdkDir, script, out string) error {
+	files, err := filepath.Glob(filepath.Join(script, "*.jsonl"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no transcripts (*.jsonl) in %s", script)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, file := range files {
+		began := time.Now()
+		lines, err := transcript.Read(file)
+		if err != nil {
+			return err
+		}
+		fresh, err := record(spdkDir, lines)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(file), err)
+		}
+		if err := transcript.Write(filepath.Join(out, filepath.Base(file)), fresh); err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d steps recorded in %s\n", filepath.Base(file), len(fresh), time.Since(began).Round(time.Millisecond))
+	}
+	return nil
 }
 
 type request struct {
@@ -107,39 +102,6 @@ type request struct {
 	Method  string          `json:"method"`
 	ID      int             `json:"id"`
 	Params  json.RawMessage `json:"params,omitempty"`
-}
-
-func readLines(path string) ([]line, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var lines []line
-	scanner := bufio.NewScanner(bytes.NewReader(data))
-	scanner.Buffer(make([]byte, 1<<20), 16<<20)
-	for n := 1; scanner.Scan(); n++ {
-		if len(bytes.TrimSpace(scanner.Bytes())) == 0 {
-			continue
-		}
-		var l line
-		if err := json.Unmarshal(scanner.Bytes(), &l); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		lines = append(lines, l)
-	}
-	return lines, scanner.Err()
-}
-
-func writeLines(path string, lines []line) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for _, l := range lines {
-		if err := enc.Encode(l); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // answer is a request's outcome, written to its line when it is reached.
@@ -161,13 +123,11 @@ type session struct {
 }
 
 var (
-	uuidRe   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	fileRe   = regexp.MustCompile(`^/tmp/([a-z0-9]+)\.img$`)
 	offsetRe = regexp.MustCompile(`\+(\d+)(:|\s|$)`)
 	pollRe   = regexp.MustCompile(`\bpoll [1-9]`)
 )
 
-func record(spdkDir string, lines []line) ([]line, error) {
+func record(spdkDir string, lines []transcript.Line) ([]transcript.Line, error) {
 	dir, err := os.MkdirTemp("", "spdk-record-")
 	if err != nil {
 		return nil, err
@@ -181,7 +141,7 @@ func record(spdkDir string, lines []line) ([]line, error) {
 	if err != nil {
 		return nil, err
 	}
-	fresh := make([]line, 0, len(lines))
+	fresh := make([]transcript.Line, 0, len(lines))
 	for i, l := range lines {
 		if l.Event != "" {
 			if err := s.event(l); err != nil {
@@ -204,7 +164,7 @@ func record(spdkDir string, lines []line) ([]line, error) {
 			return nil, fmt.Errorf("step %q (%s): %w", l.Step, l.Target, a.err)
 		}
 		s.pair(l.Response, a.response)
-		fresh = append(fresh, line{Step: l.Step, Target: l.Target, Request: a.request, Response: a.response})
+		fresh = append(fresh, transcript.Line{Step: l.Step, Target: l.Target, Request: a.request, Response: a.response})
 		if !offsetRe.MatchString(l.Step) {
 			s.anchor = time.Now()
 		}
@@ -219,7 +179,7 @@ func record(spdkDir string, lines []line) ([]line, error) {
 // ahead of them: for each line, the lines to issue once it has answered.
 // Requests to one process are issued in id order; ids start again with
 // each start of the process.
-func issuedEarly(lines []line) (map[int][]int, error) {
+func issuedEarly(lines []transcript.Line) (map[int][]int, error) {
 	type key struct {
 		target string
 		epoch  int
@@ -268,12 +228,12 @@ func issuedEarly(lines []line) (map[int][]int, error) {
 }
 
 // startsProcess says whether an event starts (or restarts) a process.
-func startsProcess(l line) bool {
+func startsProcess(l transcript.Line) bool {
 	return l.Step == "start" || strings.HasPrefix(l.Step, "restart") || strings.HasPrefix(l.Event, "start ") ||
 		strings.Contains(l.Event, "start a new") || strings.Contains(l.Event, "start new") || strings.Contains(l.Event, "start a fresh")
 }
 
-func (s *session) event(l line) error {
+func (s *session) event(l transcript.Line) error {
 	switch {
 	case strings.Contains(l.Event, "SIGKILL") || strings.Contains(l.Step, "kill -9"):
 		if p := s.procs[l.Target]; p != nil {
@@ -298,7 +258,7 @@ func (s *session) event(l line) error {
 
 // start starts l.Target: the command the event names, or the one it ran
 // before for a restart.
-func (s *session) start(l line) error {
+func (s *session) start(l transcript.Line) error {
 	argv := s.argv[l.Target]
 	for _, prog := range []struct{ name, path string }{
 		{"nvmf_tgt", filepath.Join(s.spdkDir, "build", "bin", "nvmf_tgt")},
@@ -333,7 +293,7 @@ func (s *session) ensureStarted(target string) error {
 	if s.argv[target] != nil {
 		return nil
 	}
-	return s.start(line{Target: target, Event: "nvmf_tgt --no-huge -s 2048 -m 0x1"})
+	return s.start(transcript.Line{Target: target, Event: "nvmf_tgt --no-huge -s 2048 -m 0x1"})
 }
 
 func (s *session) stopAll() {
@@ -355,7 +315,7 @@ func (s *session) pace(step string) {
 
 // issue sends l's request, rewritten for this run, and answers on the
 // returned channel.
-func (s *session) issue(l line) chan answer {
+func (s *session) issue(l transcript.Line) chan answer {
 	ch := make(chan answer, 1)
 	req, sent, err := s.rewrite(l.Request)
 	if err != nil {
@@ -383,12 +343,12 @@ func (s *session) rewrite(raw json.RawMessage) (request, []byte, error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return request{}, nil, err
 	}
-	v = walkStrings(v, func(str string) string {
+	v = transcript.WalkStrings(v, func(str string) string {
 		if fresh, ok := s.uuids[str]; ok {
 			return fresh
 		}
-		if m := fileRe.FindStringSubmatch(str); m != nil {
-			return s.image(m[1])
+		if path, ok := transcript.Image(s.dir, str); ok {
+			return path
 		}
 		return str
 	})
@@ -407,27 +367,14 @@ func (s *session) recorded(sent []byte) json.RawMessage {
 	if json.Unmarshal(sent, &v) != nil {
 		return sent
 	}
-	prefix := s.dir + string(filepath.Separator)
-	v = walkStrings(v, func(str string) string {
-		if strings.HasPrefix(str, prefix) && strings.HasSuffix(str, ".img") {
-			return "/tmp/" + strings.TrimPrefix(str, prefix)
+	v = transcript.WalkStrings(v, func(str string) string {
+		if recorded, ok := transcript.Recorded(s.dir, str); ok {
+			return recorded
 		}
 		return str
 	})
 	data, _ := json.Marshal(v)
 	return data
-}
-
-// image makes (once) the sparse 256 MiB file every recorded aio bdev has.
-func (s *session) image(name string) string {
-	path := filepath.Join(s.dir, name+".img")
-	if _, err := os.Stat(path); err != nil {
-		if f, err := os.Create(path); err == nil {
-			_ = f.Truncate(256 << 20)
-			_ = f.Close()
-		}
-	}
-	return path
 }
 
 // pair learns which uuid of this run's answer stands for which recorded
@@ -441,7 +388,7 @@ func (s *session) pair(recorded, fresh json.RawMessage) {
 	walk = func(r, f any) {
 		switch r := r.(type) {
 		case string:
-			if fs, ok := f.(string); ok && uuidRe.MatchString(r) && uuidRe.MatchString(fs) {
+			if fs, ok := f.(string); ok && transcript.UUID.MatchString(r) && transcript.UUID.MatchString(fs) {
 				if _, known := s.uuids[r]; !known {
 					s.uuids[r] = fs
 				}
@@ -471,7 +418,7 @@ func (s *session) pair(recorded, fresh json.RawMessage) {
 // the i-th of its list: the one of the same name, else the i-th.
 func sameElement(recorded any, fresh []any, i int) int {
 	if m, ok := recorded.(map[string]any); ok {
-		if name, ok := m["name"].(string); ok && !uuidRe.MatchString(name) {
+		if name, ok := m["name"].(string); ok && !transcript.UUID.MatchString(name) {
 			for j, f := range fresh {
 				if fm, ok := f.(map[string]any); ok && fm["name"] == name {
 					return j
@@ -484,22 +431,6 @@ func sameElement(recorded any, fresh []any, i int) int {
 		return i
 	}
 	return -1
-}
-
-func walkStrings(v any, fn func(string) string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = walkStrings(e, fn)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = walkStrings(e, fn)
-		}
-	case string:
-		return fn(x)
-	}
-	return v
 }
 
 // call sends one JSON-RPC request on its own connection and returns the

@@ -17,15 +17,14 @@ limitations under the License.
 package spdktest
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/flint-io/flint/internal/spdk/transcript"
 )
 
 // Answering serves a Unix socket that answers every request with
@@ -90,40 +89,19 @@ func TranscriptAnswers(tb testing.TB) [][]byte {
 	}
 	var out [][]byte
 	for _, file := range files {
-		lines, err := transcriptLines(file)
+		lines, err := transcript.Read(file)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		for _, l := range lines {
-			var line struct {
-				Response map[string]json.RawMessage `json:"response"`
-			}
-			if json.Unmarshal(l, &line) != nil || line.Response == nil {
+			var response map[string]json.RawMessage
+			if json.Unmarshal(l.Response, &response) != nil || response == nil {
 				continue
 			}
-			delete(line.Response, "id")
-			b, _ := json.Marshal(line.Response)
+			delete(response, "id")
+			b, _ := json.Marshal(response)
 			out = append(out, b[1:])
 		}
 	}
 	return out
-}
-
-// transcriptLines reads a recorded transcript, one JSON object a line.
-func transcriptLines(path string) ([][]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	var lines [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		lines = append(lines, bytes.Clone(sc.Bytes()))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", path, err)
-	}
-	return lines, nil
 }

@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/flint-io/flint/internal/spdk/transcript"
 )
 
 // transcriptDir holds real SPDK v25.09 JSON-RPC transcripts, recorded by
@@ -35,18 +37,16 @@ import (
 // built here does.
 var transcriptDir = cmp.Or(os.Getenv("FLINT_SPDK_TRANSCRIPTS"), filepath.Join("testdata", "transcripts"))
 
-type transcriptLine struct {
-	Step    string `json:"step"`
-	Target  string `json:"target"`
-	Event   string `json:"event"`
-	Request struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	} `json:"request"`
-	Response struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	} `json:"response"`
+// request is a transcript line's request, decoded.
+type request struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// response is a transcript line's response, decoded.
+type response struct {
+	Result json.RawMessage `json:"result"`
+	Error  *rpcError       `json:"error"`
 }
 
 // notReplayed says, per transcript, which recorded steps the double cannot
@@ -156,25 +156,33 @@ func replay(t *testing.T, file string) {
 			}
 			continue
 		}
-		key := l.Target + " " + l.Request.Method + " " + l.Step
+		var req request
+		var resp response
+		if err := json.Unmarshal(l.Request, &req); err != nil {
+			t.Fatalf("%s: %v", l.Step, err)
+		}
+		if err := json.Unmarshal(l.Response, &resp); err != nil {
+			t.Fatalf("%s: %v", l.Step, err)
+		}
+		key := l.Target + " " + req.Method + " " + l.Step
 		if why := skipReason(file, key); why != "" {
 			skipped++
 			continue
 		}
-		if _, ok := handlers[l.Request.Method]; !ok {
+		if _, ok := handlers[req.Method]; !ok {
 			skipped++
 			continue
 		}
-		params := m.rewriteRequest(l.Request.Params, dir)
-		res, rerr := target(l.Target).handle(context.Background(), l.Request.Method, params)
+		params := m.rewriteRequest(req.Params, dir)
+		res, rerr := target(l.Target).handle(context.Background(), req.Method, params)
 		compared++
-		if l.Response.Error != nil {
+		if resp.Error != nil {
 			if rerr == nil {
-				t.Errorf("%s: SPDK answered error %d %q, the double succeeded with %v", key, l.Response.Error.Code, l.Response.Error.Message, res)
+				t.Errorf("%s: SPDK answered error %d %q, the double succeeded with %v", key, resp.Error.Code, resp.Error.Message, res)
 				continue
 			}
-			if rerr.Code != l.Response.Error.Code || rerr.Message != l.Response.Error.Message {
-				t.Errorf("%s: SPDK answered error %d %q, the double %d %q", key, l.Response.Error.Code, l.Response.Error.Message, rerr.Code, rerr.Message)
+			if rerr.Code != resp.Error.Code || rerr.Message != resp.Error.Message {
+				t.Errorf("%s: SPDK answered error %d %q, the double %d %q", key, resp.Error.Code, resp.Error.Message, rerr.Code, rerr.Message)
 			}
 			continue
 		}
@@ -184,11 +192,11 @@ func replay(t *testing.T, file string) {
 		}
 		got := roundTrip(t, res)
 		var want any
-		if err := json.Unmarshal(l.Response.Result, &want); err != nil {
+		if err := json.Unmarshal(resp.Result, &want); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.subset(got, want, "result"); err != nil {
-			t.Errorf("%s: %v\n double: %s\n   spdk: %s", key, err, mustJSON(got), l.Response.Result)
+			t.Errorf("%s: %v\n double: %s\n   spdk: %s", key, err, mustJSON(got), resp.Result)
 		}
 	}
 	t.Logf("%s: %d calls answered as SPDK did, %d steps not replayed", file, compared, skipped)
@@ -213,18 +221,10 @@ func skipReason(file, key string) string {
 	return ""
 }
 
-func readTranscript(t *testing.T, path string) []transcriptLine {
-	raw, err := transcriptLines(path)
+func readTranscript(t *testing.T, path string) []transcript.Line {
+	lines, err := transcript.Read(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var lines []transcriptLine
-	for _, b := range raw {
-		var l transcriptLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, l)
 	}
 	return lines
 }
@@ -246,11 +246,7 @@ func mustJSON(v any) string {
 	return string(data)
 }
 
-var (
-	uuidRe  = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	nguidRe = regexp.MustCompile(`^[0-9A-F]{32}$`)
-	fileRe  = regexp.MustCompile(`^/tmp/([a-z0-9]+)\.img$`)
-)
+var nguidRe = regexp.MustCompile(`^[0-9A-F]{32}$`)
 
 // uuidMap pairs the uuids SPDK generated with the double's, one to one.
 type uuidMap struct{ recorded, double map[string]string }
@@ -269,43 +265,17 @@ func (m *uuidMap) rewriteRequest(params json.RawMessage, dir string) json.RawMes
 	if err := json.Unmarshal(params, &v); err != nil {
 		return params
 	}
-	var walk func(any) any
-	walk = func(x any) any {
-		switch x := x.(type) {
-		case map[string]any:
-			for k, v := range x {
-				x[k] = walk(v)
-			}
-		case []any:
-			for i, v := range x {
-				x[i] = walk(v)
-			}
-		case string:
-			if d, ok := m.recorded[x]; ok {
-				return d
-			}
-			if f := fileRe.FindStringSubmatch(x); f != nil {
-				return imageFile(dir, f[1])
-			}
+	v = transcript.WalkStrings(v, func(x string) string {
+		if d, ok := m.recorded[x]; ok {
+			return d
+		}
+		if path, ok := transcript.Image(dir, x); ok {
+			return path
 		}
 		return x
-	}
-	data, _ := json.Marshal(walk(v))
+	})
+	data, _ := json.Marshal(v)
 	return data
-}
-
-// imageFile makes (once) a sparse 256 MiB image, the size of every image
-// in the transcripts.
-func imageFile(dir, name string) string {
-	path := filepath.Join(dir, name+".img")
-	if _, err := os.Stat(path); err != nil {
-		f, err := os.Create(path)
-		if err == nil {
-			_ = f.Truncate(256 << 20)
-			_ = f.Close()
-		}
-	}
-	return path
 }
 
 // subset checks that every value the double gave appears in SPDK's answer
@@ -368,7 +338,7 @@ func (m *uuidMap) subset(got, want any, path string) error {
 		if !ok {
 			return fmt.Errorf("%s: double %q, SPDK %v", path, g, want)
 		}
-		if uuidRe.MatchString(g) && uuidRe.MatchString(w) && g != zeroUUID {
+		if transcript.UUID.MatchString(g) && transcript.UUID.MatchString(w) && g != zeroUUID {
 			return m.pair(w, g, path)
 		}
 		if nguidRe.MatchString(g) && nguidRe.MatchString(w) {
