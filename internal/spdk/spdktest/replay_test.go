@@ -96,11 +96,16 @@ var notReplayed = map[string][]struct{ match, why string }{
 
 // timed names, per transcript, the steps whose answer depends on when
 // they ran against SPDK's reconnect timers (a step named "+N" ran N
-// seconds after the one before): they are compared with the committed
-// recording, taken on a quiet machine, but not with a fresh one
-// (FLINT_SPDK_TRANSCRIPTS), whose timing is that of a busy CI machine.
+// seconds after an event; the others right after one): they are
+// compared with the committed recording, taken on a quiet machine, but
+// not with a fresh one (FLINT_SPDK_TRANSCRIPTS), whose timing is that of
+// a busy CI machine.
 var timed = map[string][]string{
-	"nvmf.jsonl": {"ini bdev_nvme_get_controllers reconnect case", "ini bdev_nvme_get_controllers after re-add"},
+	"nvmf.jsonl": {
+		"ini bdev_nvme_get_controllers reconnect case",
+		"ini bdev_nvme_get_controllers after re-add",
+		"ini bdev_nvme_get_controllers initiator controllers after remove_listener",
+	},
 }
 
 // errorsOnlyAfter names, per transcript, the event after which the recorded
