@@ -25,12 +25,12 @@ limitations under the License.
 // A transcript is its own script: a step's request is sent again as it
 // was, with the uuids this run's SPDK generated in place of the recorded
 // ones and the recorded /tmp/<name>.img files made afresh (sparse, 256
-// MiB) in a directory of this run. Requests to one process are issued in
+// MiB) in a directory of this run. Requests to one target are issued in
 // the order of their JSON-RPC ids; a request recorded after others with
 // higher ids (a perform_tests whose I/O ran while other steps did) is
 // issued right after its predecessor answered, and its line is written
 // where it was. A step named "+N" waits until N seconds after the last
-// step without one; rebuild polls are a second apart.
+// step without one, "poll N" until N seconds after poll 0.
 package main
 
 import (
@@ -120,11 +120,14 @@ type session struct {
 	inFlight     map[int]chan answer
 	// anchor is when the last step without "+N" in its name ended.
 	anchor time.Time
+	// pollZero is when each series of polls began.
+	pollZero map[string]time.Time
 }
 
 var (
-	offsetRe = regexp.MustCompile(`\+(\d+)(:|\s|$)`)
-	pollRe   = regexp.MustCompile(`\bpoll [1-9]`)
+	offsetRe   = regexp.MustCompile(`\+(\d+)(:|\s|$)`)
+	pollRe     = regexp.MustCompile(`^(.*)\bpoll (\d+)$`)
+	exitCodeRe = regexp.MustCompile(`rc=-?\d+`)
 )
 
 func record(spdkDir string, lines []transcript.Line) ([]transcript.Line, error) {
@@ -134,7 +137,7 @@ func record(spdkDir string, lines []transcript.Line) ([]transcript.Line, error) 
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	s := &session{spdkDir: spdkDir, dir: dir, procs: map[string]*spdklab.Process{}, argv: map[string][]string{},
-		uuids: map[string]string{}, inFlight: map[int]chan answer{}, anchor: time.Now()}
+		uuids: map[string]string{}, inFlight: map[int]chan answer{}, anchor: time.Now(), pollZero: map[string]time.Time{}}
 	defer s.stopAll()
 
 	early, err := issuedEarly(lines)
@@ -144,10 +147,11 @@ func record(spdkDir string, lines []transcript.Line) ([]transcript.Line, error) 
 	fresh := make([]transcript.Line, 0, len(lines))
 	for i, l := range lines {
 		if l.Event != "" {
-			if err := s.event(l); err != nil {
+			happened, err := s.event(l)
+			if err != nil {
 				return nil, fmt.Errorf("step %q (%s): %w", l.Step, l.Target, err)
 			}
-			fresh = append(fresh, l)
+			fresh = append(fresh, happened)
 			s.anchor = time.Now()
 			continue
 		}
@@ -177,83 +181,76 @@ func record(spdkDir string, lines []transcript.Line) ([]transcript.Line, error) 
 
 // issuedEarly finds the requests that were issued before steps recorded
 // ahead of them: for each line, the lines to issue once it has answered.
-// Requests to one process are issued in id order; ids start again with
-// each start of the process.
+// Each process's client numbered its requests in the order it issued
+// them (one counter for the target, across its restarts), and a line is
+// recorded when its answer came: a request recorded after one of the same
+// target with a higher id was issued right after the request of the
+// nearest lower id answered.
 func issuedEarly(lines []transcript.Line) (map[int][]int, error) {
-	type key struct {
-		target string
-		epoch  int
-	}
-	epochs := map[string]int{}
-	byID := map[key]map[int]int{}
-	keys := make([]key, len(lines))
 	ids := make([]int, len(lines))
 	for i, l := range lines {
 		if l.Event != "" {
-			if startsProcess(l) {
-				epochs[l.Target]++
-			}
 			continue
 		}
 		var req request
 		if err := json.Unmarshal(l.Request, &req); err != nil {
 			return nil, fmt.Errorf("step %q: %w", l.Step, err)
 		}
-		k := key{l.Target, epochs[l.Target]}
-		if byID[k] == nil {
-			byID[k] = map[int]int{}
-		}
-		byID[k][req.ID] = i
-		keys[i], ids[i] = k, req.ID
+		ids[i] = req.ID
 	}
 	early := map[int][]int{}
 	for i, l := range lines {
 		if l.Event != "" {
 			continue
 		}
-		pred, ok := byID[keys[i]][ids[i]-1]
-		if !ok || pred > i {
-			continue
-		}
-		// Issued late only when a request of the same process with a
-		// higher id answered in between.
-		for j := pred + 1; j < i; j++ {
-			if lines[j].Event == "" && keys[j] == keys[i] && ids[j] > ids[i] {
-				early[pred] = append(early[pred], i)
-				break
+		late, pred := false, -1
+		for j := range lines {
+			if j == i || lines[j].Event != "" || lines[j].Target != l.Target {
+				continue
+			}
+			if j < i && ids[j] > ids[i] {
+				late = true
+			}
+			if ids[j] < ids[i] && (pred < 0 || ids[j] > ids[pred]) {
+				pred = j
 			}
 		}
+		if !late {
+			continue
+		}
+		if pred < 0 || pred > i {
+			return nil, fmt.Errorf("step %q (%s, id %d) answered before requests issued after it, and no request answered before it was issued first: its issue order is unknown", l.Step, l.Target, ids[i])
+		}
+		early[pred] = append(early[pred], i)
 	}
 	return early, nil
 }
 
-// startsProcess says whether an event starts (or restarts) a process.
-func startsProcess(l transcript.Line) bool {
-	return l.Step == "start" || strings.HasPrefix(l.Step, "restart") || strings.HasPrefix(l.Event, "start ") ||
-		strings.Contains(l.Event, "start a new") || strings.Contains(l.Event, "start new") || strings.Contains(l.Event, "start a fresh")
-}
-
-func (s *session) event(l transcript.Line) error {
-	switch {
-	case strings.Contains(l.Event, "SIGKILL") || strings.Contains(l.Step, "kill -9"):
-		if p := s.procs[l.Target]; p != nil {
+func (s *session) event(l transcript.Line) (transcript.Line, error) {
+	p := s.procs[l.Target]
+	switch transcript.What(l) {
+	case transcript.Killed:
+		if p != nil {
 			p.Kill()
 		}
-		if strings.Contains(l.Event, "start a fresh") {
-			return s.start(l)
+	case transcript.KilledAndStarted:
+		if p != nil {
+			p.Kill()
 		}
-	case strings.Contains(l.Event, "SIGTERM") || strings.Contains(l.Step, "SIGTERM"):
-		if p := s.procs[l.Target]; p != nil {
+		return l, s.start(l)
+	case transcript.Terminated:
+		if p != nil {
 			p.Terminate(30 * time.Second)
 		}
-	case strings.HasPrefix(l.Step, "host exited"):
-		if p := s.procs[l.Target]; p == nil || !p.WaitExit(60*time.Second) {
-			return errors.New("the process was recorded exiting by itself, and this SPDK's did not within 60s")
+	case transcript.Exited:
+		if p == nil || !p.WaitExit(60*time.Second) {
+			return l, errors.New("the process was recorded exiting by itself, and this SPDK's did not within 60s")
 		}
-	case startsProcess(l):
-		return s.start(l)
+		l.Event = exitCodeRe.ReplaceAllString(l.Event, fmt.Sprintf("rc=%d", p.ExitCode()))
+	case transcript.Started:
+		return l, s.start(l)
 	}
-	return nil
+	return l, nil
 }
 
 // start starts l.Target: the command the event names, or the one it ran
@@ -302,14 +299,20 @@ func (s *session) stopAll() {
 	}
 }
 
-// pace waits as the step's name says: "+N" seconds after the anchor, a
-// second between rebuild polls.
+// pace waits as the step's name says: "+N" seconds after the anchor;
+// "poll N" N seconds after poll 0 of its series (the recording kept only
+// some polls of a second apart).
 func (s *session) pace(step string) {
 	if m := offsetRe.FindStringSubmatch(step); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		time.Sleep(time.Until(s.anchor.Add(time.Duration(n) * time.Second)))
-	} else if pollRe.MatchString(step) {
-		time.Sleep(time.Second)
+	} else if m := pollRe.FindStringSubmatch(step); m != nil {
+		n, _ := strconv.Atoi(m[2])
+		if n == 0 {
+			s.pollZero[m[1]] = time.Now()
+		} else if zero, ok := s.pollZero[m[1]]; ok {
+			time.Sleep(time.Until(zero.Add(time.Duration(n) * time.Second)))
+		}
 	}
 }
 

@@ -205,13 +205,12 @@ func (p *Process) WaitExit(timeout time.Duration) bool {
 	}
 }
 
-// Start starts SPDK again after Kill or Terminate, with an empty
-// configuration.
-func (p *Process) Start() error {
-	if p.cmd != nil {
-		return fmt.Errorf("%s runs already", p.argv[0])
+// ExitCode is the status SPDK exited with by itself; -1 while it runs.
+func (p *Process) ExitCode() int {
+	if p.cmd == nil || !p.Exited() {
+		return -1
 	}
-	return p.start()
+	return p.cmd.ProcessState.ExitCode()
 }
 
 // Exited reports whether SPDK ended by itself (not by Kill).

@@ -151,12 +151,16 @@ func replay(t *testing.T, file string) {
 			continue
 		}
 		if l.Event != "" {
-			switch {
-			case strings.Contains(l.Event, "kill") || strings.Contains(l.Event, "SIGTERM") || strings.Contains(l.Event, "exited"):
+			switch transcript.What(l) {
+			case transcript.Killed, transcript.Terminated, transcript.Exited:
 				target(l.Target).Kill()
-			case strings.HasPrefix(l.Step, "restart") || strings.Contains(l.Event, "start a new") || strings.Contains(l.Event, "start new"):
-				if err := target(l.Target).Restart(); err != nil {
-					t.Fatal(err)
+			case transcript.Started, transcript.KilledAndStarted:
+				if tg, started := targets[l.Target]; started {
+					if err := tg.Restart(); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					target(l.Target)
 				}
 			}
 			continue

@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // Line is one step of a transcript.
@@ -78,6 +79,47 @@ func Write(path string, lines []Line) error {
 		}
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// Happening is what an event line says happened to its target's process.
+type Happening int
+
+const (
+	// Noted is a note: nothing happened to the process.
+	Noted Happening = iota
+	// Started is a start: of the command the event names, or of the one
+	// the target ran before.
+	Started
+	// Killed is a SIGKILL.
+	Killed
+	// KilledAndStarted is a SIGKILL, then a start of the same command.
+	KilledAndStarted
+	// Terminated is a SIGTERM, a clean shutdown.
+	Terminated
+	// Exited is the process ending by itself.
+	Exited
+)
+
+// What says what an event line l records. The recordings word their
+// events freely; these are the words they use.
+func What(l Line) Happening {
+	switch {
+	case l.Event == "":
+		return Noted
+	case strings.Contains(l.Event, "SIGKILL") || strings.Contains(l.Step, "kill -9"):
+		if strings.Contains(l.Event, "start a fresh") {
+			return KilledAndStarted
+		}
+		return Killed
+	case strings.Contains(l.Event, "SIGTERM") || strings.Contains(l.Step, "SIGTERM"):
+		return Terminated
+	case strings.HasPrefix(l.Step, "host exited"):
+		return Exited
+	case l.Step == "start" || strings.HasPrefix(l.Step, "restart") || strings.HasPrefix(l.Event, "start ") ||
+		strings.Contains(l.Event, "start a new") || strings.Contains(l.Event, "start new"):
+		return Started
+	}
+	return Noted
 }
 
 var (
