@@ -14,14 +14,15 @@ CONTROLLER_GEN := go tool controller-gen
 STATICCHECK := go tool staticcheck
 
 # The upstream sources no package registry serves: the archives in
-# SOURCES by default (each checked against the SHA256SUMS beside it), or
+# SOURCES by default (each checked against the SHA256SUMS beside it, and
+# refused unless it holds the tag internal/version or the chart pins), or
 # git repositories (paths or URLs) holding the pinned tags. Nothing of
 # them is committed.
 SOURCES ?= $(abspath ../shared/sources)
-SPDK_SRC ?= $(wildcard $(SOURCES)/spdk-v25.09.tar.gz)
-DPDK_SRC ?= $(wildcard $(SOURCES)/dpdk-v25.07.tar.gz)
-CSI_REGISTRAR_SRC ?= $(wildcard $(SOURCES)/node-driver-registrar-v2.15.0.tar.gz)
-CSI_LIVENESSPROBE_SRC ?= $(wildcard $(SOURCES)/livenessprobe-v2.17.0.tar.gz)
+SPDK_SRC ?= $(firstword $(wildcard $(SOURCES)/spdk-v*.tar.gz))
+DPDK_SRC ?= $(firstword $(wildcard $(SOURCES)/dpdk-v*.tar.gz))
+CSI_REGISTRAR_SRC ?= $(firstword $(wildcard $(SOURCES)/node-driver-registrar-v*.tar.gz))
+CSI_LIVENESSPROBE_SRC ?= $(firstword $(wildcard $(SOURCES)/livenessprobe-v*.tar.gz))
 
 # The SPDK build tree the SPDK tests and benchmarks run: FLINT_SPDK_DIR,
 # else make spdk's (built first when its cache has none).

@@ -63,6 +63,7 @@ mkdir -p /var/lib/kubelet && touch /var/lib/kubelet/.flint-e2e
 # E2E_SUITE picks the suite's focus: ci (two specs, the default), full
 # (about an hour on the emulated node) or 0 (left out).
 suite_set="${E2E_SUITE:-ci}"
+[ "$suite_set" != 1 ] || suite_set=ci
 case "$suite_set" in ci|full|0) ;; *) echo "e2e: E2E_SUITE=$suite_set: want ci, full or 0" >&2; exit 2 ;; esac
 suite=()
 if [ -n "${SPDK_SRC:-}" ] && [ -n "${DPDK_SRC:-}" ] && [ -n "${CSI_REGISTRAR_SRC:-}" ] && [ -n "${CSI_LIVENESSPROBE_SRC:-}" ] && [ "$suite_set" != 0 ]; then

@@ -93,8 +93,8 @@ func main() {
 	flag.StringVar(&srcs.dpdk, "dpdk-src", "", "DPDK's sources for the OSD image, of tag "+flintversion.DPDK+", as -spdk-src")
 	lab := flag.Bool("lab", false, "also build the e2e lab's images: the pod sandbox and the CSI sidecars charts/flint/values.yaml names")
 	var labSrcs labSources
-	flag.StringVar(&labSrcs.registrar, "registrar-src", "", "node-driver-registrar's git repository (a path or a URL), for -lab")
-	flag.StringVar(&labSrcs.livenessProbe, "livenessprobe-src", "", "livenessprobe's git repository (a path or a URL), for -lab")
+	flag.StringVar(&labSrcs.registrar, "registrar-src", "", "node-driver-registrar's sources (its archive, checked against the SHA256SUMS beside it, or a git repository: a path or a URL), for -lab")
+	flag.StringVar(&labSrcs.livenessProbe, "livenessprobe-src", "", "livenessprobe's sources, as -registrar-src, for -lab")
 	flag.StringVar(&labSrcs.suiteAssets, "suite-assets", "", "a directory holding e2e.test and agnhost (hack/envtest-assets.sh e2e.test agnhost), for -lab: also build the images Kubernetes' storage e2e suite runs")
 	flag.Parse()
 	if err := run(*out, *version, *repo, *push, *cache, srcs, *lab, labSrcs); err != nil {
