@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -62,7 +63,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members, OutOfSyncOsds: members}); err != nil {
 			return fmt.Errorf("delete the orphan target of the Volume with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
+		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
 	}
 	for _, rep := range inv.GetReplicas() {
 		uid := rep.GetVolumeUid()
@@ -72,7 +73,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{VolumeUid: uid}); err != nil {
 			return fmt.Errorf("delete the orphan replica of the Volume with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteReplica", "deleted the replica of the Volume with uid %s: the Volume is gone or keeps its replicas elsewhere", uid)
+		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteReplica", "deleted the replica of the Volume with uid %s: the Volume is gone or keeps its replicas elsewhere", uid)
 	}
 	snapshots := snapshotsByUID(r.Client, r.APIReader)
 	for _, sn := range inv.GetSnapshots() {
@@ -84,9 +85,16 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if _, err := agent.DeleteSnapshot(ctx, &agentv1.DeleteSnapshotRequest{Snapshot: uid}); err != nil {
 			return fmt.Errorf("delete the orphan copy of the Snapshot with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, "OrphanDeleted", "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
+		r.Recorder.Eventf(osd, gone("Snapshot", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
 	}
 	return nil
+}
+
+// gone refers to the object of kind and uid an orphan was left by, as an
+// Event's related object. Without it the Events of two orphans on one OSD
+// are one series, which keeps only the first one's note.
+func gone(kind, uid string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: flintv1.GroupVersion.String(), Kind: kind, UID: types.UID(uid)}
 }
 
 // isUID says whether key has the shape of a Kubernetes uid.
