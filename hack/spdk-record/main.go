@@ -233,11 +233,6 @@ func (s *session) event(l transcript.Line) (transcript.Line, error) {
 		if p != nil {
 			p.Kill()
 		}
-	case transcript.KilledAndStarted:
-		if p != nil {
-			p.Kill()
-		}
-		return l, s.start(l)
 	case transcript.Terminated:
 		if p != nil {
 			p.Terminate(30 * time.Second)

@@ -154,7 +154,7 @@ func replay(t *testing.T, file string) {
 			switch transcript.What(l) {
 			case transcript.Killed, transcript.Terminated, transcript.Exited:
 				target(l.Target).Kill()
-			case transcript.Started, transcript.KilledAndStarted:
+			case transcript.Started:
 				if tg, started := targets[l.Target]; started {
 					if err := tg.Restart(); err != nil {
 						t.Fatal(err)

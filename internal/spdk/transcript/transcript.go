@@ -88,12 +88,10 @@ const (
 	// Noted is a note: nothing happened to the process.
 	Noted Happening = iota
 	// Started is a start: of the command the event names, or of the one
-	// the target ran before.
+	// the target ran before; a running process is killed first.
 	Started
 	// Killed is a SIGKILL.
 	Killed
-	// KilledAndStarted is a SIGKILL, then a start of the same command.
-	KilledAndStarted
 	// Terminated is a SIGTERM, a clean shutdown.
 	Terminated
 	// Exited is the process ending by itself.
@@ -108,7 +106,7 @@ func What(l Line) Happening {
 		return Noted
 	case strings.Contains(l.Event, "SIGKILL") || strings.Contains(l.Step, "kill -9"):
 		if strings.Contains(l.Event, "start a fresh") {
-			return KilledAndStarted
+			return Started
 		}
 		return Killed
 	case strings.Contains(l.Event, "SIGTERM") || strings.Contains(l.Step, "SIGTERM"):
