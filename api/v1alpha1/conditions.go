@@ -35,6 +35,17 @@ const (
 	ReplacementBlockedCondition = "ReplacementBlocked"
 )
 
+// OSD preflight warning condition types: each is True while the SPDK
+// container reports that check failing (SPDK started despite it), with a
+// message that says what to do; its reason is its type. A check that keeps
+// SPDK from starting is the Ready condition's reason instead.
+const (
+	OSDSharedCoresCondition = "SharedCores"
+)
+
+// OSDPreflightWarningConditions lists the OSD's preflight warning types.
+var OSDPreflightWarningConditions = []string{OSDSharedCoresCondition}
+
 // Pool preflight condition types: each is True while its check fails,
 // with a message that says what to do; its reason is its type.
 const (

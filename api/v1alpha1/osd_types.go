@@ -96,6 +96,12 @@ type OSDSpec struct {
 	// Optional; defaults to false.
 	// +optional
 	Cordon bool `json:"cordon,omitempty"`
+	// powerLossProtection declares that the device keeps its volatile
+	// write cache through a power loss, so the agent leaves the cache on;
+	// without it a pcie OSD turns the cache off. Optional; defaults to
+	// false.
+	// +optional
+	PowerLossProtection bool `json:"powerLossProtection,omitempty"`
 }
 
 // OSDPhase is the coarse state of an OSD.
@@ -136,7 +142,25 @@ type DeviceInfo struct {
 	// model is the device's model.
 	// +optional
 	Model string `json:"model,omitempty"`
+	// writeCache is the state of the device's volatile write cache: Absent
+	// or Disabled (every acknowledged write is on media), Enabled (left on
+	// because powerLossProtection is declared), or Unknown for aio, uring
+	// and malloc devices, whose cache the kernel owns.
+	// +optional
+	WriteCache WriteCacheState `json:"writeCache,omitempty"`
 }
+
+// WriteCacheState is the state of a device's volatile write cache.
+// +kubebuilder:validation:Enum=Unknown;Absent;Disabled;Enabled
+type WriteCacheState string
+
+// The write cache states.
+const (
+	WriteCacheUnknown  WriteCacheState = "Unknown"
+	WriteCacheAbsent   WriteCacheState = "Absent"
+	WriteCacheDisabled WriteCacheState = "Disabled"
+	WriteCacheEnabled  WriteCacheState = "Enabled"
+)
 
 // OSDCapacity is the space of an OSD's lvstore.
 type OSDCapacity struct {

@@ -125,6 +125,15 @@ type PoolDevices struct {
 	// an OSD restarts. Required for, and only valid with, driver malloc.
 	// +optional
 	Malloc *MallocDevice `json:"malloc,omitempty"`
+
+	// powerLossProtection declares that the devices keep what their
+	// volatile write cache holds through a power loss (capacitor-backed
+	// caches). Without it every OSD of a pcie Pool turns its controller's
+	// volatile write cache off: SPDK's lvols do not pass a host's Flush
+	// down, so a cached write could be lost after fsync returned.
+	// Optional; defaults to false.
+	// +optional
+	PowerLossProtection bool `json:"powerLossProtection,omitempty"`
 }
 
 // NodeDevices lists the devices of one node that become OSDs.

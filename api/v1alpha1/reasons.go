@@ -65,6 +65,9 @@ const (
 	OSDForeignDeviceReason = "ForeignDevice"
 	// OSDConflictReason says SPDK runs with settings the OSD cannot change without a restart.
 	OSDConflictReason = "Conflict"
+	// OSDWriteCacheOnReason says the device keeps a volatile write cache on
+	// that the agent cannot turn off.
+	OSDWriteCacheOnReason = "VolatileWriteCacheOn"
 	// OSDBadEndpointReason says the agent reports an endpoint no host can connect to.
 	OSDBadEndpointReason = "BadEndpoint"
 	// OSDServingReason says SPDK serves the device's lvstore.

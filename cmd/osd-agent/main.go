@@ -115,7 +115,7 @@ func checkLease(args []string) {
 func execSPDK(args []string) {
 	fs := flag.NewFlagSet("exec-spdk", flag.ContinueOnError)
 	var o launch.Options
-	var pciResource string
+	var pciResource, transport, terminationLog string
 	var cpuLimit int
 	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/nvmf_tgt", "the SPDK application to run")
 	fs.StringVar(&o.Socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
@@ -125,10 +125,12 @@ func execSPDK(args []string) {
 	fs.IntVar(&cpuLimit, "cpus", 0, "the container's CPU limit in whole cores (from the downward API): SPDK polls at most that many of the container's cores; 0: all of them")
 	fs.StringVar(&o.PCIAddress, "pci-address", "", "the NVMe controller's PCI address, when the OSD names it")
 	fs.StringVar(&pciResource, "pci-resource", "", "the device plugin resource whose PCIDEVICE_* variable names the NVMe controller")
+	fs.StringVar(&transport, "transport", "tcp", "the OSD's NVMe-oF transport, tcp or rdma: rdma needs an RDMA device in the pod")
+	fs.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "where a failed preflight check is left for the operator (the container's terminationMessagePath)")
 	cmd := &cli.Command{
 		Name:        "osd-agent exec-spdk",
 		Summary:     "starts SPDK on the container's cores and memory",
-		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, records them next to the socket for the agent, and replaces itself with SPDK.",
+		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, checks the node for what SPDK needs (the device bound to vfio-pci with an IOMMU, free hugepages, memlock, an RDMA device for rdma, exclusive cores) and exits with the finding in --termination-log when SPDK could not start, records the rest next to the socket for the agent, and replaces itself with SPDK.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
@@ -142,7 +144,20 @@ func execSPDK(args []string) {
 				return err
 			}
 		}
-		return launch.Exec(o)
+		host, err := launch.ThisHost()
+		if err != nil {
+			return err
+		}
+		findings := launch.Preflight(o, cpus, cpuLimit, transport, host)
+		if f := launch.Fatal(findings); f != nil {
+			// The kubelet restarts the container, which checks again: fixing
+			// the node is enough.
+			if err := os.WriteFile(terminationLog, f.TerminationMessage(), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w (and writing %s: %v)", f, terminationLog, err)
+			}
+			return f
+		}
+		return launch.Exec(o, findings)
 	})
 }
 
@@ -156,6 +171,7 @@ type agentFlags struct {
 	logLevel, socket, grpcAddress, httpAddress      string
 	tlsDir, leaseFile                               string
 	probeInterval                                   time.Duration
+	powerLossProtected                              bool
 }
 
 func runAgent(args []string) {
@@ -165,6 +181,7 @@ func runAgent(args []string) {
 	fs.StringVar(&f.driver, "device-driver", "", "pcie, aio, uring or malloc (required)")
 	fs.StringVar(&f.devicePath, "device-path", "", "the block device or file, for aio and uring")
 	fs.StringVar(&f.pciAddress, "pci-address", "", "the NVMe controller for pcie; default: what the SPDK container recorded from the device plugin")
+	fs.BoolVar(&f.powerLossProtected, "power-loss-protection", false, "the pcie device keeps its volatile write cache through a power loss: leave the cache on (default: turn it off)")
 	fs.StringVar(&f.mallocSize, "malloc-size", "", "the RAM-backed device's size, for malloc (development only)")
 	fs.StringVar(&f.transport, "transport", "tcp", "tcp or rdma")
 	fs.IntVar(&f.port, "port", 4420, "the NVMe-oF listener's port")
@@ -256,7 +273,7 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	go leases.Run(ctx, f.probeInterval/2, func(err error) {
 		log.Error(err, "Fencing failed; the SPDK container's liveness probe stops SPDK")
 	})
-	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready, leases), f.tlsDir)
+	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready, keeper.Warnings, leases), f.tlsDir)
 	if err != nil {
 		return err
 	}
@@ -294,7 +311,7 @@ type flagError struct{ msg string }
 func (e *flagError) Error() string { return e.msg }
 
 func config(f agentFlags) (storage.Config, error) {
-	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress}}
+	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress, PowerLossProtected: f.powerLossProtected}}
 	switch f.driver {
 	case storage.DriverPCIe:
 		if cfg.Device.PCIAddress == "" {

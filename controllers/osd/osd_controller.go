@@ -180,6 +180,11 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 		return observation{phase: flintv1.OSDPhasePending, reason: flintv1.OSDPodTerminatingReason, detail: fmt.Sprintf("pod %s is terminating; its successor starts when it is gone", pod.Name)}
 	case pod.Status.Phase == corev1.PodFailed:
 		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDPodFailedReason, detail: fmt.Sprintf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)}
+	}
+	if f, ok := preflightFailure(pod); ok {
+		return observation{phase: flintv1.OSDPhaseFailed, reason: f.Reason, detail: fmt.Sprintf("the SPDK container of pod %s does not start SPDK: %s (it checks again at each restart)", pod.Name, f.Message)}
+	}
+	switch {
 	case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
 		return pendingObservation(pod)
 	}
@@ -214,6 +219,27 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	return out
 }
 
+// preflightFailure is the check of the node that keeps the SPDK container
+// from starting SPDK, from its termination message (osd-agent exec-spdk
+// writes it). The container checks again at each restart, so once it runs
+// the node was fixed.
+func preflightFailure(pod *corev1.Pod) (agentv1.PreflightFinding, bool) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != spdkName || cs.State.Running != nil {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil {
+				continue
+			}
+			if f, ok := agentv1.ParsePreflightTermination(t.Message); ok {
+				return f, true
+			}
+		}
+	}
+	return agentv1.PreflightFinding{}, false
+}
+
 func pendingObservation(pod *corev1.Pod) observation {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
@@ -236,6 +262,8 @@ func notReadyObservation(st *agentv1.OSDStatus) observation {
 		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDForeignDeviceReason, detail: st.GetNotReadyReason()}
 	case agentv1.NotReadyCode_NOT_READY_CODE_CONFLICT:
 		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDConflictReason, detail: st.GetNotReadyReason()}
+	case agentv1.NotReadyCode_NOT_READY_CODE_WRITE_CACHE:
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDWriteCacheOnReason, detail: st.GetNotReadyReason()}
 	case agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN:
 		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDSPDKDownReason, detail: st.GetNotReadyReason()}
 	}

@@ -19,6 +19,7 @@ package osd
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,7 @@ func statusFromAgent(st *agentv1.OSDStatus) *flintv1.OSDStatus {
 			Free:  *resource.NewQuantity(int64(st.GetFreeBytes()), resource.BinarySI),
 		},
 	}
+	out.Device = &flintv1.DeviceInfo{WriteCache: writeCacheOf(st.GetWriteCache())}
 	if e := st.GetEndpoint(); e != nil {
 		out.Endpoint = &flintv1.OSDEndpoint{
 			Endpoint:  flintv1.Endpoint{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())},
@@ -60,7 +62,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	before := osd.DeepCopy()
 	st := &osd.Status
 	if obs.status != nil {
-		st.SPDKVersion, st.Replicas, st.Capacity, st.Endpoint = obs.status.SPDKVersion, obs.status.Replicas, obs.status.Capacity, obs.status.Endpoint
+		st.SPDKVersion, st.Replicas, st.Capacity, st.Endpoint, st.Device = obs.status.SPDKVersion, obs.status.Replicas, obs.status.Capacity, obs.status.Endpoint, obs.status.Device
 	}
 	ready := metav1.ConditionFalse
 	if obs.phase == flintv1.OSDPhaseReady || obs.phase == flintv1.OSDPhaseDegraded || obs.phase == flintv1.OSDPhaseDraining {
@@ -69,6 +71,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: flintv1.ReadyCondition, Status: ready, Reason: obs.reason, Message: obs.detail, ObservedGeneration: osd.Generation,
 	})
+	if obs.inventory != nil {
+		r.setPreflightWarnings(osd, obs.inventory.GetPreflightWarnings())
+	}
 	meta.RemoveStatusCondition(&st.Conditions, flintv1.DeletionBlockedCondition)
 	st.ObservedGeneration = osd.Generation
 	if st.Phase != obs.phase {
@@ -80,6 +85,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	}
 	st.Phase = obs.phase
 	return r.Status().Patch(ctx, osd, client.MergeFrom(before))
+}
+
+// setPreflightWarnings sets a condition per warning the agent reports and
+// removes those it no longer reports; each new one is also an Event.
+func (r *Reconciler) setPreflightWarnings(osd *flintv1.OSD, warnings []*agentv1.PreflightWarning) {
+	for _, kind := range flintv1.OSDPreflightWarningConditions {
+		i := slices.IndexFunc(warnings, func(w *agentv1.PreflightWarning) bool { return w.GetReason() == kind })
+		if i < 0 {
+			meta.RemoveStatusCondition(&osd.Status.Conditions, kind)
+			continue
+		}
+		if meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
+			Type: kind, Status: metav1.ConditionTrue, Reason: kind, Message: warnings[i].GetMessage(), ObservedGeneration: osd.Generation,
+		}) {
+			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, kind, "Preflight", "%s", warnings[i].GetMessage())
+		}
+	}
 }
 
 // finalize lets a deleted OSD go only once no Volume keeps a replica or a
@@ -169,4 +191,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Owns(&corev1.Secret{}).
 		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// writeCacheOf is the status' name of the agent's write cache state.
+func writeCacheOf(w agentv1.WriteCache) flintv1.WriteCacheState {
+	switch w {
+	case agentv1.WriteCache_WRITE_CACHE_ABSENT:
+		return flintv1.WriteCacheAbsent
+	case agentv1.WriteCache_WRITE_CACHE_DISABLED:
+		return flintv1.WriteCacheDisabled
+	case agentv1.WriteCache_WRITE_CACHE_ENABLED:
+		return flintv1.WriteCacheEnabled
+	}
+	return flintv1.WriteCacheUnknown
 }

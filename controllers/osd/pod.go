@@ -48,13 +48,15 @@ const (
 	MetricsPortName = "metrics"
 	NVMeoFPortName  = "nvmf"
 
-	runDir         = "/var/run/flint"
-	leaseFile      = runDir + "/lease"
-	spdkSocket     = runDir + "/spdk.sock"
-	tlsDir         = "/etc/flint/tls"
-	podInfoDir     = "/etc/flint/podinfo"
-	networkStatus  = "network-status"
-	agentBinary    = "/usr/local/bin/osd-agent"
+	runDir        = "/var/run/flint"
+	leaseFile     = runDir + "/lease"
+	spdkSocket    = runDir + "/spdk.sock"
+	tlsDir        = "/etc/flint/tls"
+	podInfoDir    = "/etc/flint/podinfo"
+	networkStatus = "network-status"
+	agentBinary   = "/usr/local/bin/osd-agent"
+	// spdkName is the SPDK container's name.
+	spdkName       = "spdk"
 	hugePagesDir   = "/dev/hugepages"
 	hugePagesLimit = "FLINT_HUGEPAGES_LIMIT"
 	cpuLimit       = "FLINT_CPU_LIMIT"
@@ -159,9 +161,9 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	// kubelet's static CPU manager its cpuset is the whole node.
 	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")"}
 	c := corev1.Container{
-		Name: "spdk", Image: cfg.Image, Command: []string{agentBinary},
+		Name: spdkName, Image: cfg.Image, Command: []string{agentBinary},
 		Env: []corev1.EnvVar{{Name: cpuLimit, ValueFrom: &corev1.EnvVarSource{
-			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "spdk", Resource: "limits.cpu"},
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: spdkName, Resource: "limits.cpu"},
 		}}},
 		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: runDir}},
 		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
@@ -170,7 +172,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 		res[r.HugePages.ResourceName()] = r.HugePages.Amount
 		args = append(args, "--hugepages-bytes=$("+hugePagesLimit+")")
 		c.Env = append(c.Env, corev1.EnvVar{Name: hugePagesLimit, ValueFrom: &corev1.EnvVarSource{
-			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "spdk", Resource: "limits." + string(r.HugePages.ResourceName())},
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: spdkName, Resource: "limits." + string(r.HugePages.ResourceName())},
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "hugepages", MountPath: hugePagesDir})
 	} else {
@@ -207,6 +209,8 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	if osd.Spec.SPDK.InterruptMode {
 		args = append(args, "--interrupt-mode")
 	}
+	// exec-spdk checks that the pod has an RDMA device for rdma.
+	args = append(args, "--transport="+string(osd.Spec.Network.Transport))
 	c.Args = args
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
 	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), fenceProbe()
@@ -274,6 +278,9 @@ func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
 	case flintv1.DriverPCIe:
 		if s.Device.PCIAddress != "" {
 			args = append(args, "--pci-address="+s.Device.PCIAddress)
+		}
+		if s.PowerLossProtection {
+			args = append(args, "--power-loss-protection")
 		}
 	case flintv1.DriverAIO, flintv1.DriverURing:
 		args = append(args, "--device-path="+s.Device.Path)

@@ -126,5 +126,7 @@ func osdSpec(pool *flintv1.Pool, d desiredOSD) flintv1.OSDSpec {
 		SPDK:      pool.Spec.OSD.SPDKSettings,
 		Network:   pool.Spec.Network,
 		NVMf:      *pool.Spec.NVMf.DeepCopy(),
+
+		PowerLossProtection: pool.Spec.Devices.PowerLossProtection,
 	}
 }

@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -92,8 +93,48 @@ var _ = Describe("A Pool whose OSDs run", Ordered, func() {
 				g.Expect(o.Status.Capacity.Total.Value()).To(BeNumerically(">", 200<<20))
 				g.Expect(o.Status.Endpoint.Address).To(HavePrefix("127.0.1."))
 				g.Expect(o.Status.Endpoint.Port).To(Equal(int32(4420)))
+				// The kernel owns a malloc device's cache, not the agent.
+				g.Expect(o.Status.Device.WriteCache).To(Equal(flintv1.WriteCacheUnknown))
 			}
 		}).Should(Succeed())
+	})
+
+	It("names the check of the node that keeps SPDK from starting, until SPDK runs", func() {
+		o := osdsOf("local")()[1]
+		var pod corev1.Pod
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "osd-" + o.Name}, &pod)).To(Succeed())
+		finding := agentv1.PreflightFinding{Reason: agentv1.PreflightDeviceNotBoundToVFIO, Fatal: true,
+			Message: "NVMe controller 0000:00:04.0 is bound to the kernel's nvme driver, so SPDK cannot drive it"}
+		setSPDKState := func(state corev1.ContainerState, last corev1.ContainerState) {
+			before := pod.DeepCopy()
+			for i := range pod.Status.ContainerStatuses {
+				if cs := &pod.Status.ContainerStatuses[i]; cs.Name == "spdk" {
+					cs.State, cs.LastTerminationState = state, last
+				}
+			}
+			Expect(k8sClient.Status().Patch(ctx, &pod, client.MergeFrom(before))).To(Succeed())
+		}
+		running := pod.Status.ContainerStatuses[0].State
+		setSPDKState(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: string(finding.TerminationMessage())}})
+		Eventually(func(g Gomega) {
+			var got flintv1.OSD
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&o), &got)).To(Succeed())
+			g.Expect(got.Status.Phase).To(Equal(flintv1.OSDPhaseFailed))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, flintv1.ReadyCondition)).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Status": Equal(metav1.ConditionFalse), "Reason": Equal(agentv1.PreflightDeviceNotBoundToVFIO),
+				"Message": And(ContainSubstring("the SPDK container of pod osd-"+o.Name), ContainSubstring(finding.Message)),
+			})))
+		}).Should(Succeed())
+		Expect(eventsFor(o.Name)()).To(ContainElement(agentv1.PreflightDeviceNotBoundToVFIO))
+
+		// The node was fixed: the restarted container runs SPDK.
+		setSPDKState(running, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: string(finding.TerminationMessage())}})
+		Eventually(func() flintv1.OSDPhase {
+			var got flintv1.OSD
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&o), &got)).To(Succeed())
+			return got.Status.Phase
+		}).Should(Equal(flintv1.OSDPhaseReady))
 	})
 
 	It("is Ready with its capacity", func() {

@@ -18,6 +18,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flint-io/flint/internal/spdk/types"
 )
@@ -138,4 +139,28 @@ func (c *Client) BdevGetHistogram(ctx context.Context, name string) (types.Histo
 	var h types.Histogram
 	err := c.rpc.Call(ctx, "bdev_get_histogram", types.BdevGetHistogramRequest{Name: name}, &h)
 	return h, err
+}
+
+// BdevNvmeAdminCmd sends an admin command to the NVMe controller named
+// and returns its completion and the dataLen bytes the controller
+// returned (none when dataLen is zero). A command the controller fails is
+// no error here: the completion says how it failed.
+func (c *Client) BdevNvmeAdminCmd(ctx context.Context, name string, cmd types.NvmeCommand, dataLen uint32) (types.NvmeCompletion, []byte, error) {
+	var resp types.BdevNvmeSendCmdResponse
+	req := types.BdevNvmeSendCmdRequest{Name: name, CmdType: "admin", DataDirection: "c2h", Cmdbuf: cmd.Encode(), DataLen: dataLen}
+	if err := c.rpc.Call(ctx, "bdev_nvme_send_cmd", req, &resp); err != nil {
+		return types.NvmeCompletion{}, nil, err
+	}
+	cpl, err := types.DecodeNvmeCompletion(resp.Cpl)
+	if err != nil {
+		return types.NvmeCompletion{}, nil, fmt.Errorf("bdev_nvme_send_cmd: %w", err)
+	}
+	if dataLen == 0 {
+		return cpl, nil, nil
+	}
+	data, err := types.DecodeNvmeData(resp.Data)
+	if err != nil || len(data) != int(dataLen) {
+		return types.NvmeCompletion{}, nil, fmt.Errorf("bdev_nvme_send_cmd returned %d bytes of data, want %d (%v)", len(data), dataLen, err)
+	}
+	return cpl, data, nil
 }

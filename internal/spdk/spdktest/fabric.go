@@ -123,10 +123,31 @@ func NewFabric(opts ...FabricOption) *Fabric {
 
 // AddPCIeDevice makes an NVMe device at a PCI address that a Target can
 // attach with trtype pcie.
-func (f *Fabric) AddPCIeDevice(pciAddress string, sizeBytes uint64, serial, model string) {
+func (f *Fabric) AddPCIeDevice(pciAddress string, sizeBytes uint64, serial, model string, opts ...PCIeDeviceOption) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.disks[pcieKey(pciAddress)] = &disk{size: sizeBytes, serial: serial, model: model}
+	d := &disk{size: sizeBytes, serial: serial, model: model}
+	for _, o := range opts {
+		o(d)
+	}
+	f.disks[pcieKey(pciAddress)] = d
+}
+
+// PCIeDeviceOption describes a PCIe device's controller.
+type PCIeDeviceOption func(*disk)
+
+// WithVolatileWriteCache gives the controller a volatile write cache,
+// enabled after every controller reset (an attach), as drives ship.
+func WithVolatileWriteCache() PCIeDeviceOption {
+	return func(d *disk) { d.volatileWriteCache = true }
+}
+
+// WriteCacheEnabled says whether the device's volatile write cache is on.
+func (f *Fabric) WriteCacheEnabled(pciAddress string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.disks[pcieKey(pciAddress)]
+	return d != nil && d.writeCacheEnabled
 }
 
 // TargetOption configures a Target.

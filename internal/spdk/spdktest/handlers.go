@@ -56,6 +56,7 @@ func init() {
 		"bdev_nvme_attach_controller": bdevNvmeAttachController,
 		"bdev_nvme_detach_controller": bdevNvmeDetachController,
 		"bdev_nvme_get_controllers":   bdevNvmeGetControllers,
+		"bdev_nvme_send_cmd":          bdevNvmeSendCmd,
 
 		"bdev_lvol_create_lvstore":  bdevLvolCreateLvstore,
 		"bdev_lvol_get_lvstores":    bdevLvolGetLvstores,

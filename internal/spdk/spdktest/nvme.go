@@ -17,11 +17,14 @@ limitations under the License.
 package spdktest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flint-io/flint/internal/spdk/types"
 )
 
 // Controller states of bdev_nvme_get_controllers.
@@ -39,6 +42,8 @@ type ctrlr struct {
 	subnqn  string
 	hostnqn string
 	pcie    bool
+	// disk is a PCIe controller's device.
+	disk *disk
 
 	lossTimeout    int32
 	reconnectDelay uint32
@@ -187,6 +192,10 @@ func (t *Target) attachPCIe(c *ctrlr, traddr string) (any, error) {
 		return nil, errf(-19, "No such device")
 	}
 	c.pcie = true
+	c.disk = d
+	// Attaching resets the controller: a feature set without saving it
+	// returns to its default.
+	d.writeCacheEnabled = d.volatileWriteCache
 	c.trid = listenAddr{Trtype: "PCIe", Traddr: strings.ToLower(traddr)}
 	c.serial, c.model = d.serial, d.model
 	c.cntlid = 1
@@ -318,4 +327,63 @@ func (c *ctrlr) renderTrid() map[string]any {
 		"trtype": c.trid.Trtype, "adrfam": c.trid.Adrfam, "traddr": c.trid.Traddr,
 		"trsvcid": c.trid.Trsvcid, "subnqn": c.subnqn,
 	}
+}
+
+// bdevNvmeSendCmd passes an admin command to a PCIe controller's device,
+// which answers Identify Controller and the Volatile Write Cache feature
+// as the NVMe specification says; other commands are not modeled.
+func bdevNvmeSendCmd(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Name          string `json:"name"`
+		CmdType       string `json:"cmd_type"`
+		DataDirection string `json:"data_direction"`
+		Cmdbuf        string `json:"cmdbuf"`
+		TimeoutMs     uint32 `json:"timeout_ms"`
+		DataLen       uint32 `json:"data_len"`
+	}
+	invalid := errf(-32602, "Invalid argument")
+	if err := decode(p, &req, invalid, "name", "cmd_type", "data_direction", "cmdbuf"); err != nil {
+		return nil, err
+	}
+	cmd, err := types.DecodeNvmeCommand(req.Cmdbuf)
+	if err != nil || (req.CmdType != "admin" && req.CmdType != "io") || (req.DataDirection != "c2h" && req.DataDirection != "h2c") {
+		return nil, invalid
+	}
+	c := t.st.ctrlr(req.Name)
+	if c == nil {
+		return nil, invalid
+	}
+	if !c.pcie || req.CmdType != "admin" || req.DataDirection != "c2h" {
+		return nil, errf(CodeNotModeled, "the double passes admin commands to PCIe controllers only")
+	}
+	d := c.disk
+	invalidField := types.NvmeCompletion{StatusCode: 0x02}
+	var cpl types.NvmeCompletion
+	var data []byte
+	switch {
+	case cmd.Opcode == types.NvmeOpcodeIdentify && cmd.CDW10&0xff == types.NvmeIdentifyCNSController:
+		data = make([]byte, types.NvmeIdentifySize)
+		copy(data[4:24], fmt.Sprintf("%-20s", d.serial))
+		copy(data[24:64], fmt.Sprintf("%-40s", d.model))
+		if d.volatileWriteCache {
+			data[types.NvmeIdentifyVWCOffset] = 1
+		}
+	case cmd.CDW10&0xff != types.NvmeFeatureVolatileWriteCache || (cmd.Opcode != types.NvmeOpcodeGetFeatures && cmd.Opcode != types.NvmeOpcodeSetFeatures):
+		return nil, errf(CodeNotModeled, "the double answers Identify Controller and the Volatile Write Cache feature only")
+	case !d.volatileWriteCache:
+		cpl = invalidField
+	case cmd.Opcode == types.NvmeOpcodeGetFeatures:
+		if d.writeCacheEnabled {
+			cpl.CDW0 = 1
+		}
+	default:
+		d.writeCacheEnabled = cmd.CDW11&1 == 1
+	}
+	out := map[string]any{"cpl": types.EncodeNvmeCompletion(cpl)}
+	if req.DataLen > 0 {
+		buf := make([]byte, req.DataLen)
+		copy(buf, data)
+		out["data"] = base64.URLEncoding.EncodeToString(buf)
+	}
+	return out, nil
 }

@@ -31,6 +31,9 @@ type disk struct {
 	size          uint64
 	serial, model string
 	lvs           *lvstore
+	// volatileWriteCache is whether a PCIe controller has one;
+	// writeCacheEnabled is its WCE, reset to on by every attach.
+	volatileWriteCache, writeCacheEnabled bool
 }
 
 func pcieKey(addr string) string { return "pcie:" + strings.ToLower(addr) }

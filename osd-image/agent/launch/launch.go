@@ -153,6 +153,8 @@ type Handoff struct {
 	PCIAddress string   `json:"pciAddress,omitempty"`
 	CoreMask   string   `json:"coreMask"`
 	Args       []string `json:"args"`
+	// Warnings are the preflight findings SPDK started despite.
+	Warnings []Finding `json:"warnings,omitempty"`
 }
 
 // HandoffFile is the hand-off's name next to SPDK's socket.
@@ -192,15 +194,16 @@ func ReadHandoff(dir string) (Handoff, error) {
 	return h, nil
 }
 
-// Exec records the hand-off next to the socket, removes a stale socket
-// left by a previous SPDK, and replaces this process with SPDK.
-func Exec(o Options) error {
+// Exec records the hand-off (with the preflight's warnings) next to the
+// socket, removes a stale socket left by a previous SPDK, and replaces
+// this process with SPDK.
+func Exec(o Options, warnings []Finding) error {
 	args, err := Args(o)
 	if err != nil {
 		return err
 	}
 	dir := filepath.Dir(o.Socket)
-	if err := WriteHandoff(dir, Handoff{PCIAddress: o.PCIAddress, CoreMask: CoreMask(o.CPUs), Args: args}); err != nil {
+	if err := WriteHandoff(dir, Handoff{PCIAddress: o.PCIAddress, CoreMask: CoreMask(o.CPUs), Args: args, Warnings: warnings}); err != nil {
 		return err
 	}
 	if err := os.Remove(o.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -26,6 +26,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 func TestArgs(t *testing.T) {
@@ -141,7 +143,8 @@ func TestPCIAddressFromEnv(t *testing.T) {
 // a stand-in for nvmf_tgt that records its command line.
 func TestExec(t *testing.T) {
 	if os.Getenv("FLINT_LAUNCH_CHILD") == "1" {
-		err := Exec(Options{Binary: os.Getenv("FLINT_FAKE_SPDK"), Socket: os.Getenv("FLINT_SOCKET"), CPUs: []int{1}, MemoryMiB: 64, PCIAddress: "0000:3b:00.0"})
+		err := Exec(Options{Binary: os.Getenv("FLINT_FAKE_SPDK"), Socket: os.Getenv("FLINT_SOCKET"), CPUs: []int{1}, MemoryMiB: 64, PCIAddress: "0000:3b:00.0"},
+			[]Finding{{Reason: agentv1.PreflightSharedCores, Message: "shared"}})
 		t.Fatalf("Exec returned: %v", err)
 	}
 	dir := t.TempDir()
@@ -165,7 +168,7 @@ func TestExec(t *testing.T) {
 		t.Fatalf("SPDK ran as %q, %v; want %q", argv, err, want)
 	}
 	h, err := ReadHandoff(dir)
-	if err != nil || h.PCIAddress != "0000:3b:00.0" || h.CoreMask != "0x2" {
+	if err != nil || h.PCIAddress != "0000:3b:00.0" || h.CoreMask != "0x2" || len(h.Warnings) != 1 || h.Warnings[0].Reason != agentv1.PreflightSharedCores {
 		t.Errorf("hand-off = %+v, %v", h, err)
 	}
 	if _, err := os.Stat(socket); !os.IsNotExist(err) {

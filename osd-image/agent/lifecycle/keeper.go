@@ -27,12 +27,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 
 	"github.com/flint-io/flint/internal/spdk/client"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/launch"
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
@@ -49,6 +52,7 @@ type Keeper struct {
 	mu       sync.Mutex
 	notReady error
 	version  string
+	warnings []agentv1.PreflightFinding
 }
 
 // New returns a Keeper of o on spdk; logLevel is SPDK's log level.
@@ -81,8 +85,14 @@ func (k *Keeper) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	err := k.bootstrap(ctx)
+	// The SPDK container's hand-off is rewritten at each start of SPDK.
+	var warnings []agentv1.PreflightFinding
+	if h, herr := launch.ReadHandoff(filepath.Dir(k.spdk.Socket())); herr == nil {
+		warnings = h.Warnings
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.warnings = warnings
 	switch {
 	case err == nil && k.notReady != nil:
 		k.log.Info("OSD ready", "spdk", k.version)
@@ -111,6 +121,13 @@ func (k *Keeper) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("bootstrap the OSD: %w", err)
 	}
 	return nil
+}
+
+// Warnings are the preflight findings the running SPDK started despite.
+func (k *Keeper) Warnings() []agentv1.PreflightFinding {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.warnings
 }
 
 // Ready is nil when the OSD serves, else why it does not.

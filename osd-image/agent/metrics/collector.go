@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Package metrics exports what SPDK's user-space driver hides from iostat:
-// per-bdev I/O counters and latency, the lvstore's capacity, and whether
-// SPDK answers. SPDK is read at most once per interval, whatever the
+// per-bdev I/O counters and latency, the lvstore's capacity, the device's
+// volatile write cache, and whether SPDK answers. SPDK is read at most once per interval, whatever the
 // number of scrapes: its RPC thread also serves the agent, and a scraper
 // must not be able to starve it.
 package metrics
@@ -30,7 +30,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flint-io/flint/internal/spdk/types"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
+
+const writeCacheHelp = "1 when the device's volatile write cache is on (only with powerLossProtection declared), 0 when it is off or absent; missing for aio, uring and malloc devices, whose cache the kernel owns."
 
 // Source is what the collector reads; the SPDK client and the OSD provide
 // it.
@@ -38,6 +41,9 @@ type Source interface {
 	BdevGetIostat(ctx context.Context, name string) (types.Iostat, error)
 	BdevGetBdevs(ctx context.Context, name string) ([]types.Bdev, error)
 	Lvstore(ctx context.Context) (types.Lvstore, error)
+	// WriteCache is the device's volatile write cache as the agent last
+	// found or left it.
+	WriteCache() storage.WriteCache
 	// VolumeBdevs maps each volume with a target here to the bdev its
 	// hosts' I/O reaches first.
 	VolumeBdevs(ctx context.Context) (map[string]string, error)
@@ -65,6 +71,8 @@ var (
 		"Latency of the volume's I/O at its target, from arrival to completion, read from SPDK's histogram of the bdev the target exports; each OSD reports the volumes it serves the target of.",
 		[]string{"volume"}, nil)
 
+	writeCache = prometheus.NewDesc("flint_osd_volatile_write_cache_enabled", writeCacheHelp, nil, nil)
+
 	lvsTotal = prometheus.NewDesc("flint_lvstore_total_bytes", "Data capacity of the OSD's lvstore.", nil, nil)
 	lvsFree  = prometheus.NewDesc("flint_lvstore_free_bytes", "Unallocated capacity of the OSD's lvstore.", nil, nil)
 )
@@ -88,6 +96,8 @@ type reading struct {
 	stat  types.Iostat
 	names map[string]string // lvol bdev name -> lvstore/lvol alias
 	lvs   *types.Lvstore
+	// writeCache is the device's volatile write cache.
+	writeCache storage.WriteCache
 	// latency is each volume target's histogram.
 	latency map[string]latencyHistogram
 }
@@ -121,7 +131,7 @@ func NewCollector(src Source, interval time.Duration) *Collector {
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{spdkUp, readOps, writeOps, readBytes, writeBytes, readLatency, writeLatency, maxRead, maxWrite, volumeLatency, lvsTotal, lvsFree} {
+	for _, d := range []*prometheus.Desc{spdkUp, readOps, writeOps, readBytes, writeBytes, readLatency, writeLatency, maxRead, maxWrite, volumeLatency, writeCache, lvsTotal, lvsFree} {
 		ch <- d
 	}
 	c.scrapeErrs.Describe(ch)
@@ -164,6 +174,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for volume, h := range r.latency {
 		ch <- prometheus.MustNewConstHistogram(volumeLatency, h.count, h.sum, h.buckets, volume)
 	}
+	switch r.writeCache {
+	case storage.WriteCacheAbsent, storage.WriteCacheDisabled:
+		ch <- prometheus.MustNewConstMetric(writeCache, prometheus.GaugeValue, 0)
+	case storage.WriteCacheEnabled:
+		ch <- prometheus.MustNewConstMetric(writeCache, prometheus.GaugeValue, 1)
+	}
 	if r.lvs != nil {
 		ch <- prometheus.MustNewConstMetric(lvsTotal, prometheus.GaugeValue, float64(r.lvs.TotalBytes()))
 		ch <- prometheus.MustNewConstMetric(lvsFree, prometheus.GaugeValue, float64(r.lvs.FreeBytes()))
@@ -188,7 +204,7 @@ func (c *Collector) reading() *reading {
 		c.scrapeErrs.Inc()
 		return r
 	}
-	r.up, r.stat = true, stat
+	r.up, r.stat, r.writeCache = true, stat, c.src.WriteCache()
 	r.names = c.labels(ctx)
 	if lvs, err := c.src.Lvstore(ctx); err == nil {
 		r.lvs = &lvs

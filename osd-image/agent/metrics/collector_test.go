@@ -32,6 +32,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/flint-io/flint/internal/spdk/types"
+	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // fakeSource answers with an iostat SPDK v25.09 recorded after 4 s of
@@ -41,6 +42,7 @@ type fakeSource struct {
 	stat       types.Iostat
 	down       bool
 	histograms map[string]types.Histogram // bdev -> histogram
+	writeCache storage.WriteCache
 }
 
 func (f fakeSource) VolumeBdevs(context.Context) (map[string]string, error) {
@@ -72,6 +74,8 @@ func (f fakeSource) BdevGetBdevs(context.Context, string) ([]types.Bdev, error) 
 		DriverSpecific: types.BdevDriverSpecific{Lvol: &types.LvolBdevInfo{}},
 	}}, nil
 }
+
+func (f fakeSource) WriteCache() storage.WriteCache { return f.writeCache }
 
 func (f fakeSource) Lvstore(context.Context) (types.Lvstore, error) {
 	return types.Lvstore{TotalDataClusters: 63, FreeClusters: 47, ClusterSize: 4 << 20}, nil
@@ -134,6 +138,32 @@ flint_osd_spdk_rpc_errors_total 1
 	}
 	if n := testutil.CollectAndCount(c, "flint_bdev_read_ops_total"); n != 0 {
 		t.Errorf("%d bdev series while SPDK is down, want none", n)
+	}
+}
+
+// The write cache gauge says whether an acknowledged write may sit in a
+// volatile cache, and is left out where the agent does not know.
+func TestCollectorReportsTheWriteCache(t *testing.T) {
+	for _, c := range []struct {
+		cache storage.WriteCache
+		want  string
+	}{
+		{storage.WriteCacheDisabled, "0"},
+		{storage.WriteCacheAbsent, "0"},
+		{storage.WriteCacheEnabled, "1"},
+		{storage.WriteCacheUnknown, ""},
+	} {
+		t.Run(c.cache.String(), func(t *testing.T) {
+			col := NewCollector(fakeSource{stat: recorded(t), writeCache: c.cache}, time.Second)
+			want := ""
+			if c.want != "" {
+				want = "\n# HELP flint_osd_volatile_write_cache_enabled " + writeCacheHelp +
+					"\n# TYPE flint_osd_volatile_write_cache_enabled gauge\nflint_osd_volatile_write_cache_enabled " + c.want + "\n"
+			}
+			if err := testutil.CollectAndCompare(col, strings.NewReader(want), "flint_osd_volatile_write_cache_enabled"); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

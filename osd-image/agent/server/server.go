@@ -40,17 +40,19 @@ import (
 // Server implements agentv1.OSDAgentServer.
 type Server struct {
 	agentv1.UnimplementedOSDAgentServer
-	osd   *storage.OSD
-	spdk  *client.Client
-	ready func() error
-	lease *lease.Keeper
+	osd      *storage.OSD
+	spdk     *client.Client
+	ready    func() error
+	warnings func() []agentv1.PreflightFinding
+	lease    *lease.Keeper
 }
 
 // New returns the API of o, whose SPDK spdk is; ready says whether the OSD
-// is bootstrapped (nil) or why not; l is the OSD's lease, which gates
-// every call that lets hosts reach a target.
-func New(o *storage.OSD, spdk *client.Client, ready func() error, l *lease.Keeper) *Server {
-	return &Server{osd: o, spdk: spdk, ready: ready, lease: l}
+// is bootstrapped (nil) or why not; warnings are the preflight findings
+// SPDK started despite; l is the OSD's lease, which gates every call that
+// lets hosts reach a target.
+func New(o *storage.OSD, spdk *client.Client, ready func() error, warnings func() []agentv1.PreflightFinding, l *lease.Keeper) *Server {
+	return &Server{osd: o, spdk: spdk, ready: ready, warnings: warnings, lease: l}
 }
 
 // Serve serves the API on lis with mutual TLS until lis closes.
@@ -95,10 +97,25 @@ func notReadyCode(err error) agentv1.NotReadyCode {
 		return agentv1.NotReadyCode_NOT_READY_CODE_FOREIGN_DEVICE
 	case errors.Is(err, storage.ErrConflict):
 		return agentv1.NotReadyCode_NOT_READY_CODE_CONFLICT
+	case errors.Is(err, storage.ErrWriteCache):
+		return agentv1.NotReadyCode_NOT_READY_CODE_WRITE_CACHE
 	case errors.Is(err, jsonrpc.ErrDisconnected):
 		return agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN
 	}
 	return agentv1.NotReadyCode_NOT_READY_CODE_STARTING
+}
+
+// writeCacheOf is the API's name of a write cache state.
+func writeCacheOf(w storage.WriteCache) agentv1.WriteCache {
+	switch w {
+	case storage.WriteCacheAbsent:
+		return agentv1.WriteCache_WRITE_CACHE_ABSENT
+	case storage.WriteCacheDisabled:
+		return agentv1.WriteCache_WRITE_CACHE_DISABLED
+	case storage.WriteCacheEnabled:
+		return agentv1.WriteCache_WRITE_CACHE_ENABLED
+	}
+	return agentv1.WriteCache_WRITE_CACHE_UNKNOWN
 }
 
 // statusOf turns an error of the storage operations into the API's code:
@@ -172,7 +189,10 @@ func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*a
 	out := &agentv1.OSDStatus{
 		Ready: true, SpdkVersion: v.Version, Lvstore: inv.Lvstore.Name,
 		TotalBytes: inv.Lvstore.TotalBytes(), FreeBytes: inv.Lvstore.FreeBytes(), Endpoint: exportOf(s.osd.Endpoint()),
-		LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli(),
+		LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli(), WriteCache: writeCacheOf(s.osd.WriteCache()),
+	}
+	for _, w := range s.warnings() {
+		out.PreflightWarnings = append(out.PreflightWarnings, &agentv1.PreflightWarning{Reason: w.Reason, Message: w.Message})
 	}
 	for v := range s.lease.Fenced() {
 		out.FencedVolumes = append(out.FencedVolumes, v)

@@ -144,7 +144,7 @@ func start(t *testing.T) *fixture {
 	if _, err := leases.Renew(time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Serve(lis, New(o, spdk, keeper.Ready, leases), tlsDir)
+	g, err := Serve(lis, New(o, spdk, keeper.Ready, keeper.Warnings, leases), tlsDir)
 	if err != nil {
 		t.Fatal(err)
 	}

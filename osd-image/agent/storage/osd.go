@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
@@ -70,6 +71,9 @@ type Device struct {
 	Path string
 	// MallocBytes is the size of a RAM-backed device (development only).
 	MallocBytes uint64
+	// PowerLossProtected says the device keeps what its volatile write
+	// cache holds through a power loss, so the agent leaves the cache on.
+	PowerLossProtected bool
 }
 
 // Listener is where the OSD's subsystems listen.
@@ -98,6 +102,9 @@ type Config struct {
 type OSD struct {
 	cfg  Config
 	spdk *client.Client
+
+	mu         sync.Mutex
+	writeCache WriteCache
 }
 
 // New returns the OSD of cfg driving the SPDK behind spdk.
@@ -110,13 +117,20 @@ const baseBdevName = "flint_base"
 // lvs is the name of the OSD's lvstore.
 func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
 
-// Bootstrap brings SPDK to the OSD's base state: the device claimed, the
-// OSD's lvstore loaded (created on a blank device), the transport up. It
+// Bootstrap brings SPDK to the OSD's base state: the device claimed with
+// its volatile write cache off (ensureWriteCache), the OSD's lvstore loaded (created on a blank device), the transport up. It
 // is idempotent and is what the agent runs after every SPDK start. It
 // refuses, touching nothing, a device that holds another owner's lvstore
 // or data that is no lvstore.
 func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 	base, err := o.claimDevice(ctx)
+	if err != nil {
+		return types.Lvstore{}, err
+	}
+	cache, err := o.ensureWriteCache(ctx)
+	o.mu.Lock()
+	o.writeCache = cache
+	o.mu.Unlock()
 	if err != nil {
 		return types.Lvstore{}, err
 	}

@@ -30,6 +30,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WriteCache is the state of an OSD device's volatile write cache. SPDK's
+// lvols do not pass a host's Flush down, so an acknowledged write is on
+// media only when the cache is absent or off, or the device has
+// power-loss protection (ENABLED is only ever left so when it was
+// declared).
+type WriteCache int32
+
+const (
+	// UNKNOWN: not an NVMe controller SPDK drives (aio, uring, malloc).
+	WriteCache_WRITE_CACHE_UNKNOWN  WriteCache = 0
+	WriteCache_WRITE_CACHE_ABSENT   WriteCache = 1
+	WriteCache_WRITE_CACHE_DISABLED WriteCache = 2
+	WriteCache_WRITE_CACHE_ENABLED  WriteCache = 3
+)
+
+// Enum value maps for WriteCache.
+var (
+	WriteCache_name = map[int32]string{
+		0: "WRITE_CACHE_UNKNOWN",
+		1: "WRITE_CACHE_ABSENT",
+		2: "WRITE_CACHE_DISABLED",
+		3: "WRITE_CACHE_ENABLED",
+	}
+	WriteCache_value = map[string]int32{
+		"WRITE_CACHE_UNKNOWN":  0,
+		"WRITE_CACHE_ABSENT":   1,
+		"WRITE_CACHE_DISABLED": 2,
+		"WRITE_CACHE_ENABLED":  3,
+	}
+)
+
+func (x WriteCache) Enum() *WriteCache {
+	p := new(WriteCache)
+	*p = x
+	return p
+}
+
+func (x WriteCache) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WriteCache) Descriptor() protoreflect.EnumDescriptor {
+	return file_osd_image_agent_api_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (WriteCache) Type() protoreflect.EnumType {
+	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[0]
+}
+
+func (x WriteCache) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WriteCache.Descriptor instead.
+func (WriteCache) EnumDescriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
 // MemberState is a replica's place in its volume's target.
 type MemberState int32
 
@@ -80,11 +138,11 @@ func (x MemberState) String() string {
 }
 
 func (MemberState) Descriptor() protoreflect.EnumDescriptor {
-	return file_osd_image_agent_api_v1_agent_proto_enumTypes[0].Descriptor()
+	return file_osd_image_agent_api_v1_agent_proto_enumTypes[1].Descriptor()
 }
 
 func (MemberState) Type() protoreflect.EnumType {
-	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[0]
+	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[1]
 }
 
 func (x MemberState) Number() protoreflect.EnumNumber {
@@ -93,7 +151,7 @@ func (x MemberState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemberState.Descriptor instead.
 func (MemberState) EnumDescriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{0}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{1}
 }
 
 // NotReadyCode classifies why an OSD is not ready.
@@ -111,6 +169,10 @@ const (
 	// CONFLICT: SPDK runs with settings the OSD cannot change without a
 	// restart.
 	NotReadyCode_NOT_READY_CODE_CONFLICT NotReadyCode = 4
+	// WRITE_CACHE: the device keeps a volatile write cache on that the
+	// agent cannot turn off; acknowledged writes could be lost at power
+	// loss. Waiting will not help.
+	NotReadyCode_NOT_READY_CODE_WRITE_CACHE NotReadyCode = 5
 )
 
 // Enum value maps for NotReadyCode.
@@ -121,6 +183,7 @@ var (
 		2: "NOT_READY_CODE_SPDK_DOWN",
 		3: "NOT_READY_CODE_FOREIGN_DEVICE",
 		4: "NOT_READY_CODE_CONFLICT",
+		5: "NOT_READY_CODE_WRITE_CACHE",
 	}
 	NotReadyCode_value = map[string]int32{
 		"NOT_READY_CODE_UNSPECIFIED":    0,
@@ -128,6 +191,7 @@ var (
 		"NOT_READY_CODE_SPDK_DOWN":      2,
 		"NOT_READY_CODE_FOREIGN_DEVICE": 3,
 		"NOT_READY_CODE_CONFLICT":       4,
+		"NOT_READY_CODE_WRITE_CACHE":    5,
 	}
 )
 
@@ -142,11 +206,11 @@ func (x NotReadyCode) String() string {
 }
 
 func (NotReadyCode) Descriptor() protoreflect.EnumDescriptor {
-	return file_osd_image_agent_api_v1_agent_proto_enumTypes[1].Descriptor()
+	return file_osd_image_agent_api_v1_agent_proto_enumTypes[2].Descriptor()
 }
 
 func (NotReadyCode) Type() protoreflect.EnumType {
-	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[1]
+	return &file_osd_image_agent_api_v1_agent_proto_enumTypes[2]
 }
 
 func (x NotReadyCode) Number() protoreflect.EnumNumber {
@@ -155,7 +219,7 @@ func (x NotReadyCode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NotReadyCode.Descriptor instead.
 func (NotReadyCode) EnumDescriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{1}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 type GetStatusRequest struct {
@@ -214,8 +278,15 @@ type OSDStatus struct {
 	// fenced_volumes are the volumes whose targets were fenced when the
 	// lease lapsed and that no confirmed EnsureTarget has re-driven since.
 	FencedVolumes []string `protobuf:"bytes,13,rep,name=fenced_volumes,json=fencedVolumes,proto3" json:"fenced_volumes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// write_cache is the state of the device's volatile write cache, as the
+	// latest bootstrap found or left it.
+	WriteCache WriteCache `protobuf:"varint,15,opt,name=write_cache,json=writeCache,proto3,enum=flint.agent.v1.WriteCache" json:"write_cache,omitempty"`
+	// preflight_warnings are the checks of the node SPDK started despite
+	// (agentv1.PreflightSharedCores); fatal ones keep SPDK from starting
+	// and are in the SPDK container's termination message instead.
+	PreflightWarnings []*PreflightWarning `protobuf:"bytes,16,rep,name=preflight_warnings,json=preflightWarnings,proto3" json:"preflight_warnings,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *OSDStatus) Reset() {
@@ -339,6 +410,74 @@ func (x *OSDStatus) GetFencedVolumes() []string {
 	return nil
 }
 
+func (x *OSDStatus) GetWriteCache() WriteCache {
+	if x != nil {
+		return x.WriteCache
+	}
+	return WriteCache_WRITE_CACHE_UNKNOWN
+}
+
+func (x *OSDStatus) GetPreflightWarnings() []*PreflightWarning {
+	if x != nil {
+		return x.PreflightWarnings
+	}
+	return nil
+}
+
+type PreflightWarning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reason is one of agentv1's Preflight* reasons.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// message says what is wrong and what to do.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreflightWarning) Reset() {
+	*x = PreflightWarning{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreflightWarning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreflightWarning) ProtoMessage() {}
+
+func (x *PreflightWarning) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreflightWarning.ProtoReflect.Descriptor instead.
+func (*PreflightWarning) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PreflightWarning) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PreflightWarning) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type RenewLeaseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// duration_ms is how long the lease holds from now.
@@ -349,7 +488,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -361,7 +500,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[2]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -374,7 +513,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RenewLeaseRequest) GetDurationMs() uint32 {
@@ -398,7 +537,7 @@ type RenewLeaseResponse struct {
 
 func (x *RenewLeaseResponse) Reset() {
 	*x = RenewLeaseResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +549,7 @@ func (x *RenewLeaseResponse) String() string {
 func (*RenewLeaseResponse) ProtoMessage() {}
 
 func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[3]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +562,7 @@ func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RenewLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RenewLeaseResponse) GetExpiryUnixMs() int64 {
@@ -457,7 +596,7 @@ type TargetSummary struct {
 
 func (x *TargetSummary) Reset() {
 	*x = TargetSummary{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +608,7 @@ func (x *TargetSummary) String() string {
 func (*TargetSummary) ProtoMessage() {}
 
 func (x *TargetSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[4]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +621,7 @@ func (x *TargetSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetSummary.ProtoReflect.Descriptor instead.
 func (*TargetSummary) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TargetSummary) GetVolumeUid() string {
@@ -533,7 +672,7 @@ type CreateReplicaRequest struct {
 
 func (x *CreateReplicaRequest) Reset() {
 	*x = CreateReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +684,7 @@ func (x *CreateReplicaRequest) String() string {
 func (*CreateReplicaRequest) ProtoMessage() {}
 
 func (x *CreateReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[5]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +697,7 @@ func (x *CreateReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateReplicaRequest.ProtoReflect.Descriptor instead.
 func (*CreateReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateReplicaRequest) GetVolumeUid() string {
@@ -588,7 +727,7 @@ type ResizeReplicaRequest struct {
 
 func (x *ResizeReplicaRequest) Reset() {
 	*x = ResizeReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +739,7 @@ func (x *ResizeReplicaRequest) String() string {
 func (*ResizeReplicaRequest) ProtoMessage() {}
 
 func (x *ResizeReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[6]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +752,7 @@ func (x *ResizeReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResizeReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ResizeReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResizeReplicaRequest) GetVolumeUid() string {
@@ -642,7 +781,7 @@ type DeleteReplicaRequest struct {
 
 func (x *DeleteReplicaRequest) Reset() {
 	*x = DeleteReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +793,7 @@ func (x *DeleteReplicaRequest) String() string {
 func (*DeleteReplicaRequest) ProtoMessage() {}
 
 func (x *DeleteReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[7]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +806,7 @@ func (x *DeleteReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReplicaRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteReplicaRequest) GetVolumeUid() string {
@@ -685,7 +824,7 @@ type DeleteReplicaResponse struct {
 
 func (x *DeleteReplicaResponse) Reset() {
 	*x = DeleteReplicaResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +836,7 @@ func (x *DeleteReplicaResponse) String() string {
 func (*DeleteReplicaResponse) ProtoMessage() {}
 
 func (x *DeleteReplicaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[8]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +849,7 @@ func (x *DeleteReplicaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReplicaResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReplicaResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 type Replica struct {
@@ -725,7 +864,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +876,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[9]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +889,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Replica) GetVolumeUid() string {
@@ -794,7 +933,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +945,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[10]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +958,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateSnapshotRequest) GetVolumeUid() string {
@@ -848,7 +987,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +999,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[11]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +1012,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Snapshot) GetName() string {
@@ -915,7 +1054,7 @@ type CloneSnapshotRequest struct {
 
 func (x *CloneSnapshotRequest) Reset() {
 	*x = CloneSnapshotRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1066,7 @@ func (x *CloneSnapshotRequest) String() string {
 func (*CloneSnapshotRequest) ProtoMessage() {}
 
 func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[12]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1079,7 @@ func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CloneSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloneSnapshotRequest) GetSnapshot() string {
@@ -966,7 +1105,7 @@ type DeleteSnapshotRequest struct {
 
 func (x *DeleteSnapshotRequest) Reset() {
 	*x = DeleteSnapshotRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1117,7 @@ func (x *DeleteSnapshotRequest) String() string {
 func (*DeleteSnapshotRequest) ProtoMessage() {}
 
 func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[13]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1130,7 @@ func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteSnapshotRequest) GetSnapshot() string {
@@ -1009,7 +1148,7 @@ type DeleteSnapshotResponse struct {
 
 func (x *DeleteSnapshotResponse) Reset() {
 	*x = DeleteSnapshotResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1160,7 @@ func (x *DeleteSnapshotResponse) String() string {
 func (*DeleteSnapshotResponse) ProtoMessage() {}
 
 func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[14]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1173,7 @@ func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 type ExportReplicaRequest struct {
@@ -1051,7 +1190,7 @@ type ExportReplicaRequest struct {
 
 func (x *ExportReplicaRequest) Reset() {
 	*x = ExportReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1202,7 @@ func (x *ExportReplicaRequest) String() string {
 func (*ExportReplicaRequest) ProtoMessage() {}
 
 func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[15]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1215,7 @@ func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ExportReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExportReplicaRequest) GetVolumeUid() string {
@@ -1105,7 +1244,7 @@ type Export struct {
 
 func (x *Export) Reset() {
 	*x = Export{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1256,7 @@ func (x *Export) String() string {
 func (*Export) ProtoMessage() {}
 
 func (x *Export) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1269,7 @@ func (x *Export) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Export.ProtoReflect.Descriptor instead.
 func (*Export) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Export) GetNqn() string {
@@ -1175,7 +1314,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1326,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1339,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Member) GetOsd() string {
@@ -1256,7 +1395,7 @@ type EnsureTargetRequest struct {
 
 func (x *EnsureTargetRequest) Reset() {
 	*x = EnsureTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1407,7 @@ func (x *EnsureTargetRequest) String() string {
 func (*EnsureTargetRequest) ProtoMessage() {}
 
 func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1420,7 @@ func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureTargetRequest.ProtoReflect.Descriptor instead.
 func (*EnsureTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EnsureTargetRequest) GetVolumeUid() string {
@@ -1337,7 +1476,7 @@ type MemberStatus struct {
 
 func (x *MemberStatus) Reset() {
 	*x = MemberStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1488,7 @@ func (x *MemberStatus) String() string {
 func (*MemberStatus) ProtoMessage() {}
 
 func (x *MemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1501,7 @@ func (x *MemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberStatus.ProtoReflect.Descriptor instead.
 func (*MemberStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MemberStatus) GetOsd() string {
@@ -1402,7 +1541,7 @@ type TargetStatus struct {
 
 func (x *TargetStatus) Reset() {
 	*x = TargetStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1553,7 @@ func (x *TargetStatus) String() string {
 func (*TargetStatus) ProtoMessage() {}
 
 func (x *TargetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1566,7 @@ func (x *TargetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetStatus.ProtoReflect.Descriptor instead.
 func (*TargetStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TargetStatus) GetExport() *Export {
@@ -1483,7 +1622,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1634,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1647,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteTargetRequest) GetVolumeUid() string {
@@ -1542,7 +1681,7 @@ type PauseTargetRequest struct {
 
 func (x *PauseTargetRequest) Reset() {
 	*x = PauseTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1693,7 @@ func (x *PauseTargetRequest) String() string {
 func (*PauseTargetRequest) ProtoMessage() {}
 
 func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1706,7 @@ func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetRequest.ProtoReflect.Descriptor instead.
 func (*PauseTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseTargetRequest) GetVolumeUid() string {
@@ -1596,7 +1735,7 @@ type PauseTargetResponse struct {
 
 func (x *PauseTargetResponse) Reset() {
 	*x = PauseTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1747,7 @@ func (x *PauseTargetResponse) String() string {
 func (*PauseTargetResponse) ProtoMessage() {}
 
 func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1760,7 @@ func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetResponse.ProtoReflect.Descriptor instead.
 func (*PauseTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseTargetResponse) GetInSyncOsds() []string {
@@ -1640,7 +1779,7 @@ type ResumeTargetRequest struct {
 
 func (x *ResumeTargetRequest) Reset() {
 	*x = ResumeTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1791,7 @@ func (x *ResumeTargetRequest) String() string {
 func (*ResumeTargetRequest) ProtoMessage() {}
 
 func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1804,7 @@ func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeTargetRequest) GetVolumeUid() string {
@@ -1683,7 +1822,7 @@ type ResumeTargetResponse struct {
 
 func (x *ResumeTargetResponse) Reset() {
 	*x = ResumeTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1834,7 @@ func (x *ResumeTargetResponse) String() string {
 func (*ResumeTargetResponse) ProtoMessage() {}
 
 func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1847,7 @@ func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 type DeleteTargetResponse struct {
@@ -1726,7 +1865,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1877,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1890,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteTargetResponse) GetRaidFound() bool {
@@ -1773,7 +1912,7 @@ var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
 const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\"osd-image/agent/api/v1/agent.proto\x12\x0eflint.agent.v1\"\x12\n" +
-	"\x10GetStatusRequest\"\xc4\x04\n" +
+	"\x10GetStatusRequest\"\xd2\x05\n" +
 	"\tOSDStatus\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12!\n" +
 	"\fspdk_version\x18\x02 \x01(\tR\vspdkVersion\x12\x18\n" +
@@ -1790,7 +1929,13 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	" \x01(\tR\x0enotReadyReason\x12B\n" +
 	"\x0enot_ready_code\x18\x0e \x01(\x0e2\x1c.flint.agent.v1.NotReadyCodeR\fnotReadyCode\x12/\n" +
 	"\x14lease_expiry_unix_ms\x18\f \x01(\x03R\x11leaseExpiryUnixMs\x12%\n" +
-	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumesJ\x04\b\v\x10\f\"4\n" +
+	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumes\x12;\n" +
+	"\vwrite_cache\x18\x0f \x01(\x0e2\x1a.flint.agent.v1.WriteCacheR\n" +
+	"writeCache\x12O\n" +
+	"\x12preflight_warnings\x18\x10 \x03(\v2 .flint.agent.v1.PreflightWarningR\x11preflightWarningsJ\x04\b\v\x10\f\"D\n" +
+	"\x10PreflightWarning\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"4\n" +
 	"\x11RenewLeaseRequest\x12\x1f\n" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
 	"durationMs\"l\n" +
@@ -1896,20 +2041,27 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"raid_found\x18\x01 \x01(\bR\traidFound\x12 \n" +
 	"\fin_sync_osds\x18\x02 \x03(\tR\n" +
-	"inSyncOsds*\xac\x01\n" +
+	"inSyncOsds*p\n" +
+	"\n" +
+	"WriteCache\x12\x17\n" +
+	"\x13WRITE_CACHE_UNKNOWN\x10\x00\x12\x16\n" +
+	"\x12WRITE_CACHE_ABSENT\x10\x01\x12\x18\n" +
+	"\x14WRITE_CACHE_DISABLED\x10\x02\x12\x17\n" +
+	"\x13WRITE_CACHE_ENABLED\x10\x03*\xac\x01\n" +
 	"\vMemberState\x12\x1c\n" +
 	"\x18MEMBER_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MEMBER_STATE_ONLINE\x10\x01\x12\x1b\n" +
 	"\x17MEMBER_STATE_REBUILDING\x10\x02\x12\x18\n" +
 	"\x14MEMBER_STATE_PENDING\x10\x03\x12\x18\n" +
 	"\x14MEMBER_STATE_MISSING\x10\x04\x12\x15\n" +
-	"\x11MEMBER_STATE_HELD\x10\x05*\xa9\x01\n" +
+	"\x11MEMBER_STATE_HELD\x10\x05*\xc9\x01\n" +
 	"\fNotReadyCode\x12\x1e\n" +
 	"\x1aNOT_READY_CODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17NOT_READY_CODE_STARTING\x10\x01\x12\x1c\n" +
 	"\x18NOT_READY_CODE_SPDK_DOWN\x10\x02\x12!\n" +
 	"\x1dNOT_READY_CODE_FOREIGN_DEVICE\x10\x03\x12\x1b\n" +
-	"\x17NOT_READY_CODE_CONFLICT\x10\x042\xdb\b\n" +
+	"\x17NOT_READY_CODE_CONFLICT\x10\x04\x12\x1e\n" +
+	"\x1aNOT_READY_CODE_WRITE_CACHE\x10\x052\xdb\b\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
@@ -1938,81 +2090,85 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescData
 }
 
-var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
-	(MemberState)(0),               // 0: flint.agent.v1.MemberState
-	(NotReadyCode)(0),              // 1: flint.agent.v1.NotReadyCode
-	(*GetStatusRequest)(nil),       // 2: flint.agent.v1.GetStatusRequest
-	(*OSDStatus)(nil),              // 3: flint.agent.v1.OSDStatus
-	(*RenewLeaseRequest)(nil),      // 4: flint.agent.v1.RenewLeaseRequest
-	(*RenewLeaseResponse)(nil),     // 5: flint.agent.v1.RenewLeaseResponse
-	(*TargetSummary)(nil),          // 6: flint.agent.v1.TargetSummary
-	(*CreateReplicaRequest)(nil),   // 7: flint.agent.v1.CreateReplicaRequest
-	(*ResizeReplicaRequest)(nil),   // 8: flint.agent.v1.ResizeReplicaRequest
-	(*DeleteReplicaRequest)(nil),   // 9: flint.agent.v1.DeleteReplicaRequest
-	(*DeleteReplicaResponse)(nil),  // 10: flint.agent.v1.DeleteReplicaResponse
-	(*Replica)(nil),                // 11: flint.agent.v1.Replica
-	(*CreateSnapshotRequest)(nil),  // 12: flint.agent.v1.CreateSnapshotRequest
-	(*Snapshot)(nil),               // 13: flint.agent.v1.Snapshot
-	(*CloneSnapshotRequest)(nil),   // 14: flint.agent.v1.CloneSnapshotRequest
-	(*DeleteSnapshotRequest)(nil),  // 15: flint.agent.v1.DeleteSnapshotRequest
-	(*DeleteSnapshotResponse)(nil), // 16: flint.agent.v1.DeleteSnapshotResponse
-	(*ExportReplicaRequest)(nil),   // 17: flint.agent.v1.ExportReplicaRequest
-	(*Export)(nil),                 // 18: flint.agent.v1.Export
-	(*Member)(nil),                 // 19: flint.agent.v1.Member
-	(*EnsureTargetRequest)(nil),    // 20: flint.agent.v1.EnsureTargetRequest
-	(*MemberStatus)(nil),           // 21: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),           // 22: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),    // 23: flint.agent.v1.DeleteTargetRequest
-	(*PauseTargetRequest)(nil),     // 24: flint.agent.v1.PauseTargetRequest
-	(*PauseTargetResponse)(nil),    // 25: flint.agent.v1.PauseTargetResponse
-	(*ResumeTargetRequest)(nil),    // 26: flint.agent.v1.ResumeTargetRequest
-	(*ResumeTargetResponse)(nil),   // 27: flint.agent.v1.ResumeTargetResponse
-	(*DeleteTargetResponse)(nil),   // 28: flint.agent.v1.DeleteTargetResponse
+	(WriteCache)(0),                // 0: flint.agent.v1.WriteCache
+	(MemberState)(0),               // 1: flint.agent.v1.MemberState
+	(NotReadyCode)(0),              // 2: flint.agent.v1.NotReadyCode
+	(*GetStatusRequest)(nil),       // 3: flint.agent.v1.GetStatusRequest
+	(*OSDStatus)(nil),              // 4: flint.agent.v1.OSDStatus
+	(*PreflightWarning)(nil),       // 5: flint.agent.v1.PreflightWarning
+	(*RenewLeaseRequest)(nil),      // 6: flint.agent.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),     // 7: flint.agent.v1.RenewLeaseResponse
+	(*TargetSummary)(nil),          // 8: flint.agent.v1.TargetSummary
+	(*CreateReplicaRequest)(nil),   // 9: flint.agent.v1.CreateReplicaRequest
+	(*ResizeReplicaRequest)(nil),   // 10: flint.agent.v1.ResizeReplicaRequest
+	(*DeleteReplicaRequest)(nil),   // 11: flint.agent.v1.DeleteReplicaRequest
+	(*DeleteReplicaResponse)(nil),  // 12: flint.agent.v1.DeleteReplicaResponse
+	(*Replica)(nil),                // 13: flint.agent.v1.Replica
+	(*CreateSnapshotRequest)(nil),  // 14: flint.agent.v1.CreateSnapshotRequest
+	(*Snapshot)(nil),               // 15: flint.agent.v1.Snapshot
+	(*CloneSnapshotRequest)(nil),   // 16: flint.agent.v1.CloneSnapshotRequest
+	(*DeleteSnapshotRequest)(nil),  // 17: flint.agent.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil), // 18: flint.agent.v1.DeleteSnapshotResponse
+	(*ExportReplicaRequest)(nil),   // 19: flint.agent.v1.ExportReplicaRequest
+	(*Export)(nil),                 // 20: flint.agent.v1.Export
+	(*Member)(nil),                 // 21: flint.agent.v1.Member
+	(*EnsureTargetRequest)(nil),    // 22: flint.agent.v1.EnsureTargetRequest
+	(*MemberStatus)(nil),           // 23: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 24: flint.agent.v1.TargetStatus
+	(*DeleteTargetRequest)(nil),    // 25: flint.agent.v1.DeleteTargetRequest
+	(*PauseTargetRequest)(nil),     // 26: flint.agent.v1.PauseTargetRequest
+	(*PauseTargetResponse)(nil),    // 27: flint.agent.v1.PauseTargetResponse
+	(*ResumeTargetRequest)(nil),    // 28: flint.agent.v1.ResumeTargetRequest
+	(*ResumeTargetResponse)(nil),   // 29: flint.agent.v1.ResumeTargetResponse
+	(*DeleteTargetResponse)(nil),   // 30: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
-	18, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
-	11, // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
-	13, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
-	6,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
-	1,  // 4: flint.agent.v1.OSDStatus.not_ready_code:type_name -> flint.agent.v1.NotReadyCode
-	18, // 5: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
-	19, // 6: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	0,  // 7: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
-	18, // 8: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	21, // 9: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
-	2,  // 10: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	7,  // 11: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	8,  // 12: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	9,  // 13: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	12, // 14: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
-	14, // 15: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
-	15, // 16: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	17, // 17: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	20, // 18: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	23, // 19: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	24, // 20: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
-	26, // 21: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
-	4,  // 22: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	3,  // 23: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	11, // 24: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	11, // 25: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	10, // 26: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	13, // 27: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	11, // 28: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	16, // 29: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	18, // 30: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	22, // 31: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	28, // 32: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	25, // 33: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
-	27, // 34: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
-	5,  // 35: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	23, // [23:36] is the sub-list for method output_type
-	10, // [10:23] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	20, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
+	13, // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
+	15, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
+	8,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
+	2,  // 4: flint.agent.v1.OSDStatus.not_ready_code:type_name -> flint.agent.v1.NotReadyCode
+	0,  // 5: flint.agent.v1.OSDStatus.write_cache:type_name -> flint.agent.v1.WriteCache
+	5,  // 6: flint.agent.v1.OSDStatus.preflight_warnings:type_name -> flint.agent.v1.PreflightWarning
+	20, // 7: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
+	21, // 8: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
+	1,  // 9: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
+	20, // 10: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	23, // 11: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	3,  // 12: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
+	9,  // 13: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	10, // 14: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	11, // 15: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	14, // 16: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	16, // 17: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	17, // 18: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	19, // 19: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	22, // 20: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	25, // 21: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	26, // 22: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
+	28, // 23: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
+	6,  // 24: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	4,  // 25: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	13, // 26: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	13, // 27: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	12, // 28: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	15, // 29: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	13, // 30: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	18, // 31: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	20, // 32: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	24, // 33: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	30, // 34: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	27, // 35: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
+	29, // 36: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
+	7,  // 37: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	25, // [25:38] is the sub-list for method output_type
+	12, // [12:25] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_osd_image_agent_api_v1_agent_proto_init() }
@@ -2025,8 +2181,8 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   27,
+			NumEnums:      3,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
