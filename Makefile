@@ -88,7 +88,7 @@ test-sanity: ## The official CSI sanity suite (csi-test/v5) against csi.flint.io
 
 .PHONY: test-vm
 test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 kernel) against kernel nvmet over TCP and soft-RoCE RDMA.
-	hack/vmlab/run.sh
+	FLINT_SPDK_DIR="$(spdk_dir)" hack/vmlab/run.sh
 
 .PHONY: test-spdk
 test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real nvmf_tgt: FLINT_SPDK_DIR's, or make spdk's.

@@ -148,6 +148,10 @@ func checkDevice(bdf string, h Host) []Finding {
 		return []Finding{{Reason: agentv1.PreflightDeviceNotBoundToVFIO, Fatal: true, Message: fmt.Sprintf(
 			"NVMe controller %[1]s is bound to the kernel's %[2]s driver, so SPDK cannot drive it: make sure nothing on the node uses it (mounts, LVM, RAID), then unbind it and bind it to vfio-pci (echo %[1]s > /sys/bus/pci/drivers/%[2]s/unbind; %[3]s); the device plugin advertises only vfio-bound devices", bdf, driver, bind)}}
 	}
+	if _, err := os.Stat(filepath.Join(h.Sysfs, "module", "vfio_iommu_type1")); err != nil {
+		return []Finding{{Reason: agentv1.PreflightIOMMUUnavailable, Fatal: true, Message: fmt.Sprintf(
+			"NVMe controller %s is bound to vfio-pci but the vfio_iommu_type1 module is not loaded, so DPDK finds no IOMMU type to map memory with: modprobe vfio_iommu_type1 and list it in /etc/modules-load.d", bdf)}}
+	}
 	group, err := os.Readlink(filepath.Join(dev, "iommu_group"))
 	if err != nil {
 		return []Finding{{Reason: agentv1.PreflightIOMMUUnavailable, Fatal: true, Message: fmt.Sprintf(
@@ -169,6 +173,9 @@ func checkHugePages(need int64, h Host) []Finding {
 		return []Finding{{Reason: agentv1.PreflightHugePagesInsufficient, Fatal: true, Message: fmt.Sprintf(
 			"the node has no 2 MiB hugepages (%v): reserve them (hugepagesz=2M hugepages=N on the kernel command line, or vm.nr_hugepages) and restart the kubelet", err)}}
 	}
+	// Pages the previous SPDK of this container left in its hugetlbfs
+	// mount (the pod's own) are free for this one: DPDK reclaims them.
+	free += stalePages(filepath.Join(h.Dev, "hugepages"))
 	if have := free << 21; have >= need {
 		return nil
 	}
@@ -183,6 +190,22 @@ func checkHugePages(need int64, h Host) []Finding {
 	return []Finding{{Reason: agentv1.PreflightHugePagesInsufficient, Fatal: true, Message: fmt.Sprintf(
 		"the node has %d free 2 MiB hugepages (per NUMA node: %s), SPDK needs %d for its %d MiB limit: other processes took them, or fewer were reserved than the kubelet reports; reserve at least %d more (vm.nr_hugepages, per node under /sys/devices/system/node/node*/hugepages) and restart the kubelet",
 		free, strings.Join(perNode, ", "), need>>21, need>>20, (need>>21)-free)}}
+}
+
+// stalePages counts the 2 MiB pages files in dir hold: a dead SPDK's.
+func stalePages(dir string) int64 {
+	var pages int64
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Stat(path, &st) == nil {
+			pages += st.Blocks * 512 >> 21
+		}
+		return nil
+	})
+	return pages
 }
 
 // checkRDMA: SPDK's RDMA transport needs a verbs device in the pod.

@@ -40,6 +40,7 @@ func newNode(t *testing.T) *node {
 	root := t.TempDir()
 	n := &node{t: t, host: Host{Sysfs: filepath.Join(root, "sys"), Dev: filepath.Join(root, "dev"), Memlock: 8 << 20, IPCLock: true, OnlineCPUs: 4}}
 	n.mkdir("sys/kernel/iommu_groups/7/devices")
+	n.mkdir("sys/module/vfio_iommu_type1")
 	n.mkdir("sys/bus/pci/drivers/vfio-pci")
 	n.mkdir("sys/bus/pci/drivers/nvme")
 	n.mkdir("sys/bus/pci/devices/" + bdf)
@@ -65,6 +66,19 @@ func (n *node) mkdir(p string) {
 func (n *node) write(p, content string) {
 	n.mkdir(filepath.Dir(p))
 	if err := os.WriteFile(n.path(p), []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// allocate makes a file of size bytes, allocated, as a hugetlbfs file is.
+func (n *node) allocate(p string, size int64) {
+	n.mkdir(filepath.Dir(p))
+	f, err := os.Create(n.path(p))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
 		n.t.Fatal(err)
 	}
 }
@@ -113,12 +127,23 @@ func TestPreflight(t *testing.T) {
 			says: "no PCI device 0000:00:04.0"},
 		{name: "IOMMU off", brk: func(n *node) { n.bind("nvme"); n.remove("sys/kernel/iommu_groups/7") }, reason: agentv1.PreflightIOMMUUnavailable, fatal: true,
 			says: "intel_iommu=on iommu=pt"},
+		{name: "vfio_iommu_type1 not loaded", brk: func(n *node) { n.remove("sys/module/vfio_iommu_type1") }, reason: agentv1.PreflightIOMMUUnavailable, fatal: true,
+			says: "modprobe vfio_iommu_type1"},
 		{name: "vfio device not in the container", brk: func(n *node) { n.remove("dev/vfio/7") }, reason: agentv1.PreflightDeviceNotBoundToVFIO, fatal: true,
 			says: "no /dev/vfio/7"},
 		{name: "hugepages taken", brk: func(n *node) {
 			n.write("sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "100\n")
 			n.write("sys/devices/system/node/node1/hugepages/hugepages-2048kB/free_hugepages", "0\n")
 		}, reason: agentv1.PreflightHugePagesInsufficient, fatal: true, says: "100 free 2 MiB hugepages (per NUMA node: node0 512, node1 0), SPDK needs 512"},
+		{name: "hugepages held by the previous SPDK's files", brk: func(n *node) {
+			n.write("sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "100\n")
+			n.allocate("dev/hugepages/spdk_pid1map_0", 28<<21)
+		}, o: Options{CPUs: []int{2}, HugePagesBytes: 256 << 20, PCIAddress: bdf}},
+		{name: "hugepages short by more than the previous SPDK's files", brk: func(n *node) {
+			n.write("sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "100\n")
+			n.allocate("dev/hugepages/spdk_pid1map_0", 27<<21)
+		}, o: Options{CPUs: []int{2}, HugePagesBytes: 256 << 20, PCIAddress: bdf}, reason: agentv1.PreflightHugePagesInsufficient, fatal: true,
+			says: "127 free 2 MiB hugepages"},
 		{name: "no hugepages at all", brk: func(n *node) { n.remove("sys/kernel/mm/hugepages") }, reason: agentv1.PreflightHugePagesInsufficient, fatal: true,
 			says: "hugepagesz=2M"},
 		{name: "memlock without IPC_LOCK", brk: func(n *node) { n.host.IPCLock = false }, reason: agentv1.PreflightMemlockTooLow, fatal: true,

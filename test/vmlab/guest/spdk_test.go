@@ -1,0 +1,382 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package guest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/csi"
+	spdkclient "github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/launch"
+	"github.com/flint-io/flint/osd-image/agent/storage"
+)
+
+// The production configuration on the guest's emulated NVMe controller
+// (QEMU models a volatile write cache, on by default): hack/vmlab/run.sh
+// boots the guest with q35 + intel-iommu, 2 MiB hugepages reserved on the
+// kernel command line and soft-RoCE on eth0, and puts SPDK's nvmf_tgt and
+// osd-agent in the initramfs when it has an SPDK build (FLINT_VM_SPDK).
+const (
+	agentBinary = "/sbin/osd-agent"
+	spdkBinary  = "/sbin/nvmf_tgt"
+	nvmeClass   = "0x010802"
+	// spdkHugePages is the SPDK container's hugepage limit: SPDK's -s.
+	spdkHugePages = 512 << 20
+	nvmeResource  = "flint.io/nvme"
+	osdUID        = "4f2b8c1e-vm-osd"
+)
+
+func needSPDK(t *testing.T) {
+	if os.Getenv("FLINT_VM_SPDK") != "1" {
+		t.Skip("the guest has no SPDK: give make test-vm an SPDK build (FLINT_SPDK_DIR, or make spdk's)")
+	}
+}
+
+// nvmeController is the PCI address of the guest's NVMe controller.
+func nvmeController(t *testing.T) string {
+	devices, err := filepath.Glob("/sys/bus/pci/devices/*")
+	must(t, err, "list PCI devices")
+	for _, d := range devices {
+		if class, err := os.ReadFile(filepath.Join(d, "class")); err == nil && strings.TrimSpace(string(class)) == nvmeClass {
+			return filepath.Base(d)
+		}
+	}
+	t.Fatal("the guest has no NVMe controller")
+	return ""
+}
+
+// bindTo binds the controller to driver, unbinding it from another first.
+func bindTo(t *testing.T, bdf, driver string) {
+	t.Helper()
+	dev := filepath.Join("/sys/bus/pci/devices", bdf)
+	if link, err := os.Readlink(filepath.Join(dev, "driver")); err == nil {
+		if filepath.Base(link) == driver {
+			return
+		}
+		write(t, filepath.Join(dev, "driver", "unbind"), bdf)
+	}
+	write(t, filepath.Join(dev, "driver_override"), driver)
+	write(t, "/sys/bus/pci/drivers_probe", bdf)
+	if link, err := os.Readlink(filepath.Join(dev, "driver")); err != nil || filepath.Base(link) != driver {
+		t.Fatalf("%s is not bound to %s after drivers_probe (%s, %v)", bdf, driver, link, err)
+	}
+}
+
+// execSPDK runs the SPDK container's entrypoint as its container runs it,
+// with the device plugin's variable for bdf; the wrapper (taskset, unshare,
+// a shell) stands for what the container gets.
+type execSPDK struct {
+	bdf, transport, binary string
+	hugePages              int64
+	wrapper                []string
+}
+
+// run runs it to its end (binary /bin/true stands for SPDK) and returns
+// what it left in its termination log, and its output.
+func (e execSPDK) run(t *testing.T) (string, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := e.command(dir)
+	out, err := cmd.CombinedOutput()
+	msg, _ := os.ReadFile(filepath.Join(dir, "termination-log"))
+	return string(msg), string(out), err
+}
+
+func (e execSPDK) command(dir string) *exec.Cmd {
+	args := append(append([]string{}, e.wrapper...), agentBinary, "exec-spdk",
+		"--spdk-binary="+e.binary, "--spdk-socket="+filepath.Join(dir, "spdk.sock"), "--cpus=1",
+		fmt.Sprintf("--hugepages-bytes=%d", e.hugePages), "--pci-resource="+nvmeResource, "--transport="+e.transport,
+		"--termination-log="+filepath.Join(dir, "termination-log"))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "PCIDEVICE_FLINT_IO_NVME="+e.bdf)
+	return cmd
+}
+
+// Every check exec-spdk makes fails on the guest when its part is broken,
+// and names what to do; SPDK is not started then.
+func TestPreflightOnTheNode(t *testing.T) {
+	needSPDK(t)
+	bdf := nvmeController(t)
+	base := execSPDK{bdf: bdf, transport: "tcp", binary: "/bin/true", hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
+	fatal := func(t *testing.T, e execSPDK, reason string) {
+		t.Helper()
+		msg, out, err := e.run(t)
+		f, ok := agentv1.ParsePreflightTermination(msg)
+		if err == nil || !ok || f.Reason != reason {
+			t.Fatalf("exec-spdk: %v, termination message %q, want %s\n%s", err, msg, reason, out)
+		}
+		t.Logf("%s: %s", f.Reason, f.Message)
+	}
+
+	t.Run("bound to the kernel's nvme driver", func(t *testing.T) {
+		run(t, "modprobe", "nvme")
+		bindTo(t, bdf, "nvme")
+		fatal(t, base, agentv1.PreflightDeviceNotBoundToVFIO)
+	})
+	t.Run("bound to vfio-pci", func(t *testing.T) {
+		bindTo(t, bdf, "vfio-pci")
+		if msg, out, err := base.run(t); err != nil || msg != "" {
+			t.Fatalf("exec-spdk on a ready node: %v, %q\n%s", err, msg, out)
+		}
+	})
+	t.Run("IOMMU off", func(t *testing.T) {
+		// The IOMMU cannot be turned off in a running kernel: the node
+		// without one is shown with its groups hidden and the controller
+		// back on nvme, as a node booted without intel_iommu=on has it.
+		bindTo(t, bdf, "nvme")
+		defer bindTo(t, bdf, "vfio-pci")
+		e := base
+		e.wrapper = []string{"unshare", "--mount", "sh", "-c", `mount -t tmpfs none /sys/kernel/iommu_groups && exec taskset -c 1 "$@"`, "sh"}
+		fatal(t, e, agentv1.PreflightIOMMUUnavailable)
+	})
+	t.Run("vfio_iommu_type1 not loaded", func(t *testing.T) {
+		// No SPDK holds a vfio container now: the module unloads.
+		run(t, "modprobe", "-r", "vfio_iommu_type1")
+		defer run(t, "modprobe", "vfio_iommu_type1")
+		fatal(t, base, agentv1.PreflightIOMMUUnavailable)
+	})
+	t.Run("hugepages too few", func(t *testing.T) {
+		e := base
+		e.hugePages = 8 << 30
+		fatal(t, e, agentv1.PreflightHugePagesInsufficient)
+	})
+	t.Run("memlock too low without IPC_LOCK", func(t *testing.T) {
+		e := base
+		e.wrapper = []string{"sh", "-c", `ulimit -l 64 && exec /sbin/setpriv --bounding-set=-ipc_lock /sbin/taskset -c 1 "$@"`, "sh"}
+		fatal(t, e, agentv1.PreflightMemlockTooLow)
+	})
+	t.Run("rdma without an RDMA device in the pod", func(t *testing.T) {
+		// A pod's network namespace sees the RDMA devices moved into it
+		// once the node's RDMA subsystem is exclusive (as the SR-IOV CNI
+		// sets it up); rxe0 stays in the node's.
+		run(t, "rdma", "system", "set", "netns", "exclusive")
+		defer run(t, "rdma", "system", "set", "netns", "shared")
+		e := base
+		e.transport = "rdma"
+		e.wrapper = []string{"unshare", "--net", "--mount", "sh", "-c", `mount -t sysfs sys /sys && exec taskset -c 1 "$@"`, "sh"}
+		fatal(t, e, agentv1.PreflightNoRDMADevice)
+	})
+	t.Run("rdma with the node's device", func(t *testing.T) {
+		e := base
+		e.transport = "rdma"
+		if msg, out, err := e.run(t); err != nil || msg != "" {
+			t.Fatalf("exec-spdk with rxe0: %v, %q\n%s", err, msg, out)
+		}
+	})
+	t.Run("cores shared with the node", func(t *testing.T) {
+		e := base
+		e.wrapper = nil // the cpuset is every CPU, as without the static CPU manager
+		dir := t.TempDir()
+		out, err := e.command(dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("exec-spdk with shared cores: %v\n%s", err, out)
+		}
+		h, err := launch.ReadHandoff(dir)
+		if err != nil || len(h.Warnings) != 1 || h.Warnings[0].Reason != agentv1.PreflightSharedCores {
+			t.Fatalf("hand-off %+v, %v; want the SharedCores warning", h, err)
+		}
+		t.Logf("%s (warning): %s", h.Warnings[0].Reason, h.Warnings[0].Message)
+	})
+}
+
+// spdkProcess is nvmf_tgt as the SPDK container runs it.
+type spdkProcess struct {
+	cmd     *exec.Cmd
+	socket  string
+	started time.Time
+	exited  chan struct{}
+}
+
+func startSPDK(t *testing.T, bdf, dir string) *spdkProcess {
+	t.Helper()
+	e := execSPDK{bdf: bdf, transport: "rdma", binary: spdkBinary, hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
+	cmd := e.command(dir)
+	logFile, err := os.Create(filepath.Join(dir, "spdk.log"))
+	must(t, err, "create SPDK's log")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	p := &spdkProcess{cmd: cmd, socket: filepath.Join(dir, "spdk.sock"), started: time.Now(), exited: make(chan struct{})}
+	must(t, cmd.Start(), "start exec-spdk")
+	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(p.exited) }()
+	spdk := spdkclient.New(p.socket)
+	defer func() { _ = spdk.Close() }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := spdk.SpdkGetVersion(ctx)
+		cancel()
+		if err == nil {
+			return p
+		}
+		select {
+		case <-p.exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "spdk.log"))
+			t.Fatalf("SPDK exited while starting:\n%s", log)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SPDK does not answer on %s after 2 minutes: %v", p.socket, err)
+		}
+	}
+}
+
+func (p *spdkProcess) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// writeCacheOn reads the Volatile Write Cache feature of the controller
+// SPDK attached as name.
+func writeCacheOn(t *testing.T, spdk *spdkclient.Client, name string) bool {
+	t.Helper()
+	cpl, _, err := spdk.BdevNvmeAdminCmd(context.Background(), name, types.NvmeCommand{
+		Opcode: types.NvmeOpcodeGetFeatures, CDW10: types.NvmeFeatureVolatileWriteCache,
+	}, 0)
+	must(t, err, "Get Features (Volatile Write Cache)")
+	if !cpl.OK() {
+		t.Fatalf("Get Features (Volatile Write Cache): %s", cpl)
+	}
+	return cpl.CDW0&1 == 1
+}
+
+// SPDK drives the NVMe controller with its user-space driver over vfio,
+// on hugepages and one core; the OSD's bootstrap turns the controller's
+// volatile write cache off (again after SPDK restarted); the target
+// listens on RDMA (soft-RoCE), and the node service connects the
+// kernel's nvme-rdma host to it, writes and fsyncs, lets go, comes back
+// as a re-created pod does and reads the data back.
+func TestProductionDataPath(t *testing.T) {
+	needSPDK(t)
+	bdf := nvmeController(t)
+	bindTo(t, bdf, "vfio-pci")
+	dir := t.TempDir()
+	started := time.Now()
+	p := startSPDK(t, bdf, dir)
+	defer p.kill()
+	t.Logf("SPDK answers %s after its start (TCG)", time.Since(started).Round(100*time.Millisecond))
+	args, err := os.ReadFile(filepath.Join(dir, launch.HandoffFile))
+	must(t, err, "read the hand-off")
+	if !bytes.Contains(args, []byte(`"-s","512"`)) || bytes.Contains(args, []byte("--no-huge")) || !bytes.Contains(args, []byte(bdf)) {
+		t.Fatalf("SPDK ran as %s, want hugepages (-s 512, no --no-huge) and --pci-allowed %s", args, bdf)
+	}
+	spdk := spdkclient.New(p.socket)
+	defer func() { _ = spdk.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// The controller as it comes: attached under the OSD's name, before
+	// the agent saw it.
+	if _, err = spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{Name: "flint_base", Trtype: "pcie", Traddr: bdf}); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "spdk.log"))
+		t.Fatalf("attach the controller: %v; SPDK's log:\n%s", err, log)
+	}
+	if !writeCacheOn(t, spdk, "flint_base") {
+		t.Fatal("QEMU's controller came with its volatile write cache off: the test proves nothing")
+	}
+
+	o := storage.New(storage.Config{UID: osdUID, Device: storage.Device{Driver: storage.DriverPCIe, PCIAddress: bdf},
+		Listener: storage.Listener{Transport: "rdma", Address: address, Port: 4420}}, spdk)
+	lvs, err := o.Bootstrap(ctx)
+	must(t, err, "bootstrap the OSD")
+	if got := o.WriteCache(); got != storage.WriteCacheDisabled || writeCacheOn(t, spdk, "flint_base") {
+		t.Fatalf("after bootstrap the OSD reports %s and the controller's cache is on=%t; want it off", got, writeCacheOn(t, spdk, "flint_base"))
+	}
+	t.Logf("lvstore %s of %d MiB on %s; volatile write cache %s", lvs.Name, lvs.TotalBytes()>>20, bdf, o.WriteCache())
+
+	const key = "prod-vol"
+	_, err = o.CreateReplica(ctx, key, 64<<20)
+	must(t, err, "create the replica")
+	target, err := o.EnsureTarget(ctx, storage.TargetSpec{Volume: key, Epoch: 1, Members: []storage.Member{{OSD: osdUID, InSync: true}}, Hosts: []string{hostNQN}})
+	must(t, err, "ensure the target")
+	if target.Export.Transport != "rdma" {
+		t.Fatalf("the target exports over %q, want rdma", target.Export.Transport)
+	}
+	v := &volume{
+		id: key, fsType: "ext4", staging: "/run/staging/" + key, target: "/run/pods/" + key + "/volume",
+		publish: map[string]string{csi.PublishNQN: target.Export.NQN, csi.PublishTransport: "rdma",
+			csi.PublishPaths: fmt.Sprintf("%s:%d", target.Export.Address, target.Export.Port)},
+	}
+	must(t, v.stage(ctx), "NodeStageVolume over nvme-rdma")
+	must(t, v.publishAt(ctx), "NodePublishVolume")
+	if transport := controllerTransport(t, target.Export.NQN); transport != "rdma" {
+		t.Fatalf("the kernel host connected over %q, want rdma", transport)
+	}
+	data := randomBytes(t, 1<<20)
+	must(t, writeSynced(v.dataPath(), data), "write and fsync")
+	// The pod goes and a new one comes.
+	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
+	must(t, v.unstage(ctx), "NodeUnstageVolume")
+	noControllers(t, target.Export.NQN)
+	must(t, v.stage(ctx), "NodeStageVolume again")
+	must(t, v.publishAt(ctx), "NodePublishVolume again")
+	got, err := os.ReadFile(v.dataPath())
+	must(t, err, "read back")
+	if !bytes.Equal(got, data) {
+		t.Fatal("the re-created pod read other data than was written")
+	}
+	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
+	must(t, v.unstage(ctx), "NodeUnstageVolume")
+
+	// SPDK dies and the kubelet starts it again: the controller is reset,
+	// and the agent's next bootstrap turns the cache off again.
+	p.kill()
+	p = startSPDK(t, bdf, dir)
+	spdk2 := spdkclient.New(p.socket)
+	defer func() { _ = spdk2.Close() }()
+	_, err = spdk2.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{Name: "flint_base", Trtype: "pcie", Traddr: bdf})
+	must(t, err, "attach the controller after the restart")
+	t.Logf("after SPDK restarted, the controller's cache is on=%t before the agent's bootstrap", writeCacheOn(t, spdk2, "flint_base"))
+	o = storage.New(storage.Config{UID: osdUID, Device: storage.Device{Driver: storage.DriverPCIe, PCIAddress: bdf},
+		Listener: storage.Listener{Transport: "rdma", Address: address, Port: 4420}}, spdk2)
+	back, err := o.Bootstrap(ctx)
+	must(t, err, "bootstrap after the restart")
+	if back.UUID != lvs.UUID || o.WriteCache() != storage.WriteCacheDisabled || writeCacheOn(t, spdk2, "flint_base") {
+		t.Fatalf("after the restart: lvstore %s (was %s), write cache %s", back.UUID, lvs.UUID, o.WriteCache())
+	}
+	if _, err := o.DeleteTarget(ctx, key, []string{osdUID}, nil); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("delete the target: %v", err)
+	}
+	t.Logf("production path on %s: vfio + hugepages + RDMA, 1 MiB written, fsynced and read back by a re-created pod in %s", bdf, time.Since(started).Round(100*time.Millisecond))
+}
+
+// controllerTransport is the transport of the kernel host's controller of
+// subsystem nqn.
+func controllerTransport(t *testing.T, nqn string) string {
+	t.Helper()
+	ctrls, err := filepath.Glob("/sys/class/nvme/nvme*")
+	must(t, err, "list controllers")
+	for _, c := range ctrls {
+		if sub, err := os.ReadFile(filepath.Join(c, "subsysnqn")); err == nil && strings.TrimSpace(string(sub)) == nqn {
+			tr, err := os.ReadFile(filepath.Join(c, "transport"))
+			must(t, err, "read the transport")
+			return strings.TrimSpace(string(tr))
+		}
+	}
+	t.Fatalf("no controller of %s", nqn)
+	return ""
+}
