@@ -43,12 +43,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/resource"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/flint-io/flint/internal/cli"
 	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/internal/spdk/client"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/deviceplugin"
 	"github.com/flint-io/flint/osd-image/agent/launch"
 	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/lifecycle"
@@ -73,9 +75,33 @@ func main() {
 		case "check-lease":
 			checkLease(os.Args[2:])
 			return
+		case "nvme-device-plugin":
+			nvmeDevicePlugin(os.Args[2:])
+			return
 		}
 	}
 	runAgent(os.Args[1:])
+}
+
+func nvmeDevicePlugin(args []string) {
+	fs := flag.NewFlagSet("nvme-device-plugin", flag.ContinueOnError)
+	p := deviceplugin.Plugin{Log: zap.New().WithName("nvme-device-plugin")}
+	fs.StringVar(&p.Resource, "resource-name", "flint.io/nvme", "the extended resource the controllers are advertised as: the Pool's devices.resourceName")
+	fs.StringVar(&p.Dir, "kubelet-dir", pluginapi.DevicePluginPath, "the kubelet's device plugin directory (its kubelet.sock)")
+	fs.StringVar(&p.Sysfs, "sysfs", "/sys", "the node's sysfs")
+	fs.StringVar(&p.Dev, "dev", "/dev", "the node's /dev, as the kubelet sees it (the host paths of the vfio group devices)")
+	fs.DurationVar(&p.Interval, "interval", 5*time.Second, "how often controllers are rescanned and the kubelet's restarts noticed")
+	cmd := &cli.Command{
+		Name:        "osd-agent nvme-device-plugin",
+		Summary:     "advertises the node's vfio-bound NVMe controllers to the kubelet",
+		Description: "A kubelet device plugin: every NVMe controller (PCI class 0x010802) bound to vfio-pci is one device of --resource-name; a container allocated one gets /dev/vfio/vfio, its IOMMU group's /dev/vfio/N, and its PCI address in PCIDEVICE_<RESOURCE> (what exec-spdk --pci-resource reads). A controller that leaves vfio-pci is reported unhealthy. Registers again when the kubelet restarts.",
+		Flags:       fs,
+	}
+	cmd.MainArgs(args, func() error {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		return p.Run(ctx)
+	})
 }
 
 func checkLease(args []string) {

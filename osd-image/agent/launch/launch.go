@@ -34,6 +34,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flint-io/flint/osd-image/agent/deviceplugin"
 )
 
 // Options is one SPDK start.
@@ -127,7 +129,7 @@ func Cores(cpuset []int, limit int) []int {
 // for resource (such as flint.io/nvme) from the PCIDEVICE_* variable it
 // sets. An OSD owns exactly one device.
 func PCIAddressFromEnv(resource string, getenv func(string) string) (string, error) {
-	name := "PCIDEVICE_" + strings.ToUpper(strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(resource))
+	name := deviceplugin.EnvName(resource)
 	v := strings.TrimSpace(getenv(name))
 	switch addrs := strings.Split(v, ","); {
 	case v == "":

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/flint-io/flint/csi"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
@@ -205,6 +210,70 @@ func TestPreflightOnTheNode(t *testing.T) {
 	})
 }
 
+// registration is the kubelet's device plugin registration service.
+type registration struct {
+	pluginapi.UnimplementedRegistrationServer
+	requests chan *pluginapi.RegisterRequest
+}
+
+func (r *registration) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	r.requests <- req
+	return &pluginapi.Empty{}, nil
+}
+
+// allocateController runs osd-agent nvme-device-plugin on the guest as its
+// DaemonSet runs it, plays the kubelet's side of the device plugin API,
+// and allocates one controller to a container: what that container gets
+// (its environment) is returned, checked to name a vfio group device that
+// exists.
+func allocateController(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	lis, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
+	must(t, err, "listen as the kubelet")
+	reg := &registration{requests: make(chan *pluginapi.RegisterRequest, 1)}
+	g := grpc.NewServer()
+	pluginapi.RegisterRegistrationServer(g, reg)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	plugin := exec.Command(agentBinary, "nvme-device-plugin", "--resource-name="+nvmeResource, "--kubelet-dir="+dir, "--interval=500ms")
+	plugin.Stdout, plugin.Stderr = os.Stderr, os.Stderr
+	must(t, plugin.Start(), "start the device plugin")
+	t.Cleanup(func() { _ = plugin.Process.Kill(); _ = plugin.Wait() })
+	var req *pluginapi.RegisterRequest
+	select {
+	case req = <-reg.requests:
+	case <-time.After(time.Minute):
+		t.Fatal("the device plugin did not register within a minute")
+	}
+	if req.ResourceName != nvmeResource {
+		t.Fatalf("the device plugin registered %q", req.ResourceName)
+	}
+	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, req.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	must(t, err, "dial the device plugin")
+	t.Cleanup(func() { _ = conn.Close() })
+	dp := pluginapi.NewDevicePluginClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := dp.ListAndWatch(ctx, &pluginapi.Empty{})
+	must(t, err, "ListAndWatch")
+	list, err := stream.Recv()
+	must(t, err, "the device list")
+	if len(list.Devices) != 1 || list.Devices[0].Health != pluginapi.Healthy {
+		t.Fatalf("the device plugin lists %v, want the guest's one controller healthy", list.Devices)
+	}
+	alloc, err := dp.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{list.Devices[0].ID}}}})
+	must(t, err, "Allocate")
+	c := alloc.ContainerResponses[0]
+	for _, d := range c.Devices {
+		if _, err := os.Stat(d.HostPath); err != nil {
+			t.Fatalf("the allocation names %s: %v", d.HostPath, err)
+		}
+	}
+	t.Logf("the device plugin allocated %s: %v, devices %v", list.Devices[0].ID, c.Envs, c.Devices)
+	return c.Envs
+}
+
 // spdkProcess is nvmf_tgt as the SPDK container runs it.
 type spdkProcess struct {
 	cmd     *exec.Cmd
@@ -213,10 +282,16 @@ type spdkProcess struct {
 	exited  chan struct{}
 }
 
-func startSPDK(t *testing.T, bdf, dir string) *spdkProcess {
+// startSPDK starts SPDK as the SPDK container would with env, what the
+// device plugin allocated it.
+func startSPDK(t *testing.T, env map[string]string, dir string) *spdkProcess {
 	t.Helper()
-	e := execSPDK{bdf: bdf, transport: "rdma", binary: spdkBinary, hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
+	e := execSPDK{transport: "rdma", binary: spdkBinary, hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
 	cmd := e.command(dir)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	logFile, err := os.Create(filepath.Join(dir, "spdk.log"))
 	must(t, err, "create SPDK's log")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -264,7 +339,8 @@ func writeCacheOn(t *testing.T, spdk *spdkclient.Client, name string) bool {
 	return cpl.CDW0&1 == 1
 }
 
-// SPDK drives the NVMe controller with its user-space driver over vfio,
+// The device plugin hands the NVMe controller out; SPDK drives it with its
+// user-space driver over vfio,
 // on hugepages and one core; the OSD's bootstrap turns the controller's
 // volatile write cache off (again after SPDK restarted); the target
 // listens on RDMA (soft-RoCE), and the node service connects the
@@ -274,9 +350,13 @@ func TestProductionDataPath(t *testing.T) {
 	needSPDK(t)
 	bdf := nvmeController(t)
 	bindTo(t, bdf, "vfio-pci")
+	env := allocateController(t)
+	if env["PCIDEVICE_FLINT_IO_NVME"] != bdf {
+		t.Fatalf("the device plugin allocated %v, want %s", env, bdf)
+	}
 	dir := t.TempDir()
 	started := time.Now()
-	p := startSPDK(t, bdf, dir)
+	p := startSPDK(t, env, dir)
 	defer p.kill()
 	t.Logf("SPDK answers %s after its start (TCG)", time.Since(started).Round(100*time.Millisecond))
 	args, err := os.ReadFile(filepath.Join(dir, launch.HandoffFile))
@@ -345,7 +425,7 @@ func TestProductionDataPath(t *testing.T) {
 	// SPDK dies and the kubelet starts it again: the controller is reset,
 	// and the agent's next bootstrap turns the cache off again.
 	p.kill()
-	p = startSPDK(t, bdf, dir)
+	p = startSPDK(t, env, dir)
 	spdk2 := spdkclient.New(p.socket)
 	defer func() { _ = spdk2.Close() }()
 	_, err = spdk2.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{Name: "flint_base", Trtype: "pcie", Traddr: bdf})
