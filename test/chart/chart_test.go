@@ -58,7 +58,7 @@ func helm(t *testing.T, args ...string) ([]byte, error) {
 // everything turns every optional part of the chart on.
 var everything = []string{
 	"--set", "monitoring.serviceMonitor=true,monitoring.podMonitor=true,monitoring.prometheusRule=true,monitoring.dashboard=true",
-	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true,snapshots.class.create=true",
+	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true,snapshots.class.create=true,nvmeDevicePlugin.enabled=true",
 	"--set-json", `pools=[{"name":"fast","spec":{"replicas":1,"devices":{"driver":"malloc","malloc":{"size":"1Gi"}}}}]`,
 }
 
