@@ -77,9 +77,13 @@ func TestMain(m *testing.M) {
 		cluster.Worker = &lab.Worker{
 			Kernel: kernel, Initramfs: os.Getenv("FLINT_E2E_WORKER_INITRD"),
 			Modules: os.Getenv("FLINT_E2E_WORKER_MODULES"), Base: os.Getenv("FLINT_E2E_WORKER_BASE"),
+			// With the OSD image the guest is a pcie storage node too
+			// (TestPCIeStorageNode): the OSD pod and the device plugin
+			// run there from that image.
+			PCIeStorage: haveImage("flint-osd"),
 		}
 		// What runs on a workload node: the node plugin and the tests' pods.
-		for _, name := range []string{"pause", "flint-csi-driver", "csi-node-driver-registrar", "livenessprobe", "flint-bench", "e2e-busybox", "e2e-agnhost", "e2e-nginx", "e2e-glibc-dns-testing"} {
+		for _, name := range []string{"pause", "flint-csi-driver", "csi-node-driver-registrar", "livenessprobe", "flint-bench", "flint-osd", "e2e-busybox", "e2e-agnhost", "e2e-nginx", "e2e-glibc-dns-testing"} {
 			if haveImage(name) {
 				cluster.Worker.Images = append(cluster.Worker.Images, filepath.Join(os.Getenv("FLINT_E2E_IMAGES"), name+".tar"))
 			}
@@ -172,8 +176,11 @@ func TestChartInstalls(t *testing.T) {
 			"storageClass.create=true", "storageClass.pool=dev", "snapshots.class.create=true",
 		}, ","),
 		// The second storage node runs OSDs only (lab.SecondStorageNode);
-		// a label's value is a string.
-		"--set-string", "csi.node.nodeSelector."+strings.ReplaceAll(lab.CSINodeLabel, ".", "\\.")+"=true")
+		// a label's value is a string. The NVMe device plugin runs on the
+		// pcie storage node.
+		"--set-string", "csi.node.nodeSelector."+strings.ReplaceAll(lab.CSINodeLabel, ".", "\\.")+"=true",
+		"--set", "nvmeDevicePlugin.enabled=true",
+		"--set-string", "nvmeDevicePlugin.nodeSelector."+strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.")+"=true")
 
 	t.Run("operator", func(t *testing.T) {
 		waitDeploymentAvailable(t, clients, "flint-operator")
@@ -841,7 +848,12 @@ func repoPath(elem ...string) string {
 
 // podEvents are the events of a pod in default, oldest first.
 func podEvents(t *testing.T, clients *kubernetes.Clientset, pod string) string {
-	events, err := clients.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+	return podEventsIn(t, clients, "default", pod)
+}
+
+// podEventsIn are the events of a pod in namespace ns, oldest first.
+func podEventsIn(t *testing.T, clients *kubernetes.Clientset, ns, pod string) string {
+	events, err := clients.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
 	if err != nil {
 		return err.Error()
 	}

@@ -69,6 +69,10 @@ type node struct {
 	// kubelet on one machine needs its own of each.
 	kubeletRoot, cgroupRoot string
 	healthzPort             int
+	// reservedCPUs, when set, turns on the kubelet's static CPU manager
+	// with these CPUs kept for the system: Guaranteed pods' integer CPUs
+	// get the others alone.
+	reservedCPUs string
 }
 
 func (n node) containerdSocket() string { return filepath.Join(n.state, "run", "containerd.sock") }
@@ -149,7 +153,14 @@ serializeImagePulls: false
 runtimeRequestTimeout: 10m
 podLogsDir: %s
 `, n.ip, n.healthzPort, filepath.Join(n.etc, "ca.crt"), filepath.Join(n.etc, "kubelet-serving.crt"), filepath.Join(n.etc, "kubelet-serving.key"),
-		n.containerdSocket(), !n.cgroupV1, n.podCIDR, n.podLogs) + n.cgroupRootConfig()
+		n.containerdSocket(), !n.cgroupV1, n.podCIDR, n.podLogs) + n.cgroupRootConfig() + n.cpuManagerConfig()
+}
+
+func (n node) cpuManagerConfig() string {
+	if n.reservedCPUs == "" {
+		return ""
+	}
+	return fmt.Sprintf("cpuManagerPolicy: static\nreservedSystemCPUs: %q\n", n.reservedCPUs)
 }
 
 func (n node) cgroupRootConfig() string {

@@ -32,6 +32,14 @@ const (
 	WorkerIP      = "10.77.0.2"
 	WorkerPodCIDR = "10.244.1.0/24"
 	workerTap     = "flint-w0"
+	// PCIeStorageLabel marks the workload node when it is also a pcie
+	// storage node (Worker.PCIeStorage), for the pcie Pool's nodeSelector.
+	PCIeStorageLabel = "lab.flint.io/pcie"
+	// NVMeResource is what the NVMe device plugin advertises there.
+	NVMeResource = "flint.io/nvme"
+	// WorkerHugePages is how many 2 MiB hugepages the guest reserves at
+	// boot.
+	WorkerHugePages = 300
 )
 
 // Worker is the workload node: a QEMU guest (TCG) booting Debian's 6.1
@@ -49,13 +57,35 @@ type Worker struct {
 	Base string
 	// Images are the OCI archives the node's containerd imports.
 	Images []string
+	// PCIeStorage makes the guest a pcie storage node too, as
+	// docs/install.md has one: q35 with a 48-bit IOMMU, an emulated NVMe
+	// controller bound to vfio-pci at boot, 2 MiB hugepages reserved on
+	// the kernel command line, three CPUs and the kubelet's static CPU
+	// manager with CPU 0 reserved, so that an OSD pod's one core is its
+	// own.
+	PCIeStorage bool
 }
 
 func (l *Lab) workerNode() node {
-	return node{name: WorkerNode, ip: WorkerIP, podCIDR: WorkerPodCIDR, zone: "lab-b", labels: []string{CSINodeLabel + "=true"},
+	n := node{name: WorkerNode, ip: WorkerIP, podCIDR: WorkerPodCIDR, zone: "lab-b", labels: []string{CSINodeLabel + "=true"},
 		etc: "/etc/flint", state: "/var/lib/flint", podLogs: "/var/log/flint/pods",
 		cniBin: "/usr/lib/cni", multus: l.Multus != "", bridge: "cni0", kubeletRoot: kubeletRoot, healthzPort: 10248}
+	if l.Worker != nil && l.Worker.PCIeStorage {
+		n.labels = append(n.labels, PCIeStorageLabel+"=true")
+		n.reservedCPUs = "0"
+	}
+	return n
 }
+
+// pcieStorageInit is what the guest's init does, before containerd
+// starts, to be a pcie storage node: the modules vfio needs, and every
+// NVMe controller bound to vfio-pci (docs/install.md, step 3).
+const pcieStorageInit = `for m in vfio-pci vfio_iommu_type1; do modprobe $m || echo "FLINT-WORKER modprobe $m failed"; done
+for d in /sys/bus/pci/devices/*; do
+  [ "$(cat $d/class)" = 0x010802 ] || continue
+  echo vfio-pci > $d/driver_override && echo ${d##*/} > /sys/bus/pci/drivers_probe && echo "FLINT-WORKER ${d##*/} bound to vfio-pci"
+done
+`
 
 // workerInit is the guest's PID 1 after the initramfs: it mounts what a
 // node needs (cgroup v2, a shared root for mount propagation, the host's
@@ -75,7 +105,7 @@ hostname {{name}}
 for m in virtio_net 9p 9pnet_virtio overlay br_netfilter nvme-tcp loop; do modprobe -q $m || echo "FLINT-WORKER modprobe $m failed"; done
 mkdir -p /var/log/flint && mount -t 9p -o trans=virtio,version=9p2000.L flintlogs /var/log/flint
 for c in cpuset cpu io memory pids hugetlb; do echo +$c > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done
-ip link set lo up
+{{pcieStorage}}ip link set lo up
 ip link set eth0 up
 ip addr add {{ip}}/24 dev eth0
 ip route add default via {{gateway}}
@@ -138,8 +168,12 @@ func (l *Lab) startWorker(ctx context.Context) error {
 			return fmt.Errorf("copy %s: %v: %s", image, err, out)
 		}
 	}
+	storageInit := ""
+	if w.PCIeStorage {
+		storageInit = pcieStorageInit
+	}
 	init := strings.NewReplacer("{{name}}", n.name, "{{ip}}", n.ip, "{{gateway}}", NodeIP, "{{etc}}", n.etc,
-		"{{socket}}", n.containerdSocket(), "{{kubeletArgs}}", strings.Join(n.kubeletArgs(), " ")).Replace(workerInit)
+		"{{socket}}", n.containerdSocket(), "{{kubeletArgs}}", strings.Join(n.kubeletArgs(), " "), "{{pcieStorage}}", storageInit).Replace(workerInit)
 	if err := os.WriteFile(filepath.Join(root, "sbin", "flint-worker-init"), []byte(init), 0o755); err != nil {
 		return err
 	}
@@ -159,16 +193,38 @@ func (l *Lab) startWorker(ctx context.Context) error {
 		return err
 	}
 
-	qemu, err := l.start("worker-console", "qemu-system-x86_64",
-		"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "4096", "-no-reboot",
+	cpus, memory, cmdline := "2", "4096", "console=ttyS0 loglevel=4 panic=-1"
+	var storage []string
+	if w.PCIeStorage {
+		nvme := filepath.Join(dir, "nvme.img")
+		if err := os.WriteFile(nvme, nil, 0o644); err != nil {
+			return err
+		}
+		if err := os.Truncate(nvme, 2<<30); err != nil {
+			return err
+		}
+		// aw-bits=48: SPDK maps DMA at its virtual addresses, beyond the
+		// 39 bits QEMU's IOMMU gives by default. The controller's drive
+		// caches writes (QEMU's default), so it has a volatile write cache.
+		storage = []string{"-machine", "q35", "-device", "intel-iommu,intremap=on,aw-bits=48",
+			"-drive", "file=" + nvme + ",if=none,id=nvm,format=raw", "-device", "nvme,serial=flintlab0,drive=nvm"}
+		// A third CPU: the static CPU manager keeps CPU 0 for the system
+		// and the OSD's SPDK takes one of the others alone, and a node
+		// of two would have one CPU allocatable, less than the OSD pod's
+		// 1.1.
+		cpus, memory = "3", "5120"
+		cmdline += fmt.Sprintf(" intel_iommu=on iommu=pt hugepagesz=2M hugepages=%d", WorkerHugePages)
+	}
+	args := append([]string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", cpus, "-m", memory, "-no-reboot",
 		// ttyS0 (the console) on stdout, ttyS1 (a root shell) on a socket.
 		"-display", "none", "-monitor", "none", "-serial", "stdio",
-		"-serial", "unix:"+filepath.Join(dir, "shell.sock")+",server=on,wait=off",
-		"-kernel", w.Kernel, "-initrd", w.Initramfs, "-append", "console=ttyS0 loglevel=4 panic=-1",
-		"-drive", "file="+disk+",if=virtio,format=raw,cache=unsafe",
-		"-netdev", "tap,id=n0,ifname="+workerTap+",script=no,downscript=no",
+		"-serial", "unix:" + filepath.Join(dir, "shell.sock") + ",server=on,wait=off",
+		"-kernel", w.Kernel, "-initrd", w.Initramfs, "-append", cmdline,
+		"-drive", "file=" + disk + ",if=virtio,format=raw,cache=unsafe",
+		"-netdev", "tap,id=n0,ifname=" + workerTap + ",script=no,downscript=no",
 		"-device", "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:02",
-		"-virtfs", "local,path="+logs+",mount_tag=flintlogs,security_model=none,id=logs")
+		"-virtfs", "local,path=" + logs + ",mount_tag=flintlogs,security_model=none,id=logs"}, storage...)
+	qemu, err := l.start("worker-console", "qemu-system-x86_64", args...)
 	if err != nil {
 		return err
 	}

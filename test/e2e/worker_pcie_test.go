@@ -1,0 +1,194 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/osd-image/agent/launch"
+	"github.com/flint-io/flint/test/e2e/lab"
+)
+
+const (
+	pciePool  = "fast"
+	pcieClass = "flint-fast"
+)
+
+// The README's sample Pool (config/samples/pool_rdma_pcie.yaml), on the
+// guest's pcie storage node with NVMe/TCP for now: the chart's NVMe device
+// plugin advertises the guest's vfio-bound controller, the kubelet gives
+// the OSD pod that controller, hugepages and one exclusive core (static
+// CPU manager), and SPDK drives the controller with its user-space driver
+// (no --no-huge) with its volatile write cache off. A Pod on the same
+// guest writes and fsyncs through the kernel's NVMe/TCP host, is
+// re-created and reads its data back.
+func TestPCIeStorageNode(t *testing.T) {
+	clients := inLab(t)
+	needStorage(t)
+	if cluster.Worker == nil || !cluster.Worker.PCIeStorage {
+		t.Skip("the guest is no pcie storage node (no OSD image)")
+	}
+	ctx := t.Context()
+	c := flintClient(t)
+
+	eventually(t, 5*time.Minute, func() error {
+		n, err := clients.CoreV1().Nodes().Get(ctx, lab.WorkerNode, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		nvme, hugepages := n.Status.Allocatable[lab.NVMeResource], n.Status.Allocatable["hugepages-2Mi"]
+		if nvme.Value() != 1 || hugepages.Value() != lab.WorkerHugePages<<21 {
+			return fmt.Errorf("node %s allocates %s %s and hugepages-2Mi %s, want 1 and %d pages; pods: %s", lab.WorkerNode, lab.NVMeResource, nvme.String(), hugepages.String(), lab.WorkerHugePages, podStates(t, clients))
+		}
+		return nil
+	})
+
+	pool := readSample[flintv1.Pool](t, "pool_rdma_pcie.yaml")
+	pool.Spec.Replicas = 1
+	pool.Spec.FailureDomain = corev1.LabelHostname
+	pool.Spec.NodeSelector = map[string]string{lab.PCIeStorageLabel: "true"}
+	// What the guest has room for; RDMA over its soft-RoCE is not wired
+	// into the lab yet.
+	pool.Spec.OSD.HugePages.Amount = resource.MustParse("512Mi")
+	pool.Spec.OSD.Memory = ptr.To(resource.MustParse("768Mi"))
+	pool.Spec.Network = flintv1.Network{Transport: flintv1.TransportTCP}
+	if pool.Spec.Devices.Driver != flintv1.DriverPCIe || pool.Spec.Devices.ResourceName != lab.NVMeResource || pool.Spec.OSD.CPUs != 1 {
+		t.Fatalf("the sample Pool is no longer the pcie Pool this test runs: %+v", pool.Spec)
+	}
+	// This file's name makes this the lab's last test: its OSD polls a
+	// guest core until the lab closes, and removing the Pool and its
+	// Volume on the emulated node would take the lab minutes more.
+	if err := c.Create(ctx, pool); err != nil {
+		t.Fatalf("create Pool %s: %v", pool.Name, err)
+	}
+	began := time.Now()
+	eventually(t, 15*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return err
+		}
+		if pool.Status.OSDs.Ready < 1 {
+			var osds flintv1.OSDList
+			_ = c.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: pool.Name})
+			var why []string
+			for _, o := range osds.Items {
+				if r := meta.FindStatusCondition(o.Status.Conditions, flintv1.ReadyCondition); r != nil {
+					why = append(why, fmt.Sprintf("%s %s: %s", o.Name, r.Reason, r.Message))
+				}
+			}
+			return fmt.Errorf("Pool %s: OSDs %+v (%s); pods: %s", pool.Name, pool.Status.OSDs, strings.Join(why, "; "), podStates(t, clients))
+		}
+		return nil
+	})
+	t.Logf("Pool %s Ready on %s after %s", pool.Name, lab.WorkerNode, time.Since(began).Round(time.Second))
+
+	var osds flintv1.OSDList
+	if err := c.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: pool.Name}); err != nil || len(osds.Items) != 1 {
+		t.Fatalf("OSDs of %s: %d, %v", pool.Name, len(osds.Items), err)
+	}
+	osd := osds.Items[0]
+	if osd.Status.Device == nil || osd.Status.Device.WriteCache != flintv1.WriteCacheDisabled {
+		t.Errorf("OSD %s reports its device %+v, want the write cache Disabled", osd.Name, osd.Status.Device)
+	}
+	if w := meta.FindStatusCondition(osd.Status.Conditions, flintv1.OSDSharedCoresCondition); w != nil {
+		t.Errorf("OSD %s has a SharedCores condition under the static CPU manager: %s", osd.Name, w.Message)
+	}
+	pod := "osd-" + osd.Name
+	defer func() {
+		t.Logf("pod %s: %s; events: %s", pod, restarts(t, clients, pod), podEventsIn(t, clients, namespace, pod))
+	}()
+	handoff := osdHandoff(t, pod)
+	args := strings.Join(handoff.Args, " ")
+	if !oneCoreNotZero(handoff.CoreMask) || !strings.Contains(args, "-s 512 ") || strings.Contains(args, "--no-huge") || !strings.Contains(args, "--pci-allowed "+handoff.PCIAddress) {
+		t.Errorf("SPDK runs as %+v; want one core that is not CPU 0, 512 MiB of hugepages and the allocated controller", handoff)
+	}
+	t.Logf("OSD %s: SPDK on core mask %s with %s; device %+v", osd.Name, handoff.CoreMask, args, osd.Status.Device)
+
+	class := &storagev1.StorageClass{
+		ObjectMeta:  metav1.ObjectMeta{Name: pcieClass},
+		Provisioner: "csi.flint.io", Parameters: map[string]string{"pool": pool.Name},
+		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete), VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	if _, err := clients.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	createClaim(t, clients, "pcie-files", pcieClass, corev1.PersistentVolumeFilesystem)
+	runToCompletion(t, clients, "pcie-writer", "pcie-files", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	runToCompletion(t, clients, "pcie-reader", "pcie-files", "sha256sum -c /data/blob.sha256")
+}
+
+// osdHandoff reads what the SPDK container of an OSD pod recorded about
+// the SPDK it started (its cores, arguments and device).
+// The exec is retried: on the emulated node a container of the pod may be
+// restarting when it comes.
+func osdHandoff(t *testing.T, pod string) launch.Handoff {
+	t.Helper()
+	var h launch.Handoff
+	eventually(t, 3*time.Minute, func() error {
+		out, err := exec.Command(filepath.Join(os.Getenv("FLINT_E2E_ASSETS"), "kubectl"), "--kubeconfig", cluster.AdminKubeconfig,
+			"exec", "-n", namespace, pod, "-c", "agent", "--", "cat", "/var/run/flint/"+launch.HandoffFile).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("read the SPDK container's hand-off in %s: %v: %s", pod, err, out)
+		}
+		return json.Unmarshal(out, &h)
+	})
+	return h
+}
+
+// restarts says how often each container of a pod in Flint's namespace
+// restarted, and why it last ended.
+func restarts(t *testing.T, clients *kubernetes.Clientset, pod string) string {
+	p, err := clients.CoreV1().Pods(namespace).Get(t.Context(), pod, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, c := range p.Status.ContainerStatuses {
+		s := fmt.Sprintf("%s restarted %d times", c.Name, c.RestartCount)
+		if last := c.LastTerminationState.Terminated; last != nil {
+			s += fmt.Sprintf(" (last: exit %d %s %s)", last.ExitCode, last.Reason, last.Message)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// oneCoreNotZero says the core mask names one core, not CPU 0 (the one
+// the kubelet keeps for the system).
+func oneCoreNotZero(mask string) bool {
+	m, err := strconv.ParseUint(strings.TrimPrefix(mask, "0x"), 16, 64)
+	return err == nil && bits.OnesCount64(m) == 1 && m != 1
+}
