@@ -118,10 +118,11 @@ const baseBdevName = "flint_base"
 func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
 
 // Bootstrap brings SPDK to the OSD's base state: the device claimed with
-// its volatile write cache off (ensureWriteCache), the OSD's lvstore loaded (created on a blank device), the transport up. It
-// is idempotent and is what the agent runs after every SPDK start. It
-// refuses, touching nothing, a device that holds another owner's lvstore
-// or data that is no lvstore.
+// its volatile write cache off (ensureWriteCache), the OSD's lvstore
+// loaded (created on a blank device), the transport up. It is idempotent
+// and is what the agent runs after every SPDK start. It refuses, touching
+// nothing, a device that holds another owner's lvstore or data that is no
+// lvstore.
 func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 	base, err := o.claimDevice(ctx)
 	if err != nil {

@@ -38,6 +38,7 @@ import (
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/deviceplugin"
 	"github.com/flint-io/flint/osd-image/agent/launch"
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
@@ -94,12 +95,19 @@ func bindTo(t *testing.T, bdf, driver string) {
 }
 
 // execSPDK runs the SPDK container's entrypoint as its container runs it,
-// with the device plugin's variable for bdf; the wrapper (taskset, unshare,
-// a shell) stands for what the container gets.
+// with env, what the device plugin's allocation gave the container; the
+// wrapper (taskset, unshare, a shell) stands for what the container gets.
 type execSPDK struct {
-	bdf, transport, binary string
-	hugePages              int64
-	wrapper                []string
+	env               map[string]string
+	transport, binary string
+	hugePages         int64
+	wrapper           []string
+}
+
+// allocated is the environment the device plugin gives a container
+// allocated controller bdf.
+func allocated(bdf string) map[string]string {
+	return map[string]string{deviceplugin.EnvName(nvmeResource): bdf}
 }
 
 // run runs it to its end (binary /bin/true stands for SPDK) and returns
@@ -119,7 +127,10 @@ func (e execSPDK) command(dir string) *exec.Cmd {
 		fmt.Sprintf("--hugepages-bytes=%d", e.hugePages), "--pci-resource="+nvmeResource, "--transport="+e.transport,
 		"--termination-log="+filepath.Join(dir, "termination-log"))
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "PCIDEVICE_FLINT_IO_NVME="+e.bdf)
+	cmd.Env = os.Environ()
+	for k, v := range e.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	return cmd
 }
 
@@ -128,7 +139,7 @@ func (e execSPDK) command(dir string) *exec.Cmd {
 func TestPreflightOnTheNode(t *testing.T) {
 	needSPDK(t)
 	bdf := nvmeController(t)
-	base := execSPDK{bdf: bdf, transport: "tcp", binary: "/bin/true", hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
+	base := execSPDK{env: allocated(bdf), transport: "tcp", binary: "/bin/true", hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
 	fatal := func(t *testing.T, e execSPDK, reason string) {
 		t.Helper()
 		msg, out, err := e.run(t)
@@ -286,12 +297,8 @@ type spdkProcess struct {
 // device plugin allocated it.
 func startSPDK(t *testing.T, env map[string]string, dir string) *spdkProcess {
 	t.Helper()
-	e := execSPDK{transport: "rdma", binary: spdkBinary, hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
+	e := execSPDK{env: env, transport: "rdma", binary: spdkBinary, hugePages: spdkHugePages, wrapper: []string{"taskset", "-c", "1"}}
 	cmd := e.command(dir)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
 	logFile, err := os.Create(filepath.Join(dir, "spdk.log"))
 	must(t, err, "create SPDK's log")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -351,7 +358,7 @@ func TestProductionDataPath(t *testing.T) {
 	bdf := nvmeController(t)
 	bindTo(t, bdf, "vfio-pci")
 	env := allocateController(t)
-	if env["PCIDEVICE_FLINT_IO_NVME"] != bdf {
+	if env[deviceplugin.EnvName(nvmeResource)] != bdf {
 		t.Fatalf("the device plugin allocated %v, want %s", env, bdf)
 	}
 	dir := t.TempDir()
