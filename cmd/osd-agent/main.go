@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -78,6 +79,9 @@ func main() {
 		case "nvme-device-plugin":
 			nvmeDevicePlugin(os.Args[2:])
 			return
+		case "rdma-device-plugin":
+			rdmaDevicePlugin(os.Args[2:])
+			return
 		}
 	}
 	runAgent(os.Args[1:])
@@ -86,17 +90,50 @@ func main() {
 func nvmeDevicePlugin(args []string) {
 	fs := flag.NewFlagSet("nvme-device-plugin", flag.ContinueOnError)
 	p := deviceplugin.Plugin{Log: zap.New().WithName("nvme-device-plugin")}
-	fs.StringVar(&p.Resource, "resource-name", "flint.io/nvme", "the extended resource the controllers are advertised as: the Pool's devices.resourceName")
-	fs.StringVar(&p.Dir, "kubelet-dir", pluginapi.DevicePluginPath, "the kubelet's device plugin directory (its kubelet.sock)")
-	fs.StringVar(&p.Sysfs, "sysfs", "/sys", "the node's sysfs")
-	fs.StringVar(&p.Dev, "dev", "/dev", "the node's /dev, as the kubelet sees it (the host paths of the vfio group devices)")
-	fs.DurationVar(&p.Interval, "interval", 5*time.Second, "how often controllers are rescanned and the kubelet's restarts noticed")
-	cmd := &cli.Command{
+	var sysfs string
+	devicePluginFlags(fs, &p, &sysfs, "flint.io/nvme", "the Pool's devices.resourceName", "vfio group devices")
+	p.Discover = func() ([]deviceplugin.Device, error) { return deviceplugin.DiscoverNVMe(sysfs) }
+	runDevicePlugin(args, &p, &cli.Command{
 		Name:        "osd-agent nvme-device-plugin",
 		Summary:     "advertises the node's vfio-bound NVMe controllers to the kubelet",
 		Description: "A kubelet device plugin: every NVMe controller (PCI class 0x010802) bound to vfio-pci is one device of --resource-name; a container allocated one gets /dev/vfio/vfio, its IOMMU group's /dev/vfio/N, and its PCI address in PCIDEVICE_<RESOURCE> (what exec-spdk --pci-resource reads). A controller that leaves vfio-pci is reported unhealthy. Registers again when the kubelet restarts.",
 		Flags:       fs,
+	})
+}
+
+func rdmaDevicePlugin(args []string) {
+	fs := flag.NewFlagSet("rdma-device-plugin", flag.ContinueOnError)
+	p := deviceplugin.Plugin{Log: zap.New().WithName("rdma-device-plugin")}
+	var sysfs, names string
+	var shared int
+	devicePluginFlags(fs, &p, &sysfs, "flint.io/rdma", "the Pool's network.resourceName, with network.hostNetwork", "uverbs and rdma_cm devices")
+	fs.IntVar(&shared, "shared", 16, "how many pods may hold each RDMA device at once")
+	fs.StringVar(&names, "devices", "", "comma-separated RDMA device names to advertise (as under /sys/class/infiniband); empty for all")
+	p.Discover = func() ([]deviceplugin.Device, error) {
+		var only []string
+		if names != "" {
+			only = strings.Split(names, ",")
+		}
+		return deviceplugin.DiscoverRDMA(sysfs, shared, only)
 	}
+	runDevicePlugin(args, &p, &cli.Command{
+		Name:        "osd-agent rdma-device-plugin",
+		Summary:     "advertises the node's RDMA devices to the kubelet, for OSDs on the host network",
+		Description: "A kubelet device plugin: each RDMA device (a NIC's RDMA function, or soft-RoCE) is --shared devices of --resource-name, <name>-<i>; a container allocated one gets /dev/infiniband/rdma_cm and the device's /dev/infiniband/uverbsN. For OSD pods with network.hostNetwork, which use the node's own interfaces: an RDMA VF on a Multus network comes from the SR-IOV device plugin instead. A device that disappears is reported unhealthy. Registers again when the kubelet restarts.",
+		Flags:       fs,
+	})
+}
+
+// devicePluginFlags are the flags every device plugin has.
+func devicePluginFlags(fs *flag.FlagSet, p *deviceplugin.Plugin, sysfs *string, resource, resourceUse, devNodes string) {
+	fs.StringVar(&p.Resource, "resource-name", resource, "the extended resource the devices are advertised as: "+resourceUse)
+	fs.StringVar(&p.Dir, "kubelet-dir", pluginapi.DevicePluginPath, "the kubelet's device plugin directory (its kubelet.sock)")
+	fs.StringVar(sysfs, "sysfs", "/sys", "the node's sysfs")
+	fs.StringVar(&p.Dev, "dev", "/dev", "the node's /dev, as the kubelet sees it (the host paths of the "+devNodes+")")
+	fs.DurationVar(&p.Interval, "interval", 5*time.Second, "how often devices are rescanned and the kubelet's restarts noticed")
+}
+
+func runDevicePlugin(args []string, p *deviceplugin.Plugin, cmd *cli.Command) {
 	cmd.MainArgs(args, func() error {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()

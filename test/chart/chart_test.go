@@ -27,6 +27,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func helm(t *testing.T, args ...string) ([]byte, error) {
 // everything turns every optional part of the chart on.
 var everything = []string{
 	"--set", "monitoring.serviceMonitor=true,monitoring.podMonitor=true,monitoring.prometheusRule=true,monitoring.dashboard=true",
-	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true,snapshots.class.create=true,nvmeDevicePlugin.enabled=true",
+	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true,snapshots.class.create=true,nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true",
 	"--set-json", `pools=[{"name":"fast","spec":{"replicas":1,"devices":{"driver":"malloc","malloc":{"size":"1Gi"}}}}]`,
 }
 
@@ -142,5 +143,33 @@ func decode(t *testing.T, out []byte) []*unstructured.Unstructured {
 		if m != nil {
 			objs = append(objs, &unstructured.Unstructured{Object: m})
 		}
+	}
+}
+
+// Each device plugin runs its own osd-agent command with its own flags.
+func TestDevicePlugins(t *testing.T) {
+	out, err := helm(t, "template", "flint", "charts/flint", "--set", "nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true,rdmaDevicePlugin.shared=4",
+		"--set-json", `rdmaDevicePlugin.devices=["rxe0","mlx5_1"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]any{
+		"flint-nvme-device-plugin": {"/usr/local/bin/osd-agent", "nvme-device-plugin", "--resource-name=flint.io/nvme", "--kubelet-dir=/var/lib/kubelet/device-plugins"},
+		"flint-rdma-device-plugin": {"/usr/local/bin/osd-agent", "rdma-device-plugin", "--resource-name=flint.io/rdma", "--kubelet-dir=/var/lib/kubelet/device-plugins", "--shared=4", "--devices=rxe0,mlx5_1"},
+	}
+	for _, o := range decode(t, out) {
+		w, ok := want[o.GetName()]
+		if o.GetKind() != "DaemonSet" || !ok {
+			continue
+		}
+		delete(want, o.GetName())
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		c := containers[0].(map[string]any)
+		if got := append(c["command"].([]any), c["args"].([]any)...); !reflect.DeepEqual(got, w) {
+			t.Errorf("%s runs %v, want %v", o.GetName(), got, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not rendered: %v", want)
 	}
 }

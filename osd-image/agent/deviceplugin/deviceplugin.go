@@ -14,14 +14,21 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package deviceplugin advertises a node's NVMe controllers that are bound
-// to vfio-pci to the kubelet as one extended resource (flint.io/nvme), so
-// that an OSD pod that requests one gets exactly that controller: its vfio
-// group's device node, and its PCI address in PCIDEVICE_<RESOURCE>, the
-// variable osd-agent exec-spdk reads (the contract of the SR-IOV network
-// device plugin). That plugin cannot hand out NVMe controllers: v3.11.0
-// discovers only network (PCI class 0x02) and processing accelerator
-// (0x12) devices, and NVMe is mass storage (0x01).
+// Package deviceplugin advertises a node's storage hardware to the kubelet
+// as extended resources, so that an OSD pod that requests it gets exactly
+// its device nodes:
+//
+//   - NVMe controllers bound to vfio-pci (flint.io/nvme), each with its
+//     vfio group's device node and its PCI address in PCIDEVICE_<RESOURCE>,
+//     the variable osd-agent exec-spdk reads (the contract of the SR-IOV
+//     network device plugin). That plugin cannot hand out NVMe
+//     controllers: v3.11.0 discovers only network (PCI class 0x02) and
+//     processing accelerator (0x12) devices, and NVMe is mass storage
+//     (0x01).
+//   - RDMA devices shared by the pods of a node's host network
+//     (flint.io/rdma), each with its uverbs device node and rdma_cm. The
+//     SR-IOV plugin finds RDMA devices under their PCI function, so it
+//     cannot find a soft-RoCE device, and gives a VF to one pod only.
 package deviceplugin
 
 import (
@@ -43,33 +50,41 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
+// Device is one device the plugin hands out.
+type Device struct {
+	// ID is the device's ID towards the kubelet.
+	ID string
+	// Nodes are the device nodes a container allocated it gets, relative
+	// to /dev.
+	Nodes []string
+	// Env is its entry in EnvName(resource); empty for none.
+	Env string
+	// NUMANode is the node it is attached to; -1 when the platform does
+	// not say.
+	NUMANode int
+	// Healthy says it can be handed out. A device that was discovered and
+	// no longer is stays known, unhealthy, so the kubelet stops handing it
+	// out without forgetting a pod that holds it.
+	Healthy bool
+}
+
+func (d Device) equal(o Device) bool {
+	return d.ID == o.ID && slices.Equal(d.Nodes, o.Nodes) && d.Env == o.Env && d.NUMANode == o.NUMANode && d.Healthy == o.Healthy
+}
+
 // nvmeClass is the PCI class of an NVMe controller (mass storage,
 // non-volatile memory, NVM Express).
 const nvmeClass = "0x010802"
 
-// Controller is an NVMe controller the plugin hands out.
-type Controller struct {
-	// Address is its PCI address, the device's ID towards the kubelet.
-	Address string
-	// Group is its IOMMU group: the container gets /dev/vfio/<Group>.
-	Group string
-	// NUMANode is the node it is attached to; -1 when the platform does
-	// not say.
-	NUMANode int
-	// Bound says it is bound to vfio-pci; a controller that was and is no
-	// longer is reported unhealthy.
-	Bound bool
-}
-
-// Discover lists the NVMe controllers under sysfs that are bound to
-// vfio-pci. Controllers bound to another driver are the kernel's (or
-// nobody's) and are left alone.
-func Discover(sysfs string) ([]Controller, error) {
+// DiscoverNVMe lists the NVMe controllers under sysfs that are bound to
+// vfio-pci, by PCI address. Controllers bound to another driver are the
+// kernel's (or nobody's) and are left alone.
+func DiscoverNVMe(sysfs string) ([]Device, error) {
 	devices, err := filepath.Glob(filepath.Join(sysfs, "bus", "pci", "devices", "*"))
 	if err != nil {
 		return nil, err
 	}
-	var out []Controller
+	var out []Device
 	for _, d := range devices {
 		if class, err := os.ReadFile(filepath.Join(d, "class")); err != nil || strings.TrimSpace(string(class)) != nvmeClass {
 			continue
@@ -82,19 +97,58 @@ func Discover(sysfs string) ([]Controller, error) {
 		if err != nil {
 			continue // vfio-pci holds no device without an IOMMU group
 		}
-		numa := -1
-		if b, err := os.ReadFile(filepath.Join(d, "numa_node")); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				numa = n
-			}
-		}
-		out = append(out, Controller{Address: filepath.Base(d), Group: filepath.Base(group), NUMANode: numa, Bound: true})
+		addr := filepath.Base(d)
+		out = append(out, Device{
+			ID: addr, Env: addr, NUMANode: numaNode(d), Healthy: true,
+			Nodes: []string{"vfio/vfio", "vfio/" + filepath.Base(group)},
+		})
 	}
 	return out, nil
 }
 
-// EnvName is the variable that names the controllers allocated of
-// resource, as the SR-IOV network device plugin names it.
+// DiscoverRDMA lists the node's RDMA devices (all, or those named) as
+// shared devices each: a pod of the host network uses the device of the
+// interface it listens on, and any number of pods can. A device's IDs are
+// <name>-<i>, each with its uverbs device node and rdma_cm.
+func DiscoverRDMA(sysfs string, shared int, names []string) ([]Device, error) {
+	verbs, err := filepath.Glob(filepath.Join(sysfs, "class", "infiniband_verbs", "uverbs*"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Device
+	for _, v := range verbs {
+		b, err := os.ReadFile(filepath.Join(v, "ibdev"))
+		if err != nil {
+			continue // the device went away while we looked
+		}
+		name := strings.TrimSpace(string(b))
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		numa := numaNode(filepath.Join(sysfs, "class", "infiniband", name, "device"))
+		for i := range shared {
+			out = append(out, Device{
+				ID: fmt.Sprintf("%s-%d", name, i), NUMANode: numa, Healthy: true,
+				Nodes: []string{"infiniband/rdma_cm", "infiniband/" + filepath.Base(v)},
+			})
+		}
+	}
+	return out, nil
+}
+
+// numaNode reads the NUMA node of a device's sysfs directory: -1 when it
+// has none (software devices) or the platform does not say.
+func numaNode(dir string) int {
+	if b, err := os.ReadFile(filepath.Join(dir, "numa_node")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// EnvName is the variable that names the devices allocated of resource,
+// as the SR-IOV network device plugin names it.
 func EnvName(resource string) string {
 	return "PCIDEVICE_" + strings.ToUpper(strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(resource))
 }
@@ -105,18 +159,20 @@ type Plugin struct {
 
 	// Resource is the extended resource, such as flint.io/nvme.
 	Resource string
-	// Sysfs and Dev are the node's /sys and /dev.
-	Sysfs, Dev string
+	// Discover lists the node's devices of the resource.
+	Discover func() ([]Device, error)
+	// Dev is the node's /dev as the kubelet sees it.
+	Dev string
 	// Dir is the kubelet's device plugin directory, where its
 	// registration socket is and the plugin's own goes.
 	Dir string
-	// Interval is how often controllers are rescanned and the plugin's
-	// socket checked (the kubelet removes it when it restarts).
+	// Interval is how often devices are rescanned and the plugin's socket
+	// checked (the kubelet removes it when it restarts).
 	Interval time.Duration
 	Log      logr.Logger
 
 	mu    sync.Mutex
-	known map[string]Controller
+	known map[string]Device
 	// changed is closed and replaced when known changes.
 	changed chan struct{}
 }
@@ -127,7 +183,7 @@ func (p *Plugin) socketName() string {
 }
 
 // Run serves and registers the plugin, serves it again and re-registers
-// whenever the kubelet restarted, and rescans the controllers, until ctx
+// whenever the kubelet restarted, and rescans the devices, until ctx
 // ends.
 func (p *Plugin) Run(ctx context.Context) error {
 	p.rescan()
@@ -197,24 +253,23 @@ func (p *Plugin) register(ctx context.Context) error {
 	return nil
 }
 
-// rescan updates the known controllers: new ones are added, and one that
-// left vfio-pci stays known, unhealthy, so the kubelet stops handing it
-// out without forgetting a pod that holds it.
+// rescan updates the known devices: new ones are added, and one no longer
+// found stays known, unhealthy.
 func (p *Plugin) rescan() {
-	found, err := Discover(p.Sysfs)
+	found, err := p.Discover()
 	if err != nil {
-		p.Log.Error(err, "rescan the PCI devices")
+		p.Log.Error(err, "rescan the devices", "resource", p.Resource)
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next := map[string]Controller{}
-	for a, c := range p.known {
-		c.Bound = false
-		next[a] = c
+	next := map[string]Device{}
+	for id, d := range p.known {
+		d.Healthy = false
+		next[id] = d
 	}
-	for _, c := range found {
-		next[c.Address] = c
+	for _, d := range found {
+		next[d.ID] = d
 	}
 	if p.changed == nil {
 		p.changed = make(chan struct{})
@@ -226,19 +281,19 @@ func (p *Plugin) rescan() {
 	}
 }
 
-func mapsEqual(a, b map[string]Controller) bool {
+func mapsEqual(a, b map[string]Device) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if w, ok := b[k]; !ok || !w.equal(v) {
 			return false
 		}
 	}
 	return true
 }
 
-// devices is the kubelet's view of the known controllers and a channel
+// devices is the kubelet's view of the known devices and a channel
 // closed at their next change.
 func (p *Plugin) devices() ([]*pluginapi.Device, <-chan struct{}) {
 	p.mu.Lock()
@@ -247,13 +302,13 @@ func (p *Plugin) devices() ([]*pluginapi.Device, <-chan struct{}) {
 		p.changed = make(chan struct{})
 	}
 	var out []*pluginapi.Device
-	for _, c := range p.known {
-		d := &pluginapi.Device{ID: c.Address, Health: pluginapi.Unhealthy}
-		if c.Bound {
+	for _, k := range p.known {
+		d := &pluginapi.Device{ID: k.ID, Health: pluginapi.Unhealthy}
+		if k.Healthy {
 			d.Health = pluginapi.Healthy
 		}
-		if c.NUMANode >= 0 {
-			d.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(c.NUMANode)}}}
+		if k.NUMANode >= 0 {
+			d.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(k.NUMANode)}}}
 		}
 		out = append(out, d)
 	}
@@ -267,7 +322,7 @@ func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*plu
 	return &pluginapi.DevicePluginOptions{}, nil
 }
 
-// ListAndWatch sends the controllers now and after every change.
+// ListAndWatch sends the devices now and after every change.
 func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, s grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
 	for {
 		devs, changed := p.devices()
@@ -282,29 +337,32 @@ func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, s grpc.ServerStreamingServer[p
 	}
 }
 
-// Allocate gives each container its controllers' vfio group device nodes
-// and their addresses in EnvName(Resource).
+// Allocate gives each container its devices' device nodes, once each, and
+// their Env in EnvName(Resource).
 func (p *Plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := &pluginapi.AllocateResponse{}
 	for _, cr := range req.GetContainerRequests() {
-		resp := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
-		resp.Devices = append(resp.Devices, &pluginapi.DeviceSpec{
-			ContainerPath: "/dev/vfio/vfio", HostPath: filepath.Join(p.Dev, "vfio", "vfio"), Permissions: "rw",
-		})
-		var addrs []string
+		resp := &pluginapi.ContainerAllocateResponse{}
+		var env []string
 		for _, id := range cr.GetDevicesIds() {
-			c, ok := p.known[id]
-			if !ok || !c.Bound {
-				return nil, fmt.Errorf("NVMe controller %s is not bound to vfio-pci on this node", id)
+			d, ok := p.known[id]
+			if !ok || !d.Healthy {
+				return nil, fmt.Errorf("%s device %s is no longer on this node (it left its driver or was removed)", p.Resource, id)
 			}
-			resp.Devices = append(resp.Devices, &pluginapi.DeviceSpec{
-				ContainerPath: "/dev/vfio/" + c.Group, HostPath: filepath.Join(p.Dev, "vfio", c.Group), Permissions: "rw",
-			})
-			addrs = append(addrs, c.Address)
+			for _, n := range d.Nodes {
+				if !slices.ContainsFunc(resp.Devices, func(s *pluginapi.DeviceSpec) bool { return s.ContainerPath == "/dev/"+n }) {
+					resp.Devices = append(resp.Devices, &pluginapi.DeviceSpec{ContainerPath: "/dev/" + n, HostPath: filepath.Join(p.Dev, n), Permissions: "rw"})
+				}
+			}
+			if d.Env != "" {
+				env = append(env, d.Env)
+			}
 		}
-		resp.Envs[EnvName(p.Resource)] = strings.Join(addrs, ",")
+		if len(env) > 0 {
+			resp.Envs = map[string]string{EnvName(p.Resource): strings.Join(env, ",")}
+		}
 		out.ContainerResponses = append(out.ContainerResponses, resp)
 	}
 	return out, nil

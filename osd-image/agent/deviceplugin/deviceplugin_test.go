@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,11 +74,49 @@ func TestDiscoverTakesVFIOBoundNVMeOnly(t *testing.T) {
 	s.device("0000:5f:00.0", "0x010802", "nvme", "32", "1")     // the kernel's
 	s.device("0000:60:00.0", "0x010802", "", "33", "-1")        // nobody's
 	s.device("0000:3b:00.0", "0x020000", "vfio-pci", "34", "0") // a NIC
-	got, err := Discover(s.root)
+	got, err := DiscoverNVMe(s.root)
 	must(t, err)
-	want := []Controller{{Address: "0000:5e:00.0", Group: "31", NUMANode: 1, Bound: true}}
-	if len(got) != 1 || got[0] != want[0] {
-		t.Fatalf("Discover = %+v, want %+v", got, want)
+	want := Device{ID: "0000:5e:00.0", Nodes: []string{"vfio/vfio", "vfio/31"}, Env: "0000:5e:00.0", NUMANode: 1, Healthy: true}
+	if len(got) != 1 || !got[0].equal(want) {
+		t.Fatalf("DiscoverNVMe = %+v, want %+v", got, want)
+	}
+}
+
+// rdmaDevice makes an RDMA device with its uverbs node; numa "" for a
+// software device, which has no PCI function.
+func (s sysfs) rdmaDevice(name, uverbs, numa string) {
+	v := filepath.Join(s.root, "class", "infiniband_verbs", uverbs)
+	must(s.t, os.MkdirAll(v, 0o755))
+	must(s.t, os.WriteFile(filepath.Join(v, "ibdev"), []byte(name+"\n"), 0o644))
+	d := filepath.Join(s.root, "class", "infiniband", name)
+	must(s.t, os.MkdirAll(d, 0o755))
+	if numa != "" {
+		must(s.t, os.MkdirAll(filepath.Join(d, "device"), 0o755))
+		must(s.t, os.WriteFile(filepath.Join(d, "device", "numa_node"), []byte(numa+"\n"), 0o644))
+	}
+}
+
+// Each RDMA device is shared: its IDs are its name and a slot, each with
+// the device's own uverbs node.
+func TestDiscoverSharesEachRDMADevice(t *testing.T) {
+	s := sysfs{t, t.TempDir()}
+	s.rdmaDevice("mlx5_0", "uverbs0", "1")
+	s.rdmaDevice("rxe0", "uverbs1", "")
+	got, err := DiscoverRDMA(s.root, 2, nil)
+	must(t, err)
+	want := []Device{
+		{ID: "mlx5_0-0", Nodes: []string{"infiniband/rdma_cm", "infiniband/uverbs0"}, NUMANode: 1, Healthy: true},
+		{ID: "mlx5_0-1", Nodes: []string{"infiniband/rdma_cm", "infiniband/uverbs0"}, NUMANode: 1, Healthy: true},
+		{ID: "rxe0-0", Nodes: []string{"infiniband/rdma_cm", "infiniband/uverbs1"}, NUMANode: -1, Healthy: true},
+		{ID: "rxe0-1", Nodes: []string{"infiniband/rdma_cm", "infiniband/uverbs1"}, NUMANode: -1, Healthy: true},
+	}
+	if !slices.EqualFunc(got, want, Device.equal) {
+		t.Fatalf("DiscoverRDMA = %+v, want %+v", got, want)
+	}
+	only, err := DiscoverRDMA(s.root, 1, []string{"rxe0"})
+	must(t, err)
+	if len(only) != 1 || only[0].ID != "rxe0-0" {
+		t.Fatalf("DiscoverRDMA of rxe0 = %+v", only)
 	}
 }
 
@@ -114,30 +153,40 @@ func (k *kubelet) waitRegistered(t *testing.T) *pluginapi.RegisterRequest {
 	}
 }
 
+// startPlugin runs p until the test ends and connects to it once it
+// registered.
+func startPlugin(t *testing.T, k *kubelet, p *Plugin) (context.Context, pluginapi.DevicePluginClient, *pluginapi.RegisterRequest) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	r := k.waitRegistered(t)
+	conn, err := grpc.NewClient("unix://"+filepath.Join(p.Dir, r.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	must(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return ctx, pluginapi.NewDevicePluginClient(conn), r
+}
+
+// kubeletDir is a kubelet device plugin directory with a kubelet.
+func kubeletDir(t *testing.T) (string, *kubelet) {
+	dir, err := os.MkdirTemp("", "dp-") // short: a socket path
+	must(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir, startKubelet(t, dir)
+}
+
 // The plugin registers, lists the controller, gives a container its vfio
 // group and address, reports a controller that left vfio-pci unhealthy,
 // and registers again when the kubelet restarted.
 func TestPluginServesTheKubelet(t *testing.T) {
 	s := sysfs{t, t.TempDir()}
 	s.device("0000:5e:00.0", "0x010802", "vfio-pci", "31", "1")
-	dir, err := os.MkdirTemp("", "dp-") // short: a socket path
-	must(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	k := startKubelet(t, dir)
-	p := &Plugin{Resource: "flint.io/nvme", Sysfs: s.root, Dev: "/dev", Dir: dir, Interval: 50 * time.Millisecond, Log: logr.Discard()}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	r := k.waitRegistered(t)
+	dir, k := kubeletDir(t)
+	p := &Plugin{Resource: "flint.io/nvme", Discover: func() ([]Device, error) { return DiscoverNVMe(s.root) }, Dev: "/dev", Dir: dir, Interval: 50 * time.Millisecond, Log: logr.Discard()}
+	ctx, dp, r := startPlugin(t, k, p)
 	if r.ResourceName != "flint.io/nvme" || r.Endpoint != "flint_io_nvme.sock" || r.Version != pluginapi.Version {
 		t.Fatalf("registered %+v", r)
 	}
-	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, r.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	must(t, err)
-	defer func() { _ = conn.Close() }()
-	dp := pluginapi.NewDevicePluginClient(conn)
 	stream, err := dp.ListAndWatch(ctx, &pluginapi.Empty{})
 	must(t, err)
 	list, err := stream.Recv()
@@ -168,5 +217,43 @@ func TestPluginServesTheKubelet(t *testing.T) {
 	must(t, os.Remove(filepath.Join(dir, r.Endpoint)))
 	if again := k.waitRegistered(t); again.ResourceName != "flint.io/nvme" {
 		t.Fatalf("registered again as %+v", again)
+	}
+}
+
+// A container allocated two slots of one RDMA device gets its device nodes
+// once, and no PCI address variable.
+func TestPluginAllocatesSharedRDMA(t *testing.T) {
+	s := sysfs{t, t.TempDir()}
+	s.rdmaDevice("rxe0", "uverbs0", "")
+	dir, k := kubeletDir(t)
+	p := &Plugin{Resource: "flint.io/rdma", Discover: func() ([]Device, error) { return DiscoverRDMA(s.root, 4, nil) }, Dev: "/node/dev", Dir: dir, Interval: 50 * time.Millisecond, Log: logr.Discard()}
+	ctx, dp, _ := startPlugin(t, k, p)
+	stream, err := dp.ListAndWatch(ctx, &pluginapi.Empty{})
+	must(t, err)
+	list, err := stream.Recv()
+	must(t, err)
+	if len(list.Devices) != 4 || list.Devices[0].ID != "rxe0-0" || list.Devices[0].Topology != nil {
+		t.Fatalf("devices %v", list.Devices)
+	}
+	alloc, err := dp.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"rxe0-0", "rxe0-3"}}}})
+	must(t, err)
+	c := alloc.ContainerResponses[0]
+	var paths []string
+	for _, d := range c.Devices {
+		paths = append(paths, d.HostPath+"="+d.ContainerPath)
+	}
+	if want := []string{"/node/dev/infiniband/rdma_cm=/dev/infiniband/rdma_cm", "/node/dev/infiniband/uverbs0=/dev/infiniband/uverbs0"}; !slices.Equal(paths, want) || len(c.Envs) != 0 {
+		t.Fatalf("allocation: devices %v, envs %v; want devices %v and no envs", paths, c.Envs, want)
+	}
+
+	// The soft-RoCE link is deleted.
+	must(t, os.RemoveAll(filepath.Join(s.root, "class", "infiniband_verbs", "uverbs0")))
+	list, err = stream.Recv()
+	must(t, err)
+	if len(list.Devices) != 4 || list.Devices[0].Health != pluginapi.Unhealthy {
+		t.Fatalf("after the device went: %v, want its slots unhealthy", list.Devices)
+	}
+	if _, err := dp.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"rxe0-1"}}}}); err == nil {
+		t.Error("allocated a slot of a device that is gone")
 	}
 }
