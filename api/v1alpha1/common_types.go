@@ -133,8 +133,8 @@ type OSDTemplate struct {
 // Network is how an OSD is reached over NVMe-oF. Its rules tolerate absent
 // fields because the apiserver also checks them against the {} default.
 // +kubebuilder:validation:XValidation:rule="!has(self.transport) || self.transport != 'rdma' || (has(self.hostNetwork) && self.hostNetwork) || has(self.attachment)",message="network.transport rdma needs network.attachment, the Multus NetworkAttachmentDefinition of the RDMA VFs (or set network.hostNetwork)"
-// +kubebuilder:validation:XValidation:rule="!has(self.transport) || self.transport != 'rdma' || (has(self.hostNetwork) && self.hostNetwork) || has(self.resourceName)",message="network.transport rdma needs network.resourceName, the SR-IOV device plugin resource of the RDMA VFs (or set network.hostNetwork)"
-// +kubebuilder:validation:XValidation:rule="!has(self.hostNetwork) || !self.hostNetwork || (!has(self.attachment) && !has(self.resourceName))",message="network.hostNetwork uses the node's own interfaces: remove network.attachment and network.resourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.transport) || self.transport != 'rdma' || has(self.resourceName)",message="network.transport rdma needs network.resourceName: the SR-IOV device plugin resource of the RDMA VFs, or with network.hostNetwork the resource of the nodes' RDMA devices (osd-agent rdma-device-plugin, flint.io/rdma)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hostNetwork) || !self.hostNetwork || !has(self.attachment)",message="network.hostNetwork uses the node's own interfaces: remove network.attachment"
 type Network struct {
 	// transport is the NVMe-oF transport. Optional; defaults to tcp.
 	// +optional
@@ -148,9 +148,11 @@ type Network struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Attachment string `json:"attachment,omitempty"`
-	// resourceName is the SR-IOV device plugin resource that hands out the
-	// RDMA virtual function, for example nvidia.com/rdma_vf. Required for
-	// rdma unless hostNetwork is set.
+	// resourceName is the device plugin resource that gives the OSD pod
+	// its RDMA device: on a Multus network the SR-IOV device plugin's RDMA
+	// virtual function (for example nvidia.com/rdma_vf); with hostNetwork
+	// a node's RDMA device shared by host-network pods (osd-agent
+	// rdma-device-plugin, flint.io/rdma). Required for rdma.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9.-]+/[a-zA-Z0-9_.-]+$`

@@ -97,7 +97,11 @@ func checkNodes(pool *flintv1.Pool, nodes []corev1.Node, want []desiredOSD) *pre
 		}
 		if nw := spec.Network; nw.Transport == flintv1.TransportRDMA && nw.ResourceName != "" {
 			if have := allocatable(n, nw.ResourceName); have < osds {
-				p.fail(flintv1.PoolRDMAResourceMissingCondition, "node %s has %d %s allocatable, its %d OSDs need one RDMA VF each: configure the SR-IOV device plugin to expose more VFs", n.Name, have, nw.ResourceName, osds)
+				if nw.HostNetwork {
+					p.fail(flintv1.PoolRDMAResourceMissingCondition, "node %s has %d %s allocatable, its %d OSDs on the host network need one each: run the RDMA device plugin there (the chart's rdmaDevicePlugin) and check that the node has an RDMA device (rdma link show)", n.Name, have, nw.ResourceName, osds)
+				} else {
+					p.fail(flintv1.PoolRDMAResourceMissingCondition, "node %s has %d %s allocatable, its %d OSDs need one RDMA VF each: configure the SR-IOV device plugin to expose more VFs", n.Name, have, nw.ResourceName, osds)
+				}
 				p.blockedNodes[n.Name] = true
 			}
 		}

@@ -271,6 +271,9 @@ var _ = Describe("Preflight", func() {
 		Entry("no RDMA VF", "pf-vf", map[string]map[string]string{"pf-vf-0": {}}, func(p *flintv1.Pool) {
 			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "flint-system/rdma", ResourceName: "nvidia.com/rdma_vf", Port: 4420}
 		}, flintv1.PoolRDMAResourceMissingCondition, "node pf-vf-0 has 0 nvidia.com/rdma_vf allocatable, its 1 OSDs need one RDMA VF each"),
+		Entry("no RDMA device on the host network", "pf-rdma", map[string]map[string]string{"pf-rdma-0": {}}, func(p *flintv1.Pool) {
+			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, HostNetwork: true, ResourceName: "flint.io/rdma", Port: 4420}
+		}, flintv1.PoolRDMAResourceMissingCondition, "node pf-rdma-0 has 0 flint.io/rdma allocatable, its 1 OSDs on the host network need one each: run the RDMA device plugin there"),
 		Entry("no NetworkAttachmentDefinition", "pf-nad", map[string]map[string]string{"pf-nad-0": {"nvidia.com/rdma_vf": "4"}}, func(p *flintv1.Pool) {
 			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, Attachment: "storage-rdma", ResourceName: "nvidia.com/rdma_vf", Port: 4420}
 		}, flintv1.PoolNetworkAttachmentMissingCondition, "NetworkAttachmentDefinition flint-system/storage-rdma does not exist"),

@@ -94,6 +94,24 @@ var _ = Describe("The OSD pod", func() {
 		Expect(networkStatus).To(Equal("metadata.annotations['k8s.v1.cni.cncf.io/network-status']"))
 	})
 
+	It("for rdma on the host network with a shared RDMA device", func() {
+		pod := podOf(&flintv1.OSD{
+			ObjectMeta: metav1.ObjectMeta{Name: "render-rdma-host"},
+			Spec: flintv1.OSDSpec{
+				Pool: "render", NodeName: "worker-1",
+				Device:    flintv1.OSDDevice{Driver: flintv1.DriverPCIe, ResourceName: "flint.io/nvme"},
+				Resources: flintv1.OSDResources{CPUs: 1, HugePages: &flintv1.HugePages{Size: "2Mi", Amount: resource.MustParse("1Gi")}, Memory: ptr.To(resource.MustParse("1Gi"))},
+				Network:   flintv1.Network{Transport: flintv1.TransportRDMA, HostNetwork: true, ResourceName: "flint.io/rdma", Port: 4420},
+			},
+		})
+		spdk, agent := containers(pod)
+		Expect(spdk.Resources.Limits).To(HaveKeyWithValue(corev1.ResourceName("flint.io/rdma"), resource.MustParse("1")))
+		Expect(pod.Spec.HostNetwork).To(BeTrue())
+		Expect(pod.Annotations).NotTo(HaveKey("k8s.v1.cni.cncf.io/networks"))
+		Expect(agent.Args).To(ContainElement("--transport=rdma"))
+		Expect(agent.Args).NotTo(ContainElement(HavePrefix("--network-attachment")))
+	})
+
 	It("for tcp on an aio block device", func() {
 		pod := podOf(&flintv1.OSD{
 			ObjectMeta: metav1.ObjectMeta{Name: "render-tcp"},
