@@ -176,11 +176,12 @@ func TestChartInstalls(t *testing.T) {
 			"storageClass.create=true", "storageClass.pool=dev", "snapshots.class.create=true",
 		}, ","),
 		// The second storage node runs OSDs only (lab.SecondStorageNode);
-		// a label's value is a string. The NVMe device plugin runs on the
-		// pcie storage node.
+		// a label's value is a string. The device plugins run on the pcie
+		// storage node.
 		"--set-string", "csi.node.nodeSelector."+strings.ReplaceAll(lab.CSINodeLabel, ".", "\\.")+"=true",
-		"--set", "nvmeDevicePlugin.enabled=true",
-		"--set-string", "nvmeDevicePlugin.nodeSelector."+strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.")+"=true")
+		"--set", "nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true",
+		"--set-string", "nvmeDevicePlugin.nodeSelector."+strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.")+"=true",
+		"--set-string", "rdmaDevicePlugin.nodeSelector."+strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.")+"=true")
 
 	t.Run("operator", func(t *testing.T) {
 		waitDeploymentAvailable(t, clients, "flint-operator")

@@ -49,13 +49,14 @@ const (
 )
 
 // The README's sample Pool (config/samples/pool_rdma_pcie.yaml), on the
-// guest's pcie storage node with NVMe/TCP for now: the chart's NVMe device
-// plugin advertises the guest's vfio-bound controller, the kubelet gives
-// the OSD pod that controller, hugepages and one exclusive core (static
+// guest's pcie storage node, on the host network: the chart's NVMe device
+// plugin advertises the guest's vfio-bound controller and its RDMA device
+// plugin the guest's soft-RoCE device; the kubelet gives the OSD pod that
+// controller, the RDMA device, hugepages and one exclusive core (static
 // CPU manager), and SPDK drives the controller with its user-space driver
-// (no --no-huge) with its volatile write cache off. A Pod on the same
-// guest writes and fsyncs through the kernel's NVMe/TCP host, is
-// re-created and reads its data back.
+// (no --no-huge) with its volatile write cache off, and listens on RDMA.
+// A Pod on the same guest writes and fsyncs through the kernel's
+// NVMe/RDMA host, is re-created and reads its data back.
 func TestPCIeStorageNode(t *testing.T) {
 	clients := inLab(t)
 	needStorage(t)
@@ -70,9 +71,10 @@ func TestPCIeStorageNode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		nvme, hugepages := n.Status.Allocatable[lab.NVMeResource], n.Status.Allocatable["hugepages-2Mi"]
-		if nvme.Value() != 1 || hugepages.Value() != lab.WorkerHugePages<<21 {
-			return fmt.Errorf("node %s allocates %s %s and hugepages-2Mi %s, want 1 and %d pages; pods: %s", lab.WorkerNode, lab.NVMeResource, nvme.String(), hugepages.String(), lab.WorkerHugePages, podStates(t, clients))
+		nvme, rdma, hugepages := n.Status.Allocatable[lab.NVMeResource], n.Status.Allocatable[lab.RDMAResource], n.Status.Allocatable["hugepages-2Mi"]
+		if nvme.Value() != 1 || rdma.Value() < 1 || hugepages.Value() != lab.WorkerHugePages<<21 {
+			return fmt.Errorf("node %s allocates %s %s, %s %s and hugepages-2Mi %s, want 1, some and %d pages; pods: %s",
+				lab.WorkerNode, lab.NVMeResource, nvme.String(), lab.RDMAResource, rdma.String(), hugepages.String(), lab.WorkerHugePages, podStates(t, clients))
 		}
 		return nil
 	})
@@ -81,11 +83,11 @@ func TestPCIeStorageNode(t *testing.T) {
 	pool.Spec.Replicas = 1
 	pool.Spec.FailureDomain = corev1.LabelHostname
 	pool.Spec.NodeSelector = map[string]string{lab.PCIeStorageLabel: "true"}
-	// What the guest has room for; RDMA over its soft-RoCE is not wired
-	// into the lab yet.
+	// What the guest has room for, and its soft-RoCE device, which
+	// serves only from the host network (docs/install.md).
 	pool.Spec.OSD.HugePages.Amount = resource.MustParse("512Mi")
 	pool.Spec.OSD.Memory = ptr.To(resource.MustParse("768Mi"))
-	pool.Spec.Network = flintv1.Network{Transport: flintv1.TransportTCP}
+	pool.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, HostNetwork: true, ResourceName: lab.RDMAResource}
 	if pool.Spec.Devices.Driver != flintv1.DriverPCIe || pool.Spec.Devices.ResourceName != lab.NVMeResource || pool.Spec.OSD.CPUs != 1 {
 		t.Fatalf("the sample Pool is no longer the pcie Pool this test runs: %+v", pool.Spec)
 	}
@@ -123,6 +125,9 @@ func TestPCIeStorageNode(t *testing.T) {
 	if osd.Status.Device == nil || osd.Status.Device.WriteCache != flintv1.WriteCacheDisabled {
 		t.Errorf("OSD %s reports its device %+v, want the write cache Disabled", osd.Name, osd.Status.Device)
 	}
+	if e := osd.Status.Endpoint; e == nil || e.Transport != flintv1.TransportRDMA || e.Address != lab.WorkerIP {
+		t.Errorf("OSD %s listens on %+v, want RDMA on the node's address %s", osd.Name, e, lab.WorkerIP)
+	}
 	if w := meta.FindStatusCondition(osd.Status.Conditions, flintv1.OSDSharedCoresCondition); w != nil {
 		t.Errorf("OSD %s has a SharedCores condition under the static CPU manager: %s", osd.Name, w.Message)
 	}
@@ -146,7 +151,9 @@ func TestPCIeStorageNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	createClaim(t, clients, "pcie-files", pcieClass, corev1.PersistentVolumeFilesystem)
-	runToCompletion(t, clients, "pcie-writer", "pcie-files", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	// The guest's only NVMe controller in the kernel is the fabrics one:
+	// its transport says which host the Pod's volume came through.
+	runToCompletion(t, clients, "pcie-writer", "pcie-files", "cat /sys/class/nvme/*/transport | grep -qx rdma && head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
 	runToCompletion(t, clients, "pcie-reader", "pcie-files", "sha256sum -c /data/blob.sha256")
 }
 

@@ -37,6 +37,9 @@ const (
 	PCIeStorageLabel = "lab.flint.io/pcie"
 	// NVMeResource is what the NVMe device plugin advertises there.
 	NVMeResource = "flint.io/nvme"
+	// RDMAResource is what the RDMA device plugin advertises there: the
+	// guest's soft-RoCE device.
+	RDMAResource = "flint.io/rdma"
 	// WorkerHugePages is how many 2 MiB hugepages the guest reserves at
 	// boot.
 	WorkerHugePages = 300
@@ -77,14 +80,18 @@ func (l *Lab) workerNode() node {
 	return n
 }
 
-// pcieStorageInit is what the guest's init does, before containerd
-// starts, to be a pcie storage node: the modules vfio needs, and every
-// NVMe controller bound to vfio-pci (docs/install.md, step 3).
-const pcieStorageInit = `for m in vfio-pci vfio_iommu_type1; do modprobe $m || echo "FLINT-WORKER modprobe $m failed"; done
+// pcieStorageInit is what the guest's init does, once its network is up
+// and before containerd starts, to be a pcie storage node: the modules
+// vfio needs, every NVMe controller bound to vfio-pci (docs/install.md,
+// step 3), and a soft-RoCE device on eth0 with the kernel's NVMe/RDMA
+// host. Soft-RoCE serves only from the initial network namespace on this
+// kernel, so the OSD that uses it runs on the host network.
+const pcieStorageInit = `for m in vfio-pci vfio_iommu_type1 rdma_rxe rdma_ucm ib_uverbs nvme-rdma; do modprobe $m || echo "FLINT-WORKER modprobe $m failed"; done
 for d in /sys/bus/pci/devices/*; do
   [ "$(cat $d/class)" = 0x010802 ] || continue
   echo vfio-pci > $d/driver_override && echo ${d##*/} > /sys/bus/pci/drivers_probe && echo "FLINT-WORKER ${d##*/} bound to vfio-pci"
 done
+rdma link add rxe0 type rxe netdev eth0 && echo "FLINT-WORKER soft-RoCE rxe0 on eth0" || echo "FLINT-WORKER soft-RoCE failed"
 `
 
 // workerInit is the guest's PID 1 after the initramfs: it mounts what a
@@ -105,12 +112,12 @@ hostname {{name}}
 for m in virtio_net 9p 9pnet_virtio overlay br_netfilter nvme-tcp loop; do modprobe -q $m || echo "FLINT-WORKER modprobe $m failed"; done
 mkdir -p /var/log/flint && mount -t 9p -o trans=virtio,version=9p2000.L flintlogs /var/log/flint
 for c in cpuset cpu io memory pids hugetlb; do echo +$c > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done
-{{pcieStorage}}ip link set lo up
+ip link set lo up
 ip link set eth0 up
 ip addr add {{ip}}/24 dev eth0
 ip route add default via {{gateway}}
 sysctl -qw net.ipv4.ip_forward=1
-containerd --config {{etc}}/containerd.toml >/var/log/flint/containerd.log 2>&1 &
+{{pcieStorage}}containerd --config {{etc}}/containerd.toml >/var/log/flint/containerd.log 2>&1 &
 until ctr --address {{socket}} version >/dev/null 2>&1; do sleep 1; done
 for i in /var/lib/flint/images/*.tar; do
   ctr --address {{socket}} --namespace k8s.io images import --no-unpack "$i" >>/var/log/flint/import.log 2>&1 || echo "FLINT-WORKER import $i failed"
