@@ -78,7 +78,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !osd.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &osd)
 	}
-	if controllerutil.AddFinalizer(&osd, Finalizer) {
+	finalizerAdded := controllerutil.AddFinalizer(&osd, Finalizer)
+	if labelled := labelPoolAndNode(&osd); finalizerAdded || labelled {
 		if err := r.Update(ctx, &osd); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -112,6 +113,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: min(r.Resync, notServingResync)}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// labelPoolAndNode gives an OSD the labels its Pool and Volumes find it by,
+// from its immutable spec: an OSD made by hand has none. It says whether
+// it changed any.
+func labelPoolAndNode(osd *flintv1.OSD) bool {
+	if osd.Labels[flintv1.LabelPool] == osd.Spec.Pool && osd.Labels[flintv1.LabelNode] == osd.Spec.NodeName {
+		return false
+	}
+	if osd.Labels == nil {
+		osd.Labels = map[string]string{}
+	}
+	osd.Labels[flintv1.LabelPool] = osd.Spec.Pool
+	osd.Labels[flintv1.LabelNode] = osd.Spec.NodeName
+	return true
 }
 
 // notServingResync is how often an OSD that does not serve is observed.

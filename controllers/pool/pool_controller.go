@@ -190,8 +190,9 @@ func deviceOf(d flintv1.OSDDevice) string {
 	return "a RAM-backed device"
 }
 
-// retireOSDs deletes the OSDs whose device or node left the Pool, unless
-// they hold replicas: those are marked for drain. It returns them.
+// retireOSDs deletes the OSDs the Pool made whose device or node left it,
+// unless they hold replicas: those are marked for drain. It returns them.
+// OSDs made by hand are a person's to remove.
 func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []desiredOSD, w world) ([]string, error) {
 	wanted := map[string]bool{}
 	for _, d := range want {
@@ -199,7 +200,7 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 	}
 	var draining []string
 	for name, osd := range w.osds {
-		if wanted[name] || !osd.DeletionTimestamp.IsZero() {
+		if wanted[name] || !osd.DeletionTimestamp.IsZero() || !metav1.IsControlledBy(osd, pool) {
 			continue
 		}
 		if held := osd.ReplicasHeld(w.volumes); held > 0 {

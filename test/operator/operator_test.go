@@ -299,6 +299,46 @@ var _ = Describe("Preflight", func() {
 	})
 })
 
+var _ = Describe("An OSD made by hand", Ordered, func() {
+	const handMade = "byhand-extra-0"
+	BeforeAll(func() {
+		makeNode("byhand-0", "byhand", "a", nil)
+		makeNode("byhand-extra-0", "byhand-extra", "b", nil) // a node the Pool does not select
+		Expect(k8sClient.Create(ctx, mallocPool("byhand", "byhand", 2))).To(Succeed())
+		Expect(k8sClient.Create(ctx, &flintv1.OSD{
+			ObjectMeta: metav1.ObjectMeta{Name: handMade},
+			Spec: flintv1.OSDSpec{
+				Pool: "byhand", NodeName: "byhand-extra-0",
+				Device:    flintv1.OSDDevice{Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("256Mi")}},
+				Resources: flintv1.OSDResources{CPUs: 1},
+			},
+		})).To(Succeed())
+	})
+
+	It("joins its Pool, which keeps it, and takes a replica", func() {
+		Eventually(func(g Gomega) {
+			o := getOSD(handMade)
+			g.Expect(o.Labels).To(HaveKeyWithValue(flintv1.LabelPool, "byhand"))
+			g.Expect(o.Status.Phase).To(Equal(flintv1.OSDPhaseReady))
+			g.Expect(getPool("byhand")().Status.OSDs.Ready).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+		Expect(k8sClient.Create(ctx, newVolume("vol-byhand", "byhand", "16Mi"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			v := getVolume("vol-byhand")
+			g.Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+			var on []string
+			for _, r := range v.Status.Replicas {
+				on = append(on, r.OSD)
+			}
+			g.Expect(on).To(ContainElement(handMade))
+		}, "30s").Should(Succeed())
+		o := getOSD(handMade)
+		Expect(o.DeletionTimestamp).To(BeNil())
+		Expect(o.Spec.Drain).To(BeFalse(), "the Pool drains an OSD made by hand")
+		deleteVolume("vol-byhand")
+	})
+})
+
 var _ = Describe("Device count", Ordered, func() {
 	BeforeAll(func() {
 		makeNode("dc-0", "dc", "z", map[string]string{"hugepages-2Mi": "8Gi", "flint.io/nvme": "2"})

@@ -51,7 +51,7 @@ import (
 
 const namespace = "flint-system"
 
-var localPools = []string{"local", "vols", "crash", "osdgone", "snaps"}
+var localPools = []string{"local", "vols", "crash", "osdgone", "snaps", "byhand"}
 
 var (
 	testEnv   *envtest.Environment
