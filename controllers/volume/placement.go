@@ -76,10 +76,11 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], state, now))
 	}
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: chosen[0], NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
+	target := targetOf(w, chosen)
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: target, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), chosen[0])
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), target)
 	if w.origin != nil {
 		msg := fmt.Sprintf("from Snapshot %s: thin clones of its copies on OSDs %s", w.origin.snapshot.Name, strings.Join(clones, ", "))
 		if len(rebuilt) > 0 {
@@ -88,6 +89,34 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Restoring", "Place", "%s", msg)
 	}
 	return true, nil
+}
+
+// targetOf picks the target among the OSDs chosen for a new Volume's
+// replicas: the first that reaches all of them.
+func targetOf(w *world, chosen []string) string {
+	if i := slices.IndexFunc(chosen, func(t string) bool { return reachesAll(w, t, chosen) }); i >= 0 {
+		return chosen[i]
+	}
+	return chosen[0]
+}
+
+// reachesAll says a target on OSD t can attach the replicas on every OSD
+// of others. A target attaches a remote replica over that OSD's
+// transport: TCP always works, RDMA only from an OSD that has an RDMA
+// device itself, which only an OSD serving RDMA is known to have. In a
+// Pool that mixes transports (OSDs made by hand), an RDMA OSD takes the
+// target.
+func reachesAll(w *world, t string, others []string) bool {
+	from := w.osds[t]
+	if from == nil {
+		return false
+	}
+	for _, o := range others {
+		if to := w.osds[o]; to != nil && to.Spec.Network.Transport == flintv1.TransportRDMA && from.Spec.Network.Transport != flintv1.TransportRDMA {
+			return false
+		}
+	}
+	return true
 }
 
 // interruptModeRefuses says why a Volume of n replicas cannot be served

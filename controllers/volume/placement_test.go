@@ -175,3 +175,34 @@ func TestInterruptModeServesOneReplica(t *testing.T) {
 		t.Errorf("polling OSDs refused: %s", why)
 	}
 }
+
+// In a Pool that mixes transports, the target goes to an OSD that can
+// attach every replica: one serving RDMA, since an OSD serving TCP may
+// have no RDMA device to reach an RDMA replica with.
+func TestTargetReachesEveryReplica(t *testing.T) {
+	w := worldOf(100, ready("a", "z1", 1<<30, 0), ready("b", "z2", 1<<30, 0), ready("c", "z3", 1<<30, 0))
+	transports := map[string]flintv1.Transport{"a": flintv1.TransportTCP, "b": flintv1.TransportRDMA, "c": flintv1.TransportTCP}
+	for name, tr := range transports {
+		w.osds[name].Spec.Network.Transport = tr
+	}
+	if got := targetOf(w, []string{"a", "b", "c"}); got != "b" {
+		t.Errorf("new Volume on a (tcp), b (rdma), c (tcp): target on %s, want b", got)
+	}
+	if got := targetOf(w, []string{"a", "c"}); got != "a" {
+		t.Errorf("new Volume on a and c (both tcp): target on %s, want the least committed, a", got)
+	}
+	online := func(osd string) flintv1.ReplicaStatus {
+		return flintv1.ReplicaStatus{OSD: osd, State: flintv1.ReplicaStateOnline}
+	}
+	vol := &flintv1.Volume{Status: flintv1.VolumeStatus{
+		Target:   &flintv1.VolumeTarget{OSD: "c"},
+		Replicas: []flintv1.ReplicaStatus{online("a"), online("b"), online("c")},
+	}}
+	if got := newTarget(vol, w); got != "b" {
+		t.Errorf("target moving off c: to %s, want b, the one that reaches the rdma replica", got)
+	}
+	w.osds["b"].Spec.Network.Transport = flintv1.TransportTCP
+	if got := newTarget(vol, w); got != "a" {
+		t.Errorf("all tcp, target moving off c: to %s, want a, the first", got)
+	}
+}

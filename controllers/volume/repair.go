@@ -69,12 +69,23 @@ func inSync(s flintv1.ReplicaState) bool {
 }
 
 // newTarget picks the OSD of an Online replica, other than the current
-// target's, that can take the target.
+// target's, that can take the target: one that reaches every replica if
+// there is one (reachesAll), else any.
 func newTarget(vol *flintv1.Volume, w *world) string {
+	var candidates, all []string
 	for _, rep := range vol.Status.Replicas {
+		all = append(all, rep.OSD)
 		if rep.OSD != vol.Status.Target.OSD && rep.State == flintv1.ReplicaStateOnline && usable(w.osds[rep.OSD]) {
-			return rep.OSD
+			candidates = append(candidates, rep.OSD)
 		}
+	}
+	for _, c := range candidates {
+		if reachesAll(w, c, all) {
+			return c
+		}
+	}
+	if len(candidates) > 0 {
+		return candidates[0]
 	}
 	return ""
 }
