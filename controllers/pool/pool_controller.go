@@ -108,8 +108,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, &pool, pf, w, draining)
+	if err := r.writeStatus(ctx, &pool, pf, w, draining); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pf.allBlocked {
+		// Nothing is watched that says the attachment came (its kind may
+		// not even exist yet): look again.
+		return ctrl.Result{RequeueAfter: attachmentRecheck}, nil
+	}
+	return ctrl.Result{}, nil
 }
+
+// attachmentRecheck is how often a Pool whose NetworkAttachmentDefinition
+// is missing looks for it.
+const attachmentRecheck = 10 * time.Second
 
 // world is what exists of the Pool: its OSDs and Volumes.
 type world struct {
@@ -160,7 +172,7 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 			}
 			continue
 		}
-		if pf.blockedNodes[d.node] {
+		if pf.blocked(d.node) {
 			continue
 		}
 		osd := &flintv1.OSD{

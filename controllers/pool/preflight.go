@@ -38,11 +38,16 @@ import (
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
 
 // preflight is what blocks a Pool: failed checks by reason, and the nodes
-// that fail a node check and so get no new OSDs.
+// that fail a node check and so get no new OSDs (every node when a check
+// of the whole Pool fails).
 type preflight struct {
 	failures     map[string][]string
 	blockedNodes map[string]bool
+	allBlocked   bool
 }
+
+// blocked says a node gets no new OSDs.
+func (p *preflight) blocked(node string) bool { return p.allBlocked || p.blockedNodes[node] }
 
 func (p *preflight) fail(reason, format string, args ...any) {
 	p.failures[reason] = append(p.failures[reason], fmt.Sprintf(format, args...))
@@ -125,8 +130,10 @@ func checkAttachment(ctx context.Context, c client.Reader, pool *flintv1.Pool, n
 	switch {
 	case meta.IsNoMatchError(err):
 		p.fail(flintv1.PoolNetworkAttachmentMissingCondition, "the cluster has no NetworkAttachmentDefinition kind: install Multus, then create %s/%s", ns, name)
+		p.allBlocked = true // an OSD pod without its network would hold its devices and never start
 	case apierrors.IsNotFound(err):
 		p.fail(flintv1.PoolNetworkAttachmentMissingCondition, "NetworkAttachmentDefinition %s/%s does not exist: create it (OSD pods attach to it by that name)", ns, name)
+		p.allBlocked = true
 	case err != nil:
 		return fmt.Errorf("read NetworkAttachmentDefinition %s/%s: %w", ns, name, err)
 	}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -296,6 +297,27 @@ var _ = Describe("Preflight", func() {
 		Eventually(func() *metav1.Condition {
 			return condition(flintv1.PoolHugePagesInsufficientCondition)(getPool("pf-fix")())
 		}).Should(BeNil())
+	})
+
+	It("creates no OSD while its NetworkAttachmentDefinition is missing", func() {
+		makeNode("pf-nadfix-0", "pf-nadfix", "z", nil)
+		p := mallocPool("pf-nadfix", "pf-nadfix", 1)
+		p.Spec.Network = flintv1.Network{Transport: flintv1.TransportTCP, Attachment: "storage-later", Port: 4420}
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		Eventually(func() *metav1.Condition {
+			return condition(flintv1.PoolNetworkAttachmentMissingCondition)(getPool("pf-nadfix")())
+		}).ShouldNot(BeNil())
+		Consistently(osdsOf("pf-nadfix"), "1s").Should(BeEmpty())
+		nad := &unstructured.Unstructured{}
+		nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+		nad.SetKind("NetworkAttachmentDefinition")
+		nad.SetNamespace(namespace)
+		nad.SetName("storage-later")
+		Expect(unstructured.SetNestedField(nad.Object, `{"cniVersion": "0.3.1", "type": "bridge"}`, "spec", "config")).To(Succeed())
+		Expect(k8sClient.Create(ctx, nad)).To(Succeed())
+		// Nothing watches NetworkAttachmentDefinitions: the Pool looks
+		// again by itself.
+		Eventually(osdsOf("pf-nadfix"), "30s").Should(HaveLen(1))
 	})
 })
 
