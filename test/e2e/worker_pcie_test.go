@@ -17,6 +17,7 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -263,4 +264,61 @@ func restarts(t *testing.T, clients *kubernetes.Clientset, pod string) string {
 func oneCoreNotZero(mask string) bool {
 	m, err := strconv.ParseUint(strings.TrimPrefix(mask, "0x"), 16, 64)
 	return err == nil && bits.OnesCount64(m) == 1 && m != 1
+}
+
+// The Pool-level preflight against the pcie node's real kubelet: each
+// Pool asks the guest for what it does not have, and its Ready condition
+// names the reason with the node's own figures, before any OSD is made.
+// (What the SPDK container checks on the node itself is broken one by one
+// on the VM lab's guest: test/vmlab/guest.)
+func TestPCIeNodePreflight(t *testing.T) {
+	inLab(t)
+	needStorage(t)
+	if cluster.Worker == nil || !cluster.Worker.PCIeStorage {
+		t.Skip("the guest is no pcie storage node (no OSD image)")
+	}
+	ctx := t.Context()
+	c := flintClient(t)
+	for _, tc := range []struct {
+		name            string
+		mutate          func(*flintv1.Pool)
+		reason, message string
+	}{
+		{"pf-hugepages", func(p *flintv1.Pool) { p.Spec.OSD.HugePages.Amount = resource.MustParse("2Gi") }, flintv1.PoolHugePagesInsufficientCondition,
+			fmt.Sprintf("node %s has 600Mi of hugepages-2Mi allocatable, its 1 OSDs need 2Gi: add 724 pages of 2Mi", lab.WorkerNode)},
+		{"pf-nvme", func(p *flintv1.Pool) { p.Spec.Devices.ResourceName = "flint.io/absent" }, flintv1.PoolDeviceResourceMissingCondition,
+			fmt.Sprintf("node %s advertises no flint.io/absent", lab.WorkerNode)},
+		{"pf-rdma", func(p *flintv1.Pool) {
+			p.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, HostNetwork: true, ResourceName: "flint.io/absent-rdma"}
+		}, flintv1.PoolRDMAResourceMissingCondition, fmt.Sprintf("node %s has 0 flint.io/absent-rdma allocatable, its 1 OSDs on the host network need one each", lab.WorkerNode)},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			pool := readSample[flintv1.Pool](t, "pool_rdma_pcie.yaml")
+			pool.Name = tc.name
+			pool.Spec.Replicas = 1
+			pool.Spec.NodeSelector = map[string]string{lab.PCIeStorageLabel: "true"}
+			pool.Spec.OSD.HugePages.Amount = resource.MustParse("512Mi")
+			pool.Spec.Network = flintv1.Network{Transport: flintv1.TransportRDMA, HostNetwork: true, ResourceName: lab.RDMAResource}
+			tc.mutate(pool)
+			if err := c.Create(ctx, pool); err != nil {
+				t.Fatalf("create Pool %s: %v", pool.Name, err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), pool) })
+			eventually(t, 2*time.Minute, func() error {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+					return err
+				}
+				ready := meta.FindStatusCondition(pool.Status.Conditions, flintv1.ReadyCondition)
+				if ready == nil || ready.Reason != tc.reason || !strings.Contains(ready.Message, tc.message) {
+					return fmt.Errorf("Pool %s Ready condition %+v, want reason %s saying %q", pool.Name, ready, tc.reason, tc.message)
+				}
+				t.Logf("Pool %s: %s: %s", pool.Name, ready.Reason, ready.Message)
+				return nil
+			})
+			var osds flintv1.OSDList
+			if err := c.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: pool.Name}); err != nil || len(osds.Items) != 0 {
+				t.Errorf("Pool %s failing preflight made %d OSDs (%v)", pool.Name, len(osds.Items), err)
+			}
+		})
+	}
 }
