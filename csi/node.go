@@ -129,6 +129,11 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		vol = &stagedVolume{StagingPath: staging, Block: isBlock(req.GetVolumeCapability())}
 		if !vol.Block {
 			vol.FsType = firstNonEmpty(mnt.GetFsType(), req.GetVolumeContext()[ContextFsType], DefaultFsType)
+			// The volume context is anyone's who can write a
+			// PersistentVolume; its fsType picks the mkfs that runs.
+			if !slices.Contains(FsTypes, vol.FsType) {
+				return nil, status.Errorf(codes.InvalidArgument, "fsType %q of volume %s is not supported: use one of %v", vol.FsType, id, FsTypes)
+			}
 		}
 	}
 	vol.Target = target
@@ -146,7 +151,11 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "create the staging path: %v", err)
 	}
-	if source, mounted := n.mountSource(staging); mounted {
+	source, mounted, err := n.mountSource(staging)
+	if err != nil {
+		return nil, err
+	}
+	if mounted {
 		if source != vol.Device {
 			return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s, not volume %s's %s: unmount it", staging, source, id, vol.Device)
 		}
@@ -204,12 +213,20 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	if len(vol.Published) > 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published at %v: unpublish it first", id, slices.Sorted(maps.Keys(vol.Published)))
 	}
-	if _, mounted := n.mountSource(staging); mounted {
+	_, mounted, err := n.mountSource(staging)
+	if err != nil {
+		return nil, err
+	}
+	if mounted {
 		if err := n.Mounter.Unmount(staging); err != nil {
 			return nil, status.Errorf(codes.Internal, "unmount %s: %v", staging, err)
 		}
 	}
-	if users := n.mountsOf(vol.Device); len(users) > 0 {
+	users, err := n.mountsOf(vol.Device)
+	if err != nil {
+		return nil, err
+	}
+	if len(users) > 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s's device %s is still mounted at %v: unmount it there first", id, vol.Device, users)
 	}
 	if err := n.Attacher.Detach(ctx, vol.Target); err != nil {
@@ -253,8 +270,12 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s was staged as %s and cannot be published as %s", id, accessType(vol.Block), accessType(!vol.Block))
 	}
 	pub := publication{ReadOnly: req.GetReadonly(), SingleWriter: req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER}
+	_, mounted, err := n.mountSource(targetPath)
+	if err != nil {
+		return nil, err
+	}
 	if have, ok := vol.Published[targetPath]; ok {
-		if _, mounted := n.mountSource(targetPath); mounted {
+		if mounted {
 			if have.ReadOnly != pub.ReadOnly {
 				return nil, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly=%t", id, targetPath, have.ReadOnly)
 			}
@@ -288,7 +309,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "create the target path: %v", err)
 	}
-	if _, mounted := n.mountSource(targetPath); !mounted {
+	if !mounted {
 		if err := n.Mounter.Mount(source, targetPath, "", options); err != nil {
 			return nil, status.Errorf(codes.Internal, "bind-mount %s at %s: %v", source, targetPath, err)
 		}
@@ -329,7 +350,11 @@ func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolu
 	}
 	defer unlock()
 	for {
-		if _, mounted := n.mountSource(targetPath); !mounted {
+		_, mounted, err := n.mountSource(targetPath)
+		if err != nil {
+			return nil, err
+		}
+		if !mounted {
 			break
 		}
 		if err := n.Mounter.Unmount(targetPath); err != nil {
@@ -454,27 +479,25 @@ func (n *Node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 }
 
 // mountSource is what is mounted at path, if anything.
-func (n *Node) mountSource(path string) (string, bool) {
-	mps, err := n.Mounter.List()
+func (n *Node) mountSource(path string) (source string, mounted bool, err error) {
+	mps, err := n.listMounts()
 	if err != nil {
-		return "", false
+		return "", false, err
 	}
-	var source string
-	found := false
 	for _, mp := range mps {
 		if mp.Path == path {
 			// The last mount at a path is the visible one.
-			source, found = mp.Device, true
+			source, mounted = mp.Device, true
 		}
 	}
-	return source, found
+	return source, mounted, nil
 }
 
 // mountsOf lists where device is mounted.
-func (n *Node) mountsOf(device string) []string {
-	mps, err := n.Mounter.List()
+func (n *Node) mountsOf(device string) ([]string, error) {
+	mps, err := n.listMounts()
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var paths []string
 	for _, mp := range mps {
@@ -482,7 +505,18 @@ func (n *Node) mountsOf(device string) []string {
 			paths = append(paths, mp.Path)
 		}
 	}
-	return paths
+	return paths, nil
+}
+
+// listMounts lists the node's mounts. A list that fails is an error, never
+// "nothing is mounted": that would disconnect a device under a mounted
+// filesystem.
+func (n *Node) listMounts() ([]mount.MountPoint, error) {
+	mps, err := n.Mounter.List()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "list the node's mounts: %v; try again", err)
+	}
+	return mps, nil
 }
 
 func deviceSize(path string) (int64, error) {

@@ -1,0 +1,103 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package csi
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/mount-utils"
+	"k8s.io/utils/exec"
+)
+
+// recordingAttacher attaches every target as /dev/nvme9n1 and records
+// what it did.
+type recordingAttacher struct{ attached, detached []string }
+
+func (a *recordingAttacher) Attach(_ context.Context, t Target) (string, error) {
+	a.attached = append(a.attached, t.VolumeID)
+	return "/dev/nvme9n1", nil
+}
+
+func (a *recordingAttacher) Detach(_ context.Context, t Target) error {
+	a.detached = append(a.detached, t.VolumeID)
+	return nil
+}
+
+func (a *recordingAttacher) Refresh(context.Context, Target) error { return nil }
+
+func (a *recordingAttacher) Health(Target) []*csi.VolumeHealth_VolumeHealthEntry { return nil }
+
+// unlistable is a node whose mount table cannot be read.
+type unlistable struct{ *mount.FakeMounter }
+
+func (unlistable) List() ([]mount.MountPoint, error) {
+	return nil, errors.New("open /proc/self/mountinfo: too many open files")
+}
+
+const nodeTestNQN = "nqn.2024-01.io.flint:volume:3f2a"
+
+func testNode(t *testing.T, m mount.Interface) (*Node, *recordingAttacher) {
+	a := &recordingAttacher{}
+	return &Node{
+		NodeID: "nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427", NodeName: "worker-a",
+		Attacher: a, Mounter: &mount.SafeFormatAndMount{Interface: m, Exec: exec.New()},
+		StateDir: t.TempDir(),
+	}, a
+}
+
+// A node that cannot read its mount table does not take the staged
+// filesystem for unmounted: it refuses to unstage, and never disconnects
+// the device under it.
+func TestUnstageRefusesWhenMountsCannotBeListed(t *testing.T) {
+	n, a := testNode(t, unlistable{mount.NewFakeMounter(nil)})
+	staging := filepath.Join(t.TempDir(), "staging")
+	vol := &stagedVolume{Target: Target{VolumeID: "v1", NQN: nodeTestNQN}, Device: "/dev/nvme9n1", StagingPath: staging, FsType: "ext4"}
+	if err := n.state().save(vol); err != nil {
+		t.Fatal(err)
+	}
+	_, err := n.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging})
+	if status.Code(err) != codes.Unavailable || len(a.detached) != 0 {
+		t.Fatalf("NodeUnstageVolume = %v, detached %v; want Unavailable and no detach", err, a.detached)
+	}
+	if _, err := n.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: filepath.Join(t.TempDir(), "pod")}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("NodeUnpublishVolume = %v, want Unavailable", err)
+	}
+}
+
+// The volume context's fsType picks the mkfs the node runs: one Flint
+// does not make is refused before anything is attached.
+func TestStageRefusesAnFsTypeFromTheContextFlintDoesNotMake(t *testing.T) {
+	n, a := testNode(t, mount.NewFakeMounter(nil))
+	_, err := n.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: "v1", StagingTargetPath: filepath.Join(t.TempDir(), "staging"),
+		VolumeCapability: &csi.VolumeCapability{
+			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		},
+		PublishContext: map[string]string{PublishNQN: nodeTestNQN, PublishTransport: "tcp", PublishPaths: "10.0.0.1:4420"},
+		VolumeContext:  map[string]string{ContextFsType: "ext4 -E root_owner=0:0 /dev/sda"},
+	})
+	if status.Code(err) != codes.InvalidArgument || len(a.attached) != 0 {
+		t.Fatalf("NodeStageVolume = %v, attached %v; want InvalidArgument and nothing attached", err, a.attached)
+	}
+}
