@@ -55,6 +55,10 @@ const (
 	PoolRDMAResourceMissingCondition        = "RDMAResourceMissing"
 	PoolNetworkAttachmentMissingCondition   = "NetworkAttachmentMissing"
 	PoolInsufficientFailureDomainsCondition = "InsufficientFailureDomains"
+	// PoolOSDNameConflictCondition: an OSD the Pool would make has the
+	// name of an OSD of another Pool or node (<pool>-<node>-<n> can spell
+	// the same name twice), so that device gets none.
+	PoolOSDNameConflictCondition = "OSDNameConflict"
 )
 
 // PoolPreflightConditions lists the preflight condition types in the order
@@ -62,4 +66,5 @@ const (
 var PoolPreflightConditions = []string{
 	PoolNoNodesSelectedCondition, PoolDeviceResourceMissingCondition, PoolHugePagesInsufficientCondition,
 	PoolRDMAResourceMissingCondition, PoolNetworkAttachmentMissingCondition, PoolInsufficientFailureDomainsCondition,
+	PoolOSDNameConflictCondition,
 }

@@ -157,7 +157,11 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 		spec := osdSpec(pool, d)
 		have, ok := w.osds[d.name]
 		if ok {
-			if !equality.Semantic.DeepEqual(have.Spec.Device, spec.Device) || have.Spec.NodeName != spec.NodeName {
+			if have.Spec.NodeName != spec.NodeName {
+				nameConflict(pf, pool, d, have)
+				continue
+			}
+			if !equality.Semantic.DeepEqual(have.Spec.Device, spec.Device) {
 				continue // immutable; a changed device is a new OSD name
 			}
 			spec.Drain = have.Spec.Drain   // a drain, by a person or by retireOSDs, stays until a person clears it
@@ -182,12 +186,28 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 		if err := controllerutil.SetControllerReference(pool, osd, r.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, osd); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, osd); apierrors.IsAlreadyExists(err) {
+			// Not among the Pool's OSDs: another Pool's, or made by hand.
+			other := &flintv1.OSD{}
+			if err := r.Get(ctx, client.ObjectKey{Name: d.name}, other); err != nil {
+				return fmt.Errorf("read OSD %s, which exists: %w", d.name, err)
+			}
+			if other.Spec.Pool != pool.Name || other.Spec.NodeName != d.node {
+				nameConflict(pf, pool, d, other)
+			}
+			continue
+		} else if err != nil {
 			return fmt.Errorf("create OSD %s: %w", d.name, err)
 		}
 		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDCreated", "CreateOSD", "created OSD %s for %s on node %s", d.name, deviceOf(d.device), d.node)
 	}
 	return nil
+}
+
+// nameConflict records that the OSD d would be is taken by other.
+func nameConflict(pf *preflight, pool *flintv1.Pool, d desiredOSD, other *flintv1.OSD) {
+	pf.fail(flintv1.PoolOSDNameConflictCondition, "%s on node %s gets no OSD: its name %s is taken by the OSD of Pool %s on node %s (OSD names are <pool>-<node>-<n>, with dots as dashes): rename one of the Pools, or give Pool %s its devices on another node",
+		deviceOf(d.device), d.node, d.name, other.Spec.Pool, other.Spec.NodeName, pool.Name)
 }
 
 func deviceOf(d flintv1.OSDDevice) string {

@@ -299,6 +299,23 @@ var _ = Describe("Preflight", func() {
 		}).Should(BeNil())
 	})
 
+	It("names an OSD name another Pool's OSD has, and leaves that OSD alone", func() {
+		makeNode("nc-x-0", "nc", "z", nil)
+		makeNode("x-0", "nc-nc", "z", nil)
+		Expect(k8sClient.Create(ctx, mallocPool("nc", "nc", 1))).To(Succeed())
+		Eventually(osdsOf("nc")).Should(HaveLen(1))
+		Expect(osdsOf("nc")()[0].Name).To(Equal("nc-nc-x-0-0"))
+		// Pool nc-nc on node x-0 would name its OSD nc-nc-x-0-0 too.
+		Expect(k8sClient.Create(ctx, mallocPool("nc-nc", "nc-nc", 1))).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := condition(flintv1.PoolOSDNameConflictCondition)(getPool("nc-nc")())
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("node x-0 gets no OSD: its name nc-nc-x-0-0 is taken by the OSD of Pool nc on node nc-x-0"))
+		}).Should(Succeed())
+		Expect(getOSD("nc-nc-x-0-0").Spec.Pool).To(Equal("nc"))
+		Expect(osdsOf("nc-nc")()).To(BeEmpty())
+	})
+
 	It("creates no OSD while its NetworkAttachmentDefinition is missing", func() {
 		makeNode("pf-nadfix-0", "pf-nadfix", "z", nil)
 		p := mallocPool("pf-nadfix", "pf-nadfix", 1)
