@@ -68,6 +68,9 @@ const (
 	// OSDWriteCacheOnReason says the device keeps a volatile write cache on
 	// that the agent cannot turn off.
 	OSDWriteCacheOnReason = "VolatileWriteCacheOn"
+	// OSDBlockSizeReason says the device is formatted with logical blocks
+	// of another size than every OSD's (4096 bytes).
+	OSDBlockSizeReason = "DeviceBlockSize"
 	// OSDBadEndpointReason says the agent reports an endpoint no host can connect to.
 	OSDBadEndpointReason = "BadEndpoint"
 	// OSDServingReason says SPDK serves the device's lvstore.

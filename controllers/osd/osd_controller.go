@@ -280,6 +280,8 @@ func notReadyObservation(st *agentv1.OSDStatus) observation {
 		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDConflictReason, detail: st.GetNotReadyReason()}
 	case agentv1.NotReadyCode_NOT_READY_CODE_WRITE_CACHE:
 		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDWriteCacheOnReason, detail: st.GetNotReadyReason()}
+	case agentv1.NotReadyCode_NOT_READY_CODE_BLOCK_SIZE:
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDBlockSizeReason, detail: st.GetNotReadyReason()}
 	case agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN:
 		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDSPDKDownReason, detail: st.GetNotReadyReason()}
 	}

@@ -77,9 +77,10 @@ if [ -n "$spdk_dir" ]; then
   truncate -s 1G "$work/nvme.img"
   # aw-bits=48: SPDK maps DMA at its virtual addresses (0x200000000000
   # up), beyond the 39 bits QEMU's IOMMU gives by default (EAL: "Cannot set
-  # up DMA remapping, error 22").
+  # up DMA remapping, error 22"). The namespace has 4096-byte blocks, as
+  # an OSD's device must (QEMU's default is 512).
   spdk_qemu=(-machine q35 -device intel-iommu,intremap=on,aw-bits=48
-    -drive "file=$work/nvme.img,if=none,id=nvm,format=raw" -device nvme,serial=flintvm0,drive=nvm)
+    -drive "file=$work/nvme.img,if=none,id=nvm,format=raw" -device nvme,serial=flintvm0,drive=nvm,logical_block_size=4096,physical_block_size=4096)
   spdk_append="intel_iommu=on iommu=pt hugepagesz=2M hugepages=320"
 fi
 

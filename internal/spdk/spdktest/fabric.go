@@ -126,7 +126,7 @@ func NewFabric(opts ...FabricOption) *Fabric {
 func (f *Fabric) AddPCIeDevice(pciAddress string, sizeBytes uint64, serial, model string, opts ...PCIeDeviceOption) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d := &disk{size: sizeBytes, serial: serial, model: model}
+	d := &disk{size: sizeBytes, serial: serial, model: model, blockSize: 4096}
 	for _, o := range opts {
 		o(d)
 	}
@@ -140,6 +140,12 @@ type PCIeDeviceOption func(*disk)
 // enabled after every controller reset (an attach), as drives ship.
 func WithVolatileWriteCache() PCIeDeviceOption {
 	return func(d *disk) { d.volatileWriteCache = true }
+}
+
+// WithLogicalBlockSize formats the namespace with another LBA size, such
+// as 512 (drives often ship so).
+func WithLogicalBlockSize(bytes uint32) PCIeDeviceOption {
+	return func(d *disk) { d.blockSize = bytes }
 }
 
 // WriteCacheEnabled says whether the device's volatile write cache is on.

@@ -203,7 +203,7 @@ func (t *Target) attachPCIe(c *ctrlr, traddr string) (any, error) {
 	u := newUUID()
 	b := &bdev{
 		name: c.name + "n1", uuid: u, aliases: []string{u}, product: "NVMe disk",
-		blockSize: 4096, numBlocks: d.size / 4096, kind: kindNvme, ctrlr: c, nsid: 1, disk: d,
+		blockSize: d.blockSize, numBlocks: d.size / uint64(d.blockSize), kind: kindNvme, ctrlr: c, nsid: 1, disk: d,
 	}
 	c.bdevs = append(c.bdevs, b)
 	t.register(b)

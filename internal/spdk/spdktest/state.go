@@ -34,6 +34,9 @@ type disk struct {
 	// volatileWriteCache is whether a PCIe controller has one;
 	// writeCacheEnabled is its WCE, reset to on by every attach.
 	volatileWriteCache, writeCacheEnabled bool
+	// blockSize is a PCIe namespace's logical block size (its LBA
+	// format): 4096 unless WithLogicalBlockSize says otherwise.
+	blockSize uint32
 }
 
 func pcieKey(addr string) string { return "pcie:" + strings.ToLower(addr) }

@@ -99,6 +99,8 @@ func notReadyCode(err error) agentv1.NotReadyCode {
 		return agentv1.NotReadyCode_NOT_READY_CODE_CONFLICT
 	case errors.Is(err, storage.ErrWriteCache):
 		return agentv1.NotReadyCode_NOT_READY_CODE_WRITE_CACHE
+	case errors.Is(err, storage.ErrBlockSize):
+		return agentv1.NotReadyCode_NOT_READY_CODE_BLOCK_SIZE
 	case errors.Is(err, jsonrpc.ErrDisconnected):
 		return agentv1.NotReadyCode_NOT_READY_CODE_SPDK_DOWN
 	}

@@ -31,6 +31,11 @@ import (
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
+// BlockSize is the logical block size of every OSD's base bdev, so of its
+// lvstore and lvols: SPDK's raid1 mirrors only members of one block size,
+// and any two OSDs may hold replicas of one Volume.
+const BlockSize = 4096
+
 // Errors of the OSD's operations, matched with errors.Is. The agent's API
 // maps each to one gRPC code.
 var (
@@ -43,6 +48,9 @@ var (
 	// ErrForeignDevice: the device holds data Flint does not own; nothing
 	// on it was touched.
 	ErrForeignDevice = errors.New("device holds data this OSD does not own")
+	// ErrBlockSize: the device's logical blocks are not BlockSize bytes;
+	// nothing on it was touched.
+	ErrBlockSize = errors.New("device block size is not the OSDs' block size")
 	// ErrInUse: the object is still used by another and cannot go first.
 	ErrInUse = errors.New("in use")
 	// ErrTargetLost: a target asked to resume has no raid any more (SPDK
@@ -178,11 +186,11 @@ func (o *OSD) claimDevice(ctx context.Context) (string, error) {
 	var err error
 	switch d.Driver {
 	case DriverAIO:
-		_, err = o.spdk.BdevAioCreate(ctx, types.BdevAioCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: 4096})
+		_, err = o.spdk.BdevAioCreate(ctx, types.BdevAioCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: BlockSize})
 	case DriverURing:
-		_, err = o.spdk.BdevUringCreate(ctx, types.BdevUringCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: 4096})
+		_, err = o.spdk.BdevUringCreate(ctx, types.BdevUringCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: BlockSize})
 	case DriverMalloc:
-		_, err = o.spdk.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: baseBdevName, NumBlocks: d.MallocBytes / 4096, BlockSize: 4096})
+		_, err = o.spdk.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: baseBdevName, NumBlocks: d.MallocBytes / BlockSize, BlockSize: BlockSize})
 	}
 	if err != nil {
 		return "", fmt.Errorf("create %s bdev on %s: %w", d.Driver, o.deviceName(), err)
@@ -225,6 +233,9 @@ func (o *OSD) ensureLvstore(ctx context.Context, base string) (types.Lvstore, er
 	}
 	if bdevs[0].Claimed {
 		return types.Lvstore{}, fmt.Errorf("%w: SPDK found something on %s that claims it (a raid superblock or partitions); wipe the device if it is really free", ErrForeignDevice, o.deviceName())
+	}
+	if bs := bdevs[0].BlockSize; bs != BlockSize {
+		return types.Lvstore{}, fmt.Errorf("%w: %s is formatted with %d-byte logical blocks; every OSD's lvstore has %d-byte blocks, because SPDK's raid1 mirrors only members of one block size: format its namespace with a %d-byte LBA format first (nvme id-ns -H /dev/nvmeXn1 lists them, nvme format /dev/nvmeXn1 --lbaf=N erases the drive), then bind it to vfio-pci", ErrBlockSize, o.deviceName(), bs, BlockSize, BlockSize)
 	}
 	if err := o.checkBlank(); err != nil {
 		return types.Lvstore{}, err

@@ -346,3 +346,22 @@ func TestExportReplicaRemovesAnEarlierLvolsExport(t *testing.T) {
 		}
 	}
 }
+
+// A namespace formatted with 512-byte blocks is refused before anything is
+// written to it: its lvols could not be mirrored with any other OSD's, and
+// a raid1 placeholder of 4096-byte blocks would not join them either.
+func TestBootstrapRefusesAnotherBlockSize(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	const addr = "0000:3b:00.0"
+	r.fabric.AddPCIeDevice(addr, 4*gib, "S4EVNF0M123456", "Samsung SSD 980 PRO", spdktest.WithLogicalBlockSize(512))
+	o := New(Config{UID: osdUID, Device: Device{Driver: DriverPCIe, PCIAddress: addr},
+		Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420}}, r.spdk)
+	_, err := o.Bootstrap(ctx)
+	if !errors.Is(err, ErrBlockSize) || !strings.Contains(err.Error(), "0000:3b:00.0 is formatted with 512-byte logical blocks") {
+		t.Fatalf("Bootstrap = %v, want ErrBlockSize naming the device and its 512-byte blocks", err)
+	}
+	if stores, _ := r.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{}); len(stores) != 0 {
+		t.Errorf("an lvstore was made on the device: %+v", stores)
+	}
+}

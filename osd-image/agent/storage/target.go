@@ -138,7 +138,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 			down[m.OSD] = b
 		}
 	}
-	raid, err := o.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/4096)
+	raid, err := o.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/BlockSize)
 	if err != nil {
 		return TargetStatus{}, err
 	}
@@ -287,7 +287,7 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 			continue
 		}
 		ph := placeholderName(spec.Volume, i)
-		if _, err := o.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: 4096}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
+		if _, err := o.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: BlockSize}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
 			return types.RaidBdev{}, fmt.Errorf("create placeholder %s: %w", ph, err)
 		}
 		bases = append(bases, ph)

@@ -83,7 +83,7 @@ func (l *Lab) workerNode() node {
 // pcieStorageInit is what the guest's init does, once its network is up
 // and before containerd starts, to be a pcie storage node: the modules
 // vfio needs, every NVMe controller bound to vfio-pci (docs/install.md,
-// step 3), and a soft-RoCE device on eth0 with the kernel's NVMe/RDMA
+// step 4), and a soft-RoCE device on eth0 with the kernel's NVMe/RDMA
 // host. Soft-RoCE serves only from the initial network namespace on this
 // kernel, so the OSD that uses it runs on the host network.
 const pcieStorageInit = `for m in vfio-pci vfio_iommu_type1 rdma_rxe rdma_ucm ib_uverbs nvme-rdma; do modprobe $m || echo "FLINT-WORKER modprobe $m failed"; done
@@ -212,9 +212,10 @@ func (l *Lab) startWorker(ctx context.Context) error {
 		}
 		// aw-bits=48: SPDK maps DMA at its virtual addresses, beyond the
 		// 39 bits QEMU's IOMMU gives by default. The controller's drive
-		// caches writes (QEMU's default), so it has a volatile write cache.
+		// caches writes (QEMU's default), so it has a volatile write cache;
+		// its namespace has 4096-byte blocks, as an OSD's device must.
 		storage = []string{"-machine", "q35", "-device", "intel-iommu,intremap=on,aw-bits=48",
-			"-drive", "file=" + nvme + ",if=none,id=nvm,format=raw", "-device", "nvme,serial=flintlab0,drive=nvm"}
+			"-drive", "file=" + nvme + ",if=none,id=nvm,format=raw", "-device", "nvme,serial=flintlab0,drive=nvm,logical_block_size=4096,physical_block_size=4096"}
 		// A third CPU: the static CPU manager keeps CPU 0 for the system
 		// and the OSD's SPDK takes one of the others alone, and a node
 		// of two would have one CPU allocatable, less than the OSD pod's

@@ -173,6 +173,10 @@ const (
 	// agent cannot turn off; acknowledged writes could be lost at power
 	// loss. Waiting will not help.
 	NotReadyCode_NOT_READY_CODE_WRITE_CACHE NotReadyCode = 5
+	// BLOCK_SIZE: the device's logical block size is not the one every
+	// OSD's lvstore has (4096 bytes); it must be formatted. Waiting will
+	// not help.
+	NotReadyCode_NOT_READY_CODE_BLOCK_SIZE NotReadyCode = 6
 )
 
 // Enum value maps for NotReadyCode.
@@ -184,6 +188,7 @@ var (
 		3: "NOT_READY_CODE_FOREIGN_DEVICE",
 		4: "NOT_READY_CODE_CONFLICT",
 		5: "NOT_READY_CODE_WRITE_CACHE",
+		6: "NOT_READY_CODE_BLOCK_SIZE",
 	}
 	NotReadyCode_value = map[string]int32{
 		"NOT_READY_CODE_UNSPECIFIED":    0,
@@ -192,6 +197,7 @@ var (
 		"NOT_READY_CODE_FOREIGN_DEVICE": 3,
 		"NOT_READY_CODE_CONFLICT":       4,
 		"NOT_READY_CODE_WRITE_CACHE":    5,
+		"NOT_READY_CODE_BLOCK_SIZE":     6,
 	}
 )
 
@@ -2054,14 +2060,15 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x17MEMBER_STATE_REBUILDING\x10\x02\x12\x18\n" +
 	"\x14MEMBER_STATE_PENDING\x10\x03\x12\x18\n" +
 	"\x14MEMBER_STATE_MISSING\x10\x04\x12\x15\n" +
-	"\x11MEMBER_STATE_HELD\x10\x05*\xc9\x01\n" +
+	"\x11MEMBER_STATE_HELD\x10\x05*\xe8\x01\n" +
 	"\fNotReadyCode\x12\x1e\n" +
 	"\x1aNOT_READY_CODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17NOT_READY_CODE_STARTING\x10\x01\x12\x1c\n" +
 	"\x18NOT_READY_CODE_SPDK_DOWN\x10\x02\x12!\n" +
 	"\x1dNOT_READY_CODE_FOREIGN_DEVICE\x10\x03\x12\x1b\n" +
 	"\x17NOT_READY_CODE_CONFLICT\x10\x04\x12\x1e\n" +
-	"\x1aNOT_READY_CODE_WRITE_CACHE\x10\x052\xdb\b\n" +
+	"\x1aNOT_READY_CODE_WRITE_CACHE\x10\x05\x12\x1d\n" +
+	"\x19NOT_READY_CODE_BLOCK_SIZE\x10\x062\xdb\b\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
