@@ -29,6 +29,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -410,6 +411,9 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 	if !nvmeof.ValidNQN(host) {
 		return nil, status.Errorf(codes.NotFound, "node %q is not a Flint node: node ids are the host NQNs the node plugin reports (NodeGetInfo)", host)
 	}
+	if err := c.hostOfOneNode(ctx, host); err != nil {
+		return nil, err
+	}
 	err = c.updateHosts(ctx, id, func(hosts []string) ([]string, error) {
 		if slices.Contains(hosts, host) {
 			return hosts, nil
@@ -427,6 +431,30 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 		return nil, err
 	}
 	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(vol.Status.Target)}, nil
+}
+
+// hostOfOneNode refuses a host NQN that the node plugins of more than one
+// node report (nodes cloned from one image with its /etc/nvme/hostnqn): a
+// target admits hosts by NQN, so it would let the other node in too, and
+// a node's kernel that still reconnects after a force-detach would write
+// to the volume beside the node it was published to.
+func (c *Controller) hostOfOneNode(ctx context.Context, host string) error {
+	var nodes storagev1.CSINodeList
+	if err := c.APIReader.List(ctx, &nodes); err != nil {
+		return status.Errorf(codes.Unavailable, "list CSINodes to check that host NQN %s is one node's: %v", host, err)
+	}
+	var claim []string
+	for _, n := range nodes.Items {
+		for _, d := range n.Spec.Drivers {
+			if d.Name == DriverName && d.NodeID == host {
+				claim = append(claim, n.Name)
+			}
+		}
+	}
+	if len(claim) > 1 {
+		return status.Errorf(codes.FailedPrecondition, "host NQN %s is the node id of nodes %s, whose /etc/nvme/hostnqn is one file cloned: a target admits hosts by NQN, so it would admit all of them; give each node its own (nvme gen-hostnqn > /etc/nvme/hostnqn, or delete the file and the node plugin writes one), restart its node plugin, then retry", host, strings.Join(claim, ", "))
+	}
+	return nil
 }
 
 // ControllerUnpublishVolume removes node's host NQN and waits until the

@@ -27,10 +27,12 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -174,5 +176,37 @@ func TestAllows(t *testing.T) {
 				t.Fatalf("allows = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Two nodes whose node plugins report one host NQN (a cloned
+// /etc/nvme/hostnqn) get no publish: the target would admit both.
+func TestPublishRefusesAHostNQNTwoNodesClaim(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{flintv1.AddToScheme, storagev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const cloned, own = "nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427", "nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"
+	csiNode := func(name, id string) *storagev1.CSINode {
+		return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: DriverName, NodeID: id}}}}
+	}
+	vol := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v1"}, Spec: flintv1.VolumeSpec{Pool: "p"}}
+	k := fake.NewClientBuilder().WithScheme(scheme).WithObjects(vol, csiNode("worker-a", cloned), csiNode("worker-b", cloned), csiNode("worker-c", own)).Build()
+	c := &Controller{Client: k, APIReader: k}
+	_, err := c.ControllerPublishVolume(context.Background(), &csi.ControllerPublishVolumeRequest{
+		VolumeId: "v1", NodeId: cloned,
+		VolumeCapability: &csi.VolumeCapability{
+			AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		},
+	})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "node id of nodes worker-a, worker-b") {
+		t.Fatalf("publish to a host NQN two nodes claim: %v, want FailedPrecondition naming both nodes", err)
+	}
+	got := &flintv1.Volume{}
+	if err := k.Get(context.Background(), client.ObjectKey{Name: "v1"}, got); err != nil || len(got.Spec.PublishedHosts) != 0 {
+		t.Fatalf("the Volume was published to %v (%v)", got.Spec.PublishedHosts, err)
 	}
 }
