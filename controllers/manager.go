@@ -44,7 +44,9 @@ func SecureMetrics(addr string) metricsserver.Options {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // NewManager is the operator's manager on cfg with its controllers; mo
-// brings the serving and leader election choices.
+// brings the serving choices. It always elects a leader, whatever mo
+// says: two operators acting at once would both move one Volume's target,
+// and nothing else can prove an operator alone.
 func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.APIQPS, o.APIBurst
@@ -62,6 +64,7 @@ func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, err
 		return nil, err
 	}
 	mo.Scheme = scheme
+	mo.LeaderElection = true
 	mo.LeaderElectionID = "flint-operator.flint.io"
 	mo.LeaderElectionNamespace = o.Namespace
 	// Pods, Secrets and NetworkPolicies are watched in the operator's

@@ -53,7 +53,6 @@ func main() {
 	fs.IntVar(&o.APIBurst, "kube-api-burst", 400, "requests above kube-api-qps allowed in a burst")
 	metricsAddr := fs.String("metrics-bind-address", ":8443", "where /metrics is served over HTTPS to authorized bearer tokens (ClusterRole flint-metrics-reader)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
-	leaderElect := fs.Bool("leader-elect", true, "elect one active operator among replicas")
 	cmd := &cli.Command{
 		Name:        "operator",
 		Summary:     "reconciles Pools into OSDs and OSD pods, and Volumes into replicas and targets",
@@ -70,7 +69,6 @@ func main() {
 		mgr, err := controllers.NewManager(cfg, o, ctrl.Options{
 			Metrics:                controllers.SecureMetrics(*metricsAddr),
 			HealthProbeBindAddress: *probeAddr,
-			LeaderElection:         *leaderElect,
 		})
 		if err != nil {
 			return err

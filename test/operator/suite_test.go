@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
@@ -74,18 +75,11 @@ var (
 // when set, is its Volume controller's Interrupt. It returns a function
 // that stops it, as a crash would (no clean hand-over), and waits.
 func startOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point)) func() {
-	mgr, err := controllers.NewManager(operatorCfg, controllers.Options{
-		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
-		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 7 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4,
-		NetworkPolicy: true, VolumeInterrupt: interrupt,
-	}, ctrl.Options{
-		Metrics: controllers.SecureMetrics(metricsAddr), HealthProbeBindAddress: "0",
-		// The same controllers run again in this process after a restart.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		// A successor takes over at once rather than after the lease.
-		LeaderElection: true, LeaderElectionReleaseOnCancel: true,
-	})
-	Expect(err).NotTo(HaveOccurred())
+	return run(newOperator(interrupt, controllers.SecureMetrics(metricsAddr), true))
+}
+
+// run starts mgr and returns a function that stops it and waits.
+func run(mgr ctrl.Manager) func() {
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -97,6 +91,25 @@ func startOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point
 		stop()
 		<-done
 	}
+}
+
+// newOperator is the operator's manager as config/default deploys it,
+// serving its metrics as said; leaderElection is what it is asked for.
+func newOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point), metrics metricsserver.Options, leaderElection bool) ctrl.Manager {
+	mgr, err := controllers.NewManager(operatorCfg, controllers.Options{
+		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
+		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 7 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4,
+		NetworkPolicy: true, VolumeInterrupt: interrupt,
+	}, ctrl.Options{
+		Metrics: metrics, HealthProbeBindAddress: "0",
+		// The same controllers run again in this process after a restart.
+		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
+		LeaderElection: leaderElection,
+		// A successor takes over at once rather than after the lease.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return mgr
 }
 
 func TestOperator(t *testing.T) {
