@@ -66,8 +66,11 @@ type Options struct {
 	ReplicaGrace, TargetGrace time.Duration
 	// AgentLease is how long an OSD serves its volume targets without a
 	// renewal before it fences them. TargetGrace must exceed it by a
-	// quarter (the renewal's own deadline) plus FenceMargin.
+	// quarter (the renewal's own deadline) plus the fence margin.
 	AgentLease time.Duration
+	// FenceProbeTimeout bounds one run of the SPDK container's fence
+	// probe; it adds to the fence margin. Zero is 2 s.
+	FenceProbeTimeout time.Duration
 	// VolumeWorkers is how many Volumes reconcile at once.
 	VolumeWorkers int
 	// NetworkPolicy has the operator keep the NetworkPolicy of OSD pods
@@ -83,8 +86,11 @@ type Options struct {
 
 // FenceMargin is what a lapsed OSD takes to fence: the agent checks its
 // lease every second, and failing that the SPDK container's liveness probe
-// (every second) has the kubelet kill SPDK (grace period 1 s).
-const FenceMargin = 3 * time.Second
+// has the kubelet kill SPDK, which takes longer (osd.FenceTime: 4 s with
+// the default 2 s probe timeout).
+func (o Options) FenceMargin() time.Duration {
+	return osd.FenceTime(osd.FenceProbe(o.FenceProbeTimeout))
+}
 
 // checkTimings refuses a target grace that could move a target before the
 // old one fenced itself.
@@ -92,8 +98,9 @@ func (o Options) checkTimings() error {
 	if o.AgentLease <= 0 {
 		return fmt.Errorf("the agent lease must be positive, not %s", o.AgentLease)
 	}
-	if least := o.AgentLease + o.AgentLease/4 + FenceMargin; o.TargetGrace < least {
-		return fmt.Errorf("a target grace of %s could move a target before its old OSD fenced itself: with an agent lease of %s it must be at least %s (lease + a quarter + %s)", o.TargetGrace, o.AgentLease, least, FenceMargin)
+	if least := o.AgentLease + o.AgentLease/4 + o.FenceMargin(); o.TargetGrace < least {
+		return fmt.Errorf("a target grace of %s could move a target before its old OSD fenced itself: with an agent lease of %s and a fence probe timeout of %ds it must be at least %s (lease + a quarter + the probe's period, timeout and kill, %s)",
+			o.TargetGrace, o.AgentLease, osd.FenceProbe(o.FenceProbeTimeout).TimeoutSeconds, least, o.FenceMargin())
 	}
 	return nil
 }
@@ -125,7 +132,8 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
-		Pods:      osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount},
+		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
+			FenceProbeTimeout: o.FenceProbeTimeout},
 		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,6 +85,8 @@ type PodConfig struct {
 	Image             string
 	PriorityClassName string
 	ServiceAccount    string
+	// FenceProbeTimeout bounds one run of the fence probe (FenceProbe).
+	FenceProbeTimeout time.Duration
 }
 
 // TLSSecretName is the Secret with an OSD agent's certificate.
@@ -213,7 +216,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	args = append(args, "--transport="+string(osd.Spec.Network.Transport))
 	c.Args = args
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
-	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), fenceProbe()
+	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), FenceProbe(cfg.FenceProbeTimeout)
 	return c, nil
 }
 
@@ -230,18 +233,29 @@ func spdkStartedProbe() *corev1.Probe {
 	}
 }
 
-// fenceProbe is fencing's dead man's switch (docs/volumes.md): once the
+// FenceProbe is fencing's dead man's switch (docs/volumes.md): once the
 // OSD's lease lapsed, the kubelet stops SPDK if a volume target still lets
 // a host in (the agent died or hangs) or SPDK does not say (it is frozen).
-// It answers within a second or two; TargetGrace leaves room for it.
-func fenceProbe() *corev1.Probe {
+// A run that outlasts timeout (whole seconds, at least 2) fails too, and
+// kills SPDK: on a node where starting a process in the container can
+// take longer, raise it; FenceTime says what it costs.
+func FenceProbe(timeout time.Duration) *corev1.Probe {
+	seconds := max(int32((timeout+time.Second-1)/time.Second), 2)
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
-			agentBinary, "check-lease", "--spdk-socket=" + spdkSocket, "--lease-file=" + leaseFile, "--timeout=1s",
+			// SPDK's answer leaves a second of the run for the rest.
+			agentBinary, "check-lease", "--spdk-socket=" + spdkSocket, "--lease-file=" + leaseFile, fmt.Sprintf("--timeout=%ds", seconds-1),
 		}}},
-		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 1,
+		PeriodSeconds: 1, TimeoutSeconds: seconds, FailureThreshold: 1,
 		TerminationGracePeriodSeconds: ptr.To[int64](1),
 	}
+}
+
+// FenceTime is the longest a lapsed OSD whose agent cannot fence takes to
+// stop serving under p: a period until the probe runs, its timeout, and
+// the kill's grace period.
+func FenceTime(p *corev1.Probe) time.Duration {
+	return time.Duration(p.PeriodSeconds+p.TimeoutSeconds+int32(*p.TerminationGracePeriodSeconds)) * time.Second
 }
 
 // needsPrivilege: a container opens a host block device only when

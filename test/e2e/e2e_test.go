@@ -169,6 +169,10 @@ func TestChartInstalls(t *testing.T) {
 		"--set", strings.Join([]string{
 			"images.operator.tag=" + version, "images.osd.tag=" + version, "images.csiDriver.tag=" + version,
 			"operator.replicas=1", "csi.controller.replicas=1",
+			// Starting a process in the emulated node's containers can
+			// take seconds: a 2 s fence probe killed its SPDK again and
+			// again under load, its lease valid all along.
+			"operator.fenceProbeTimeout=10s", "operator.targetGrace=40s",
 			// The workload node is an emulated machine: only what a
 			// workload node needs runs there.
 			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,

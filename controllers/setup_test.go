@@ -1,0 +1,50 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/controllers/osd"
+)
+
+// The target grace must cover the lease, its renewal's deadline and the
+// dead man's switch at its slowest: a period until the fence probe runs,
+// its timeout, and the kill's grace period.
+func TestTargetGraceCoversTheFence(t *testing.T) {
+	for _, c := range []struct {
+		grace, probeTimeout time.Duration
+		ok                  bool
+	}{
+		{30 * time.Second, 0, true},                 // the defaults: 20 + 5 + 4 = 29
+		{29 * time.Second, 2 * time.Second, true},   // exactly enough
+		{28 * time.Second, 2 * time.Second, false},  // the probe's 1 + 2 + 1 s do not fit
+		{30 * time.Second, 10 * time.Second, false}, // a slow node's probe
+		{37 * time.Second, 10 * time.Second, true},
+	} {
+		o := Options{AgentLease: 20 * time.Second, TargetGrace: c.grace, FenceProbeTimeout: c.probeTimeout}
+		if err := o.checkTimings(); (err == nil) != c.ok {
+			t.Errorf("grace %s, probe timeout %s: %v, want ok=%t", c.grace, c.probeTimeout, err, c.ok)
+		}
+	}
+	p := osd.FenceProbe(10 * time.Second)
+	if p.TimeoutSeconds != 10 || !slices.Contains(p.Exec.Command, "--timeout=9s") || osd.FenceTime(p) != 12*time.Second {
+		t.Errorf("fence probe for 10s: %+v, fence time %s; want a 10 s timeout, SPDK asked within 9 s, 12 s in all", p, osd.FenceTime(p))
+	}
+}
