@@ -319,10 +319,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			poolOf(e.Object, q)
 		},
 	}
+	// An OSD counts for the Pool its spec names, whether the Pool made it
+	// or a person did.
+	osdPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if osd, ok := o.(*flintv1.OSD); ok {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: osd.Spec.Pool}}}
+		}
+		return nil
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pool").
 		For(&flintv1.Pool{}).
-		Owns(&flintv1.OSD{}).
+		Watches(&flintv1.OSD{}, osdPool).
 		Watches(&corev1.Node{}, allPools).
 		Watches(&flintv1.Volume{}, volumePool).
 		Complete(r)
