@@ -250,8 +250,10 @@ func TestTargetMovesUnderAWriter(t *testing.T) {
 
 	createClaim(t, clients, "moving", replicatedClass, corev1.PersistentVolumeFilesystem)
 	startWorkload(t, clients, "steady-writer", "moving", writerScript)
-	// The first Pod on the emulated node waits for its node plugin.
-	waitRecords(t, clients, "steady-writer", 5, 10*time.Minute)
+	// The first Pod on the emulated node waits for its node plugin, which
+	// starts beside the device plugins and the OSD image they unpack: a
+	// clean-clone CI run took over 10 minutes.
+	waitRecords(t, clients, "steady-writer", 5, 20*time.Minute)
 	vol := volumeOfClaim(t, clients, c, "moving")
 	from := vol.Status.Target.OSD
 	var osd flintv1.OSD
