@@ -76,7 +76,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], state, now))
 	}
-	target := targetOf(w, chosen)
+	target := targetOf(w, chosen, copies)
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: target, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
@@ -92,9 +92,10 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 }
 
 // targetOf picks the target among the OSDs chosen for a new Volume's
-// replicas: the first that reaches all of them.
-func targetOf(w *world, chosen []string) string {
-	if i := slices.IndexFunc(chosen, func(t string) bool { return reachesAll(w, t, chosen) }); i >= 0 {
+// replicas: the first that reaches all of them and, for a restored Volume,
+// holds a copy (copies; nil for any), as chosen[0] does.
+func targetOf(w *world, chosen []string, copies map[string]bool) string {
+	if i := slices.IndexFunc(chosen, func(t string) bool { return (copies == nil || copies[t]) && reachesAll(w, t, chosen) }); i >= 0 {
 		return chosen[i]
 	}
 	return chosen[0]

@@ -185,11 +185,14 @@ func TestTargetReachesEveryReplica(t *testing.T) {
 	for name, tr := range transports {
 		w.osds[name].Spec.Network.Transport = tr
 	}
-	if got := targetOf(w, []string{"a", "b", "c"}); got != "b" {
+	if got := targetOf(w, []string{"a", "b", "c"}, nil); got != "b" {
 		t.Errorf("new Volume on a (tcp), b (rdma), c (tcp): target on %s, want b", got)
 	}
-	if got := targetOf(w, []string{"a", "c"}); got != "a" {
+	if got := targetOf(w, []string{"a", "c"}, nil); got != "a" {
 		t.Errorf("new Volume on a and c (both tcp): target on %s, want the least committed, a", got)
+	}
+	if got := targetOf(w, []string{"a", "b", "c"}, map[string]bool{"a": true}); got != "a" {
+		t.Errorf("restored Volume whose only copy is on a: target on %s, want a, the OSD with the data", got)
 	}
 	online := func(osd string) flintv1.ReplicaStatus {
 		return flintv1.ReplicaStatus{OSD: osd, State: flintv1.ReplicaStateOnline}
