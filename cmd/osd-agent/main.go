@@ -19,9 +19,10 @@ limitations under the License.
 // cores and hugepages. "osd-agent" alone is the agent container: it claims
 // the device, owns the lvstore, re-bootstraps SPDK after every restart, and
 // serves the OSD's gRPC API over mutual TLS and its metrics and probes.
-// "osd-agent check-lease" is the SPDK container's liveness probe: it fails
-// when the OSD's lease lapsed and SPDK still lets a host reach a volume
-// target, or does not answer, so that the kubelet stops SPDK.
+// "osd-agent serve-fence", which exec-spdk starts beside SPDK, serves the
+// SPDK container's liveness probe: it fails when the OSD's lease lapsed
+// and SPDK still lets a host reach a volume target, or does not answer, so
+// that the kubelet stops SPDK.
 package main
 
 import (
@@ -32,8 +33,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -73,8 +76,8 @@ func main() {
 		case "exec-spdk":
 			execSPDK(os.Args[2:])
 			return
-		case "check-lease":
-			checkLease(os.Args[2:])
+		case "serve-fence":
+			serveFence(os.Args[2:])
 			return
 		case "nvme-device-plugin":
 			nvmeDevicePlugin(os.Args[2:])
@@ -141,37 +144,57 @@ func runDevicePlugin(args []string, p *deviceplugin.Plugin, cmd *cli.Command) {
 	})
 }
 
-func checkLease(args []string) {
-	fs := flag.NewFlagSet("check-lease", flag.ContinueOnError)
-	var socket, file string
-	var timeout time.Duration
-	var startup bool
-	fs.StringVar(&socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket")
-	fs.StringVar(&file, "lease-file", defaultLeaseFile, "the lease the agent keeps")
-	fs.DurationVar(&timeout, "timeout", time.Second, "how long SPDK may take to say which targets it serves")
-	fs.BoolVar(&startup, "startup", false, "the startup probe: pass once SPDK answers (until then it serves nothing: only the agent configures targets)")
+// fenceFlags configure the fence probe's server, which exec-spdk starts
+// beside SPDK and which serve-fence runs.
+type fenceFlags struct {
+	address, socket, leaseFile string
+	timeout                    time.Duration
+}
+
+func (f *fenceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.address, "fence-address", ":9442", "where the SPDK container's probes are served over HTTP: /startup and /fence")
+	fs.StringVar(&f.socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
+	fs.StringVar(&f.leaseFile, "lease-file", defaultLeaseFile, "the lease the agent keeps")
+	fs.DurationVar(&f.timeout, "fence-timeout", time.Second, "how long SPDK may take to answer one probe")
+}
+
+func (f *fenceFlags) args() []string {
+	return []string{"--fence-address=" + f.address, "--spdk-socket=" + f.socket, "--lease-file=" + f.leaseFile, "--fence-timeout=" + f.timeout.String()}
+}
+
+func serveFence(args []string) {
+	fs := flag.NewFlagSet("serve-fence", flag.ContinueOnError)
+	var f fenceFlags
+	f.register(fs)
 	cmd := &cli.Command{
-		Name:        "osd-agent check-lease",
-		Summary:     "the SPDK container's liveness probe: fails when SPDK must be stopped to fence the OSD",
-		Description: "Passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target. Fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen). With --startup, the SPDK container's startup probe: passes once SPDK answers.",
+		Name:        "osd-agent serve-fence",
+		Summary:     "serves the SPDK container's startup and liveness probes",
+		Description: "Started by exec-spdk beside SPDK. /startup passes once SPDK answers. /fence passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target; it fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen), and the kubelet then stops SPDK.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		spdk := client.New(socket)
-		defer func() { _ = spdk.Close() }()
-		if startup {
-			_, err := spdk.SpdkGetVersion(ctx)
-			return err
+		log := zap.New().WithName("fence")
+		probes := lease.Probes{
+			File: lease.File{Path: f.leaseFile}, Timeout: f.timeout,
+			Started: func(ctx context.Context) error {
+				spdk := client.New(f.socket)
+				defer func() { _ = spdk.Close() }()
+				_, err := spdk.SpdkGetVersion(ctx)
+				return err
+			},
+			HostsAllowed: func(ctx context.Context) ([]string, error) {
+				spdk := client.New(f.socket)
+				defer func() { _ = spdk.Close() }()
+				v, err := storage.VolumesServed(ctx, spdk)
+				if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+					return nil, nil // no SPDK listens: none serves a host
+				}
+				return v, err
+			},
+			Failed: func(probe string, err error) { log.Info("probe failed", "probe", probe, "reason", err.Error()) },
 		}
-		return lease.Probe(ctx, lease.File{Path: file}, time.Now(), func(ctx context.Context) ([]string, error) {
-			v, err := storage.VolumesServed(ctx, spdk)
-			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, nil // no SPDK listens: none serves a host
-			}
-			return v, err
-		})
+		srv := &http.Server{Addr: f.address, Handler: probes.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		return srv.ListenAndServe()
 	})
 }
 
@@ -180,8 +203,9 @@ func execSPDK(args []string) {
 	var o launch.Options
 	var pciResource, transport, terminationLog string
 	var cpuLimit int
+	var fence fenceFlags
+	fence.register(fs)
 	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/nvmf_tgt", "the SPDK application to run")
-	fs.StringVar(&o.Socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
 	fs.Int64Var(&o.HugePagesBytes, "hugepages-bytes", 0, "the container's hugepage limit (from the downward API); 0 runs SPDK with --no-huge")
 	fs.Int64Var(&o.MemoryMiB, "memory-mib", 0, "memory for SPDK with --no-huge, in MiB")
 	fs.BoolVar(&o.InterruptMode, "interrupt-mode", false, "let reactors sleep when idle (for shared cores)")
@@ -193,10 +217,11 @@ func execSPDK(args []string) {
 	cmd := &cli.Command{
 		Name:        "osd-agent exec-spdk",
 		Summary:     "starts SPDK on the container's cores and memory",
-		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, checks the node for what SPDK needs (the device bound to vfio-pci with an IOMMU, free hugepages, memlock, an RDMA device for rdma, exclusive cores) and exits with the finding in --termination-log when SPDK could not start, records the rest next to the socket for the agent, and replaces itself with SPDK.",
+		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, checks the node for what SPDK needs (the device bound to vfio-pci with an IOMMU, free hugepages, memlock, an RDMA device for rdma, exclusive cores) and exits with the finding in --termination-log when SPDK could not start, records the rest next to the socket for the agent, starts serve-fence beside SPDK (the container's probes), and replaces itself with SPDK.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
+		o.Socket = fence.socket
 		cpus, err := launch.Affinity()
 		if err != nil {
 			return err
@@ -220,8 +245,31 @@ func execSPDK(args []string) {
 			}
 			return f
 		}
+		// The server's parent-death signal follows the thread that starts
+		// it: the one that then becomes SPDK.
+		runtime.LockOSThread()
+		if err := startFenceServer(fence); err != nil {
+			return err
+		}
 		return launch.Exec(o, findings)
 	})
+}
+
+// startFenceServer runs serve-fence beside SPDK, in the container: it
+// dies with SPDK, and the kubelet, finding no probe answered, restarts
+// the container should it die alone.
+func startFenceServer(f fenceFlags) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, append([]string{"serve-fence"}, f.args()...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the fence probe's server: %w", err)
+	}
+	return nil
 }
 
 // agentFlags is the agent's command line; the operator renders it from the

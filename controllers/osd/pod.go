@@ -43,11 +43,15 @@ var PodLabels = map[string]string{"app.kubernetes.io/name": "flint-osd"}
 const (
 	GRPCPort = 9440
 	HTTPPort = 9441
+	// FencePort serves the SPDK container's probes, over plain HTTP: they
+	// say only whether SPDK must be stopped.
+	FencePort = 9442
 
 	// Names of the agent container's ports.
 	GRPCPortName    = "grpc"
 	MetricsPortName = "metrics"
 	NVMeoFPortName  = "nvmf"
+	FencePortName   = "fence"
 
 	runDir        = "/var/run/flint"
 	leaseFile     = runDir + "/lease"
@@ -162,9 +166,13 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	}
 	// SPDK polls as many cores as the container may use: without the
 	// kubelet's static CPU manager its cpuset is the whole node.
-	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")"}
+	fence := FenceProbe(cfg.FenceProbeTimeout)
+	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")",
+		// SPDK's answer leaves a second of the probe's timeout for the rest.
+		fmt.Sprintf("--fence-address=:%d", FencePort), "--lease-file=" + leaseFile, fmt.Sprintf("--fence-timeout=%ds", fence.TimeoutSeconds-1)}
 	c := corev1.Container{
 		Name: spdkName, Image: cfg.Image, Command: []string{agentBinary},
+		Ports: []corev1.ContainerPort{{Name: FencePortName, ContainerPort: FencePort}},
 		Env: []corev1.EnvVar{{Name: cpuLimit, ValueFrom: &corev1.EnvVarSource{
 			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: spdkName, Resource: "limits.cpu"},
 		}}},
@@ -216,7 +224,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	args = append(args, "--transport="+string(osd.Spec.Network.Transport))
 	c.Args = args
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
-	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), FenceProbe(cfg.FenceProbeTimeout)
+	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), fence
 	return c, nil
 }
 
@@ -226,9 +234,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 // not answer within five minutes is restarted.
 func spdkStartedProbe() *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
-			agentBinary, "check-lease", "--startup", "--spdk-socket=" + spdkSocket, "--timeout=1s",
-		}}},
+		ProbeHandler:  fenceServer("/startup"),
 		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 300,
 	}
 }
@@ -236,19 +242,22 @@ func spdkStartedProbe() *corev1.Probe {
 // FenceProbe is fencing's dead man's switch (docs/volumes.md): once the
 // OSD's lease lapsed, the kubelet stops SPDK if a volume target still lets
 // a host in (the agent died or hangs) or SPDK does not say (it is frozen).
-// A run that outlasts timeout (whole seconds, at least 2) fails too, and
-// kills SPDK: on a node where starting a process in the container can
-// take longer, raise it; FenceTime says what it costs.
+// exec-spdk serves it beside SPDK (osd-agent serve-fence), so that the
+// kubelet starts no process on SPDK's cores every second. A probe that
+// outlasts timeout (whole seconds, at least 2) fails too, and kills SPDK:
+// on a node that can be too busy to answer in time, raise it; FenceTime
+// says what it costs.
 func FenceProbe(timeout time.Duration) *corev1.Probe {
 	seconds := max(int32((timeout+time.Second-1)/time.Second), 2)
 	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
-			// SPDK's answer leaves a second of the run for the rest.
-			agentBinary, "check-lease", "--spdk-socket=" + spdkSocket, "--lease-file=" + leaseFile, fmt.Sprintf("--timeout=%ds", seconds-1),
-		}}},
+		ProbeHandler:  fenceServer("/fence"),
 		PeriodSeconds: 1, TimeoutSeconds: seconds, FailureThreshold: 1,
 		TerminationGracePeriodSeconds: ptr.To[int64](1),
 	}
+}
+
+func fenceServer(path string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(FencePortName), Scheme: corev1.URISchemeHTTP}}
 }
 
 // FenceTime is the longest a lapsed OSD whose agent cannot fence takes to

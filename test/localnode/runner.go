@@ -26,6 +26,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,9 +82,13 @@ type Runner struct {
 type Launch struct {
 	Socket string
 	// Command is the container's command and arguments (osd-agent
-	// exec-spdk …) with its paths made local; the SPDK application is the
-	// starter's to name (--spdk-binary).
+	// exec-spdk …) with its paths and addresses made local; the SPDK
+	// application is the starter's to name (--spdk-binary).
 	Command []string
+	// Fence is the command of the fence probe's server (osd-agent
+	// serve-fence …), which exec-spdk starts beside SPDK: a starter that
+	// runs no exec-spdk runs it.
+	Fence []string
 	// CPUs are the cores the container gets, as taskset takes them: the
 	// kubelet's static CPU manager would give whole cores.
 	CPUs string
@@ -96,16 +102,62 @@ type SPDK interface {
 	Restart() error
 }
 
-// DoubleSPDK starts Targets of the SPDK double on fabric.
+// DoubleSPDK starts Targets of the SPDK double on fabric, each with the
+// fence probe's server beside it.
 func DoubleSPDK(fabric *spdktest.Fabric) func(Launch) (SPDK, error) {
-	return func(l Launch) (SPDK, error) { return fabric.StartTarget(l.Socket) }
+	return func(l Launch) (SPDK, error) {
+		t, err := fabric.StartTarget(l.Socket)
+		if err != nil {
+			return nil, err
+		}
+		f := &besideFence{SPDK: t, command: l.Fence, log: filepath.Join(filepath.Dir(l.Socket), "fence.log")}
+		if err := f.startFence(); err != nil {
+			t.Kill()
+			return nil, err
+		}
+		return f, nil
+	}
+}
+
+// besideFence is a double's SPDK with the fence probe's server beside it,
+// which lives as long as the pod: tests kill and restart the double by
+// hand, and the server then answers as it does for an SPDK that is gone.
+type besideFence struct {
+	SPDK
+	command []string
+	log     string
+	fence   *exec.Cmd
+}
+
+func (b *besideFence) startFence() error {
+	log, err := os.OpenFile(b.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd := exec.Command(b.command[0], b.command[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the fence probe's server: %w", err)
+	}
+	b.fence = cmd
+	return nil
+}
+
+// Stop ends the pod's SPDK and the server.
+func (b *besideFence) Stop() {
+	_ = b.fence.Process.Kill()
+	_ = b.fence.Wait()
+	b.Kill()
 }
 
 // RealSPDK starts the SPDK application of the build tree spdkDir as the
-// pod's container does (osd-agent exec-spdk with the pod's arguments), on
-// the pod's cores, with a /var/tmp of its own as a container has: SPDK
-// locks its cores there, and pods that share a core here (more OSDs than
-// cores) must not see each other's locks. Needs root, for the mount.
+// pod's container does (osd-agent exec-spdk with the pod's arguments, which
+// also starts the fence probe's server), on the pod's cores, with a
+// /var/tmp of its own as a container has: SPDK locks its cores there, and
+// pods that share a core here (more OSDs than cores) must not see each
+// other's locks. Needs root, for the mount.
 func RealSPDK(spdkDir string) func(Launch) (SPDK, error) {
 	return func(l Launch) (SPDK, error) {
 		bin, err := spdklab.Binary(spdkDir)
@@ -137,16 +189,17 @@ type pod struct {
 	liveness *liveness
 }
 
-// liveness runs an exec probe and restarts SPDK when it fails, as the
+// liveness runs an HTTP probe and restarts SPDK when it fails, as the
 // kubelet does for the SPDK container; after every start it first waits
 // for the startup probe to pass.
 type liveness struct {
-	startup   []string
-	args      []string
-	period    time.Duration
-	threshold int
-	stop      chan struct{}
-	done      chan struct{}
+	// startup and url are the probes' URLs; startup is "" without one.
+	startup, url string
+	timeout      time.Duration
+	period       time.Duration
+	threshold    int
+	stop         chan struct{}
+	done         chan struct{}
 
 	mu sync.Mutex
 	// restarts are when SPDK was restarted: by the probe, or after it exited.
@@ -241,8 +294,8 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	}
 	r.next++
 	ip := fmt.Sprintf("%s.%d", cmp.Or(r.Subnet, "127.0.1"), r.next)
-	socket := filepath.Join(dir, "spdk.sock")
-	launch, err := r.launch(p, socket)
+	socket, leaseFile := filepath.Join(dir, "spdk.sock"), filepath.Join(dir, "lease")
+	launch, err := r.launch(p, map[string]string{"spdk-socket": socket, "lease-file": leaseFile, "fence-address": fmt.Sprintf("%s:%d", ip, osd.FencePort)})
 	if err != nil {
 		return err
 	}
@@ -250,7 +303,6 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	leaseFile := filepath.Join(dir, "lease")
 	args := localArgs(agent.Args, map[string]string{
 		"spdk-socket": socket, "tls-dir": tlsDir, "network-status-file": filepath.Join(dir, "network-status"),
 		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
@@ -262,10 +314,11 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		return err
 	}
 	for _, c := range p.Spec.Containers {
-		if c.Name == "spdk" && c.LivenessProbe != nil && c.LivenessProbe.Exec != nil && len(c.LivenessProbe.Exec.Command) > 0 {
+		if c.Name == "spdk" && c.LivenessProbe != nil && c.LivenessProbe.HTTPGet != nil {
 			running.liveness = &liveness{
-				startup:   probeArgs(c.StartupProbe, map[string]string{"spdk-socket": socket}),
-				args:      localArgs(c.LivenessProbe.Exec.Command[1:], map[string]string{"spdk-socket": socket, "lease-file": leaseFile}),
+				startup:   probeURL(ip, c, c.StartupProbe),
+				url:       probeURL(ip, c, c.LivenessProbe),
+				timeout:   time.Duration(max(c.LivenessProbe.TimeoutSeconds, 1)) * time.Second,
 				period:    time.Duration(max(c.LivenessProbe.PeriodSeconds, 1)) * time.Second,
 				threshold: int(max(c.LivenessProbe.FailureThreshold, 1)),
 				stop:      make(chan struct{}), done: make(chan struct{}),
@@ -290,19 +343,24 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 }
 
 // launch is how p's SPDK container starts here: its command with local
-// paths, hugepages given as ordinary memory of the same size (this machine
-// reserves none), and as many of the machine's cores as it requests,
-// taken in turn, its CPU limit expanded as the kubelet does.
-func (r *Runner) launch(p *corev1.Pod, socket string) (Launch, error) {
+// paths and addresses (local), hugepages given as ordinary memory of the
+// same size (this machine reserves none), and as many of the machine's
+// cores as it requests, taken in turn, its CPU limit expanded as the
+// kubelet does.
+func (r *Runner) launch(p *corev1.Pod, local map[string]string) (Launch, error) {
 	for _, c := range p.Spec.Containers {
 		if c.Name != "spdk" {
 			continue
 		}
 		cores := int(max(c.Resources.Requests.Cpu().Value(), 1))
-		args := localArgs(c.Args, map[string]string{"spdk-socket": socket})
+		args := localArgs(c.Args, local)
+		fence := []string{r.AgentBinary, "serve-fence"}
 		for i, a := range args {
 			if strings.HasPrefix(a, "--cpus=") {
 				args[i] = fmt.Sprintf("--cpus=%d", cores)
+			}
+			if strings.HasPrefix(a, "--fence-") || strings.HasPrefix(a, "--spdk-socket=") || strings.HasPrefix(a, "--lease-file=") {
+				fence = append(fence, a)
 			}
 			if strings.HasPrefix(a, "--hugepages-bytes=") {
 				var mib int64
@@ -319,7 +377,7 @@ func (r *Runner) launch(p *corev1.Pod, socket string) (Launch, error) {
 			cpus = append(cpus, strconv.Itoa(r.nextCPU%runtime.NumCPU()))
 			r.nextCPU++
 		}
-		return Launch{Socket: socket, Command: append([]string{r.AgentBinary}, args...), CPUs: strings.Join(cpus, ",")}, nil
+		return Launch{Socket: local["spdk-socket"], Command: append([]string{r.AgentBinary}, args...), Fence: fence, CPUs: strings.Join(cpus, ",")}, nil
 	}
 	return Launch{}, fmt.Errorf("pod %s has no spdk container", p.Name)
 }
@@ -351,7 +409,7 @@ func (r *Runner) probe(p *pod) {
 	l := p.liveness
 	defer close(l.done)
 	failures := 0
-	started := l.startup == nil
+	started := l.startup == ""
 	t := time.NewTicker(l.period)
 	defer t.Stop()
 	for {
@@ -367,14 +425,15 @@ func (r *Runner) probe(p *pod) {
 			l.restarts = append(l.restarts, time.Now())
 			l.mu.Unlock()
 			_ = p.target.Restart()
-			started = l.startup == nil
+			started = l.startup == ""
 			continue
 		}
 		if !started {
-			started = r.runProbe(l.startup, l.period) == nil
+			_, err := httpProbe(l.startup, l.timeout)
+			started = err == nil
 			continue
 		}
-		out, err := r.runProbeOutput(l.args, l.period)
+		out, err := httpProbe(l.url, l.timeout)
 		if err == nil {
 			failures = 0
 			continue
@@ -389,28 +448,39 @@ func (r *Runner) probe(p *pod) {
 		p.target.Kill()
 		_ = os.WriteFile(filepath.Join(p.dir, "spdk-liveness.log"), fmt.Appendf(nil, "%s: liveness probe failed, SPDK restarted: %s\n", time.Now().Format(time.RFC3339Nano), out), 0o600)
 		_ = p.target.Restart()
-		started = l.startup == nil
+		started = l.startup == ""
 	}
 }
 
-// probeArgs are the arguments of an exec probe, with in-pod paths made
-// local; nil without one.
-func probeArgs(p *corev1.Probe, set map[string]string) []string {
-	if p == nil || p.Exec == nil || len(p.Exec.Command) == 0 {
-		return nil
+// probeURL is where the kubelet would send container c's HTTP probe p,
+// in a pod at ip; "" without one.
+func probeURL(ip string, c corev1.Container, p *corev1.Probe) string {
+	if p == nil || p.HTTPGet == nil {
+		return ""
 	}
-	return localArgs(p.Exec.Command[1:], set)
+	port := p.HTTPGet.Port.IntValue()
+	for _, cp := range c.Ports {
+		if cp.Name == p.HTTPGet.Port.String() {
+			port = int(cp.ContainerPort)
+		}
+	}
+	return fmt.Sprintf("%s://%s:%d%s", strings.ToLower(string(p.HTTPGet.Scheme)), ip, port, p.HTTPGet.Path)
 }
 
-func (r *Runner) runProbe(args []string, period time.Duration) error {
-	_, err := r.runProbeOutput(args, period)
-	return err
-}
-
-func (r *Runner) runProbeOutput(args []string, period time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*period)
-	defer cancel()
-	return exec.CommandContext(ctx, r.AgentBinary, args...).CombinedOutput()
+// httpProbe fails as the kubelet's does: no answer within timeout, or a
+// status outside 200–399. It returns what was answered.
+func httpProbe(url string, timeout time.Duration) (string, error) {
+	c := http.Client{Timeout: timeout}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err.Error(), err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return string(body), fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(body), nil
 }
 
 // SPDKRestarts are when pod podName's SPDK was restarted: its liveness
@@ -484,7 +554,11 @@ func (r *Runner) stop(uid types.UID) {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.exited
-	p.target.Kill()
+	if s, ok := p.target.(interface{ Stop() }); ok {
+		s.Stop()
+	} else {
+		p.target.Kill()
+	}
 	delete(r.pods, uid)
 }
 

@@ -80,6 +80,15 @@ var _ = Describe("The OSD pod", func() {
 		Expect(agent.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 		Expect(agent.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(agent.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS), "the agent serves its probes over HTTPS")
+		By("the SPDK container's probes served beside SPDK, not run in it")
+		Expect(spdk.Ports).To(ConsistOf(corev1.ContainerPort{Name: "fence", ContainerPort: 9442, Protocol: corev1.ProtocolTCP}))
+		Expect(spdk.Args).To(ContainElements("--fence-address=:9442", "--lease-file=/var/run/flint/lease", "--fence-timeout=1s"))
+		for _, p := range []*corev1.Probe{spdk.StartupProbe, spdk.LivenessProbe} {
+			Expect(p.Exec).To(BeNil())
+			Expect(p.HTTPGet.Port.String()).To(Equal("fence"))
+		}
+		Expect(spdk.LivenessProbe.HTTPGet.Path).To(Equal("/fence"))
+		Expect(spdk.StartupProbe.HTTPGet.Path).To(Equal("/startup"))
 		var medium corev1.StorageMedium
 		var networkStatus string
 		for _, v := range pod.Spec.Volumes {

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,4 +272,43 @@ func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(cont
 		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK still lets hosts reach volumes %s: stop it", expiry.Format(time.RFC3339), strings.Join(volumes, ", "))
 	}
 	return nil
+}
+
+// Probes serves the SPDK container's probes over HTTP. The kubelet then
+// starts no process in the container to ask, as an exec probe every
+// second would, on the core SPDK polls.
+type Probes struct {
+	File File
+	// Timeout bounds SPDK's answer to one probe.
+	Timeout time.Duration
+	// Started answers once SPDK answers at all.
+	Started func(context.Context) error
+	// HostsAllowed lists the volumes whose targets let a host in.
+	HostsAllowed func(context.Context) ([]string, error)
+	// Failed hears why a probe failed: the kubelet shows only the status.
+	Failed func(probe string, err error)
+}
+
+// Handler serves /startup, which passes once SPDK answers (until then it
+// serves nothing: only the agent configures targets), and /fence, Probe.
+func (p Probes) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /startup", p.serve("startup", p.Started))
+	mux.HandleFunc("GET /fence", p.serve("fence", func(ctx context.Context) error {
+		return Probe(ctx, p.File, time.Now(), p.HostsAllowed)
+	}))
+	return mux
+}
+
+func (p Probes) serve(name string, check func(context.Context) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), p.Timeout)
+		defer cancel()
+		if err := check(ctx); err != nil {
+			p.Failed(name, err)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	}
 }

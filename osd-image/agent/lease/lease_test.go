@@ -19,8 +19,11 @@ package lease
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,5 +137,58 @@ func TestKeeperFencesOncePerLapse(t *testing.T) {
 	}
 	if len(k.Fenced()) != 0 {
 		t.Fatalf("a confirmed change lifts the fence: fenced %v", k.Fenced())
+	}
+}
+
+// The probes over HTTP: each check's verdict is the status, and a failure
+// is told to Failed, since the kubelet shows no body.
+func TestProbesHandler(t *testing.T) {
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	if err := f.Write(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var served []string
+	var spdkErr error
+	var failed []string
+	p := Probes{
+		File: f, Timeout: time.Second,
+		Started:      func(context.Context) error { return spdkErr },
+		HostsAllowed: func(context.Context) ([]string, error) { return served, spdkErr },
+		Failed:       func(probe string, err error) { failed = append(failed, probe+": "+err.Error()) },
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	if code := get("/startup"); code != http.StatusOK {
+		t.Errorf("/startup with SPDK answering = %d, want 200", code)
+	}
+	if code := get("/fence"); code != http.StatusOK {
+		t.Errorf("/fence, lapsed and fenced = %d, want 200", code)
+	}
+	served = []string{"pvc-1"}
+	if code := get("/fence"); code != http.StatusServiceUnavailable {
+		t.Errorf("/fence, lapsed and serving pvc-1 = %d, want 503", code)
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0], "fence: ") || !strings.Contains(failed[0], "pvc-1") {
+		t.Errorf("failures told: %q, want the fence probe's naming pvc-1", failed)
+	}
+	if err := f.Write(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if code := get("/fence"); code != http.StatusOK {
+		t.Errorf("/fence, held and serving pvc-1 = %d, want 200", code)
+	}
+	spdkErr = errors.New("connection refused")
+	if code := get("/startup"); code != http.StatusServiceUnavailable {
+		t.Errorf("/startup with SPDK silent = %d, want 503", code)
 	}
 }
