@@ -46,6 +46,15 @@ const resumeTimeout = 10 * time.Second
 // next reconcile removes them and cuts again, so no partial cut is ever
 // presented as a Snapshot.
 func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Result, error) {
+	// The cache can be behind a cut that just finished (a reconcile queued
+	// by its Cutting write): undo only what a fresh read shows unfinished.
+	var live flintv1.Snapshot
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(snap), &live); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if live.ResourceVersion != snap.ResourceVersion {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	before := snap.DeepCopy()
 	if err := r.undoUnfinishedCut(ctx, snap); err != nil {
 		return r.wait(ctx, before, snap, flintv1.SnapshotCutFailedReason, fmt.Sprintf("remove what an unfinished cut left: %v", err))

@@ -1,0 +1,72 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
+)
+
+// A reconcile that reads, from a cache behind the apiserver, the Cutting
+// copies of a cut that has since finished leaves the copies alone: it
+// never reaches for an agent to delete one.
+func TestStaleCutIsNotUndone(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = flintv1.AddToScheme(scheme)
+	snapshot := func(version string, state flintv1.SnapshotCopyState) *flintv1.Snapshot {
+		return &flintv1.Snapshot{
+			ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "uid-s", ResourceVersion: version, Finalizers: []string{flintv1.SnapshotFinalizer}},
+			Spec:       flintv1.SnapshotSpec{Volume: "v"},
+			Status:     flintv1.SnapshotStatus{Copies: []flintv1.SnapshotCopy{{OSD: "osd-a", State: state}}},
+		}
+	}
+	osd := &flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-a", UID: "uid-osd-a"}, Status: flintv1.OSDStatus{Phase: flintv1.OSDPhaseReady}}
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snapshot("7", flintv1.SnapshotCopyCutting), osd).
+		WithStatusSubresource(&flintv1.Snapshot{}).Build()
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snapshot("8", flintv1.SnapshotCopyReady)).Build()
+	var reached []string
+	pods := interceptor.NewClient(cached, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Pod); ok {
+			reached = append(reached, key.Name)
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	r := &Reconciler{
+		Client: cached, APIReader: live, Recorder: events.NewFakeRecorder(10),
+		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint"},
+	}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(reached) > 0 {
+		t.Fatalf("a stale reconcile reached for the agents of %v to undo a cut the apiserver has as finished", reached)
+	}
+}
