@@ -24,6 +24,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flint-io/flint/internal/durable"
 )
 
 // stagedVolume is what the node service knows of a volume it staged,
@@ -83,39 +85,7 @@ func (s stateStore) save(v *stagedVolume) error {
 	if err != nil {
 		return err
 	}
-	tmp := s.path(v.Target.VolumeID) + ".tmp"
-	if err := writeSynced(tmp, b); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.path(v.Target.VolumeID)); err != nil {
-		return err
-	}
-	return syncDir(s.dir)
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = d.Close() }()
-	return d.Sync()
+	return durable.WriteFile(s.path(v.Target.VolumeID), b, 0o600)
 }
 
 func (s stateStore) remove(id string) error {
@@ -125,7 +95,7 @@ func (s stateStore) remove(id string) error {
 		}
 		return err
 	}
-	return syncDir(s.dir)
+	return durable.SyncDir(s.dir)
 }
 
 // ids lists the volumes staged here.

@@ -37,10 +37,11 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flint-io/flint/internal/durable"
 )
 
 // File holds the lease's expiry, shared by the agent and the probe.
@@ -49,30 +50,7 @@ type File struct{ Path string }
 // Write records expiry durably: a probe reads the old expiry or the new
 // one, never a torn file.
 func (f File) Write(expiry time.Time) error {
-	tmp := f.Path + ".tmp"
-	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := w.WriteString(expiry.UTC().Format(time.RFC3339Nano) + "\n"); err != nil {
-		_ = w.Close() // the write failed first: that is the error
-		return err
-	}
-	if err := w.Sync(); err != nil {
-		_ = w.Close() // the sync failed first: that is the error
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, f.Path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(f.Path)); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return durable.WriteFile(f.Path, []byte(expiry.UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
 }
 
 // Read returns the recorded expiry; the zero time when there is none (a
