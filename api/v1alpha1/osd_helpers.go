@@ -33,6 +33,20 @@ func (o *OSD) ReplicasHeld(vols []Volume) int {
 	return max(n, int(o.Status.Replicas))
 }
 
+// SnapshotsHeld names the Snapshots of snaps with a copy on the OSD that
+// is not Lost. A copy cannot move with its replica (it is a snapshot in
+// the replica's lvstore), so it holds the OSD until its Snapshot is
+// deleted.
+func (o *OSD) SnapshotsHeld(snaps []Snapshot) []string {
+	var names []string
+	for _, s := range snaps {
+		if slices.ContainsFunc(s.Status.Copies, func(c SnapshotCopy) bool { return c.OSD == o.Name && c.State != SnapshotCopyLost }) {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
 // Serving reports whether an OSD in phase p serves I/O: Ready, Degraded,
 // or Draining (it still serves what it holds while that moves away).
 func (p OSDPhase) Serving() bool {

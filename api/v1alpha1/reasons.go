@@ -77,6 +77,9 @@ const (
 	OSDServingReason = "Serving"
 	// OSDHoldsReplicasReason says deletion waits: the OSD holds replicas.
 	OSDHoldsReplicasReason = "HoldsReplicas"
+	// OSDHoldsSnapshotCopiesReason says deletion waits: the OSD holds
+	// copies of Snapshots, which cannot move.
+	OSDHoldsSnapshotCopiesReason = "HoldsSnapshotCopies"
 )
 
 // Reasons of Pool conditions and of the Events that go with them.

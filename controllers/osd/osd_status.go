@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +106,7 @@ func (r *Reconciler) setPreflightWarnings(osd *flintv1.OSD, warnings []*agentv1.
 }
 
 // finalize lets a deleted OSD go only once no Volume keeps a replica or a
-// target on it.
+// target on it and no Snapshot a copy.
 func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(osd, Finalizer) {
 		return ctrl.Result{}, nil
@@ -113,19 +114,18 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 	if err := r.refreshHeld(ctx, osd); err != nil {
 		return ctrl.Result{}, err
 	}
-	held, err := r.replicasHeld(ctx, osd)
+	reason, msg, err := r.deletionBlocked(ctx, osd)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if held > 0 {
+	if reason != "" {
 		before := osd.DeepCopy()
-		msg := fmt.Sprintf("the OSD holds %d replicas; it is deleted once the Volume controller has moved them (set spec.drain to move them first)", held)
 		changed := meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
-			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.OSDHoldsReplicasReason, Message: msg, ObservedGeneration: osd.Generation,
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: osd.Generation,
 		})
 		osd.Status.Phase = flintv1.OSDPhaseDraining
 		if changed {
-			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, flintv1.OSDHoldsReplicasReason, "Delete", "%s", msg)
+			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, reason, "Delete", "%s", msg)
 		}
 		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err
@@ -165,13 +165,27 @@ func (r *Reconciler) refreshHeld(ctx context.Context, osd *flintv1.OSD) error {
 	return r.collectOrphans(ctx, osd, obs.agent, obs.inventory)
 }
 
-// replicasHeld counts what still lives on the OSD.
-func (r *Reconciler) replicasHeld(ctx context.Context, osd *flintv1.OSD) (int, error) {
+// deletionBlocked says why the OSD cannot go yet, with what to do; no
+// reason when it can: what still lives on it are replicas, which the
+// Volume controller moves away, and Snapshot copies, which only go with
+// their Snapshots.
+func (r *Reconciler) deletionBlocked(ctx context.Context, osd *flintv1.OSD) (reason, msg string, err error) {
 	var vols flintv1.VolumeList
 	if err := r.List(ctx, &vols); err != nil {
-		return 0, err
+		return "", "", err
 	}
-	return osd.ReplicasHeld(vols.Items), nil
+	var snaps flintv1.SnapshotList
+	if err := r.List(ctx, &snaps); err != nil {
+		return "", "", err
+	}
+	replicas, held := osd.ReplicasHeld(vols.Items), osd.SnapshotsHeld(snaps.Items)
+	switch {
+	case replicas > 0:
+		return flintv1.OSDHoldsReplicasReason, fmt.Sprintf("the OSD holds %d replicas and copies of %d Snapshots; it is deleted once the Volume controller has moved the replicas (set spec.drain to move them first) and those Snapshots are deleted", replicas, len(held)), nil
+	case len(held) > 0:
+		return flintv1.OSDHoldsSnapshotCopiesReason, fmt.Sprintf("the OSD holds copies of %d Snapshots, which cannot move: it is deleted once they are deleted: %s", len(held), strings.Join(held[:min(len(held), 5)], ", ")), nil
+	}
+	return "", "", nil
 }
 
 // SetupWithManager registers the controller: OSDs, and the pods and

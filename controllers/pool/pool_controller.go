@@ -63,7 +63,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=flint.io,resources=pools/finalizers,verbs=update
 // +kubebuilder:rbac:groups=flint.io,resources=pools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=flint.io,resources=volumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flint.io,resources=volumes;snapshots,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -127,6 +127,8 @@ const attachmentRecheck = 10 * time.Second
 type world struct {
 	osds    map[string]*flintv1.OSD
 	volumes []flintv1.Volume
+	// snapshots are every Snapshot: their copies hold OSDs.
+	snapshots []flintv1.Snapshot
 }
 
 func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, error) {
@@ -138,7 +140,11 @@ func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, er
 	if err := r.List(ctx, &vols); err != nil {
 		return world{}, err
 	}
-	w := world{osds: map[string]*flintv1.OSD{}}
+	var snaps flintv1.SnapshotList
+	if err := r.List(ctx, &snaps); err != nil {
+		return world{}, err
+	}
+	w := world{osds: map[string]*flintv1.OSD{}, snapshots: snaps.Items}
 	for i := range osds.Items {
 		w.osds[osds.Items[i].Name] = &osds.Items[i]
 	}
@@ -223,7 +229,9 @@ func deviceOf(d flintv1.OSDDevice) string {
 }
 
 // retireOSDs deletes the OSDs the Pool made whose device or node left it,
-// unless they hold replicas: those are marked for drain. It returns them.
+// unless they hold replicas or Snapshot copies: those are marked for
+// drain, and go once the replicas moved and the Snapshots are deleted. It
+// returns them.
 // OSDs made by hand are a person's to remove.
 func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []desiredOSD, w world) ([]string, error) {
 	wanted := map[string]bool{}
@@ -235,15 +243,19 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 		if wanted[name] || !osd.DeletionTimestamp.IsZero() || !metav1.IsControlledBy(osd, pool) {
 			continue
 		}
-		if held := osd.ReplicasHeld(w.volumes); held > 0 {
-			draining = append(draining, fmt.Sprintf("%s (%d replicas)", name, held))
+		if held, snaps := osd.ReplicasHeld(w.volumes), osd.SnapshotsHeld(w.snapshots); held > 0 || len(snaps) > 0 {
+			what := fmt.Sprintf("%d replicas", held)
+			if len(snaps) > 0 {
+				what += fmt.Sprintf(", copies of %d Snapshots", len(snaps))
+			}
+			draining = append(draining, fmt.Sprintf("%s (%s)", name, what))
 			if !osd.Spec.Drain {
 				before := osd.DeepCopy()
 				osd.Spec.Drain = true
 				if err := r.Patch(ctx, osd, client.MergeFrom(before)); err != nil {
 					return nil, err
 				}
-				r.Recorder.Eventf(pool, osd, corev1.EventTypeWarning, "OSDDraining", "DrainOSD", "OSD %s left the Pool's devices but holds %d replicas: it drains and is deleted once they moved", name, held)
+				r.Recorder.Eventf(pool, osd, corev1.EventTypeWarning, "OSDDraining", "DrainOSD", "OSD %s left the Pool's devices but holds %s: it drains, and is deleted once the replicas moved and the Snapshots with copies there are deleted", name, what)
 			}
 			continue
 		}
