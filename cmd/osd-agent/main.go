@@ -422,7 +422,8 @@ type flagError struct{ msg string }
 func (e *flagError) Error() string { return e.msg }
 
 func config(f agentFlags) (storage.Config, error) {
-	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress, PowerLossProtected: f.powerLossProtected}}
+	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress, PowerLossProtected: f.powerLossProtected},
+		EpochFile: filepath.Join(filepath.Dir(f.leaseFile), "export-epochs")}
 	switch f.driver {
 	case storage.DriverPCIe:
 		if cfg.Device.PCIAddress == "" {

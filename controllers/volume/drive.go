@@ -214,7 +214,7 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 	if o == target {
 		return nil, nil
 	}
-	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{VolumeUid: string(vol.UID), TargetHostNqn: targetHost})
+	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{VolumeUid: string(vol.UID), TargetHostNqn: targetHost, Epoch: uint32(epoch(vol.Status.Target))})
 	if err != nil {
 		return nil, fmt.Errorf("export the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
 	}

@@ -64,6 +64,9 @@ func (a *restartingAgent) ResizeReplica(context.Context, *agentv1.ResizeReplicaR
 }
 
 func (a *restartingAgent) ExportReplica(_ context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
+	if req.Epoch == 0 {
+		return nil, status.Error(codes.InvalidArgument, "the export of the replica needs the target's epoch (from 1)")
+	}
 	return &agentv1.Export{Nqn: agentv1.ReplicaNQN(req.VolumeUid, "3f1e0c5a-8a4e-4d0b-9a53-0c7c2f1a9e11"), Transport: "tcp", Address: a.ip, Port: 4420}, nil
 }
 

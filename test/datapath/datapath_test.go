@@ -132,7 +132,7 @@ func exportTo(ctx context.Context, t *testing.T, osds []*storage.OSD, i, target 
 	t.Helper()
 	m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
 	if i != target {
-		e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(fmt.Sprintf("osd-%d", target)))
+		e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(fmt.Sprintf("osd-%d", target)), 1)
 		must(t, err)
 		m.Export = e
 	}
@@ -145,7 +145,7 @@ func exportTo(ctx context.Context, t *testing.T, osds []*storage.OSD, i, target 
 func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage.OSD, replicas []int, want []byte) {
 	t.Helper()
 	for _, i := range replicas {
-		e, err := osds[i].ExportReplica(ctx, volume, checker)
+		e, err := osds[i].ExportReplica(ctx, volume, checker, 1)
 		must(t, err)
 		got := dd.read(e, checker, volSize)
 		if got == nil {

@@ -40,7 +40,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 2)
 	osds := startOSDs(ctx, t, lab)
-	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"))
+	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"), 1)
 	must(t, err)
 	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
 	keeper, err := lease.New(file, osds[0], time.Now)

@@ -106,12 +106,12 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	for i, o := range osds {
 		_, err := o.CloneSnapshot(ctx, snapshot, restored)
 		must(t, err)
-		e, err := o.ExportReplica(ctx, restored, checker)
+		e, err := o.ExportReplica(ctx, restored, checker, 1)
 		must(t, err)
 		clones = append(clones, dd.read(e, checker, volSize))
 		m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: true}
 		if i != 0 {
-			m.Export, err = o.ExportReplica(ctx, restored, agentv1.HostNQN("osd-0"))
+			m.Export, err = o.ExportReplica(ctx, restored, agentv1.HostNQN("osd-0"), 1)
 			must(t, err)
 		}
 		restoredMembers = append(restoredMembers, m)

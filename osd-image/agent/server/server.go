@@ -137,7 +137,7 @@ func statusOf(err error) error {
 		code = codes.NotFound
 	case errors.Is(err, storage.ErrConflict):
 		code = codes.AlreadyExists
-	case errors.Is(err, storage.ErrInUse), errors.Is(err, storage.ErrForeignDevice):
+	case errors.Is(err, storage.ErrInUse), errors.Is(err, storage.ErrForeignDevice), errors.Is(err, storage.ErrStaleEpoch):
 		code = codes.FailedPrecondition
 	case errors.Is(err, storage.ErrTargetLost):
 		code = codes.Aborted
@@ -250,7 +250,7 @@ func (s *Server) DeleteSnapshot(ctx context.Context, req *agentv1.DeleteSnapshot
 
 // ExportReplica exports a replica to its target only.
 func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
-	e, err := s.osd.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn())
+	e, err := s.osd.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn(), req.GetEpoch())
 	return exportOf(e), statusOf(err)
 }
 

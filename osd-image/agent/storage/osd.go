@@ -104,6 +104,10 @@ type Config struct {
 	Device   Device
 	Listener Listener
 	Tuning   Tuning
+	// EpochFile keeps the target epoch each replica was last exported for
+	// (beside the lease, so that an agent restart keeps it); empty keeps
+	// it in memory.
+	EpochFile string
 }
 
 // OSD drives one SPDK application.
@@ -113,11 +117,12 @@ type OSD struct {
 
 	mu         sync.Mutex
 	writeCache WriteCache
+	epochs     exportEpochs
 }
 
 // New returns the OSD of cfg driving the SPDK behind spdk.
 func New(cfg Config, spdk *client.Client) *OSD {
-	return &OSD{cfg: cfg, spdk: spdk}
+	return &OSD{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}}
 }
 
 const baseBdevName = "flint_base"

@@ -225,9 +225,9 @@ func TestReplicas(t *testing.T) {
 		{"grow again", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 300<<20); return err }, nil},
 		{"shrink", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 100<<20); return err }, ErrInvalid},
 		{"resize a missing replica", func() error { _, err := o.ResizeReplica(ctx, "pvc-9", 1<<20); return err }, ErrNotFound},
-		{"export to the target", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA); return err }, nil},
-		{"export again", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA); return err }, nil},
-		{"export a missing replica", func() error { _, err := o.ExportReplica(ctx, "pvc-9", hostA); return err }, ErrNotFound},
+		{"export to the target", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA, 1); return err }, nil},
+		{"export again", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA, 1); return err }, nil},
+		{"export a missing replica", func() error { _, err := o.ExportReplica(ctx, "pvc-9", hostA, 1); return err }, ErrNotFound},
 		{"delete", func() error { return o.DeleteReplica(ctx, "pvc-3") }, nil},
 		{"delete again", func() error { return o.DeleteReplica(ctx, "pvc-3") }, nil},
 	}
@@ -258,7 +258,7 @@ func exportedReplica(t *testing.T) (*rig, *OSD, Export) {
 	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	exp, err := o.ExportReplica(ctx, "pvc-1", hostA)
+	exp, err := o.ExportReplica(ctx, "pvc-1", hostA, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestExportFencesTheOldTarget(t *testing.T) {
 	if !strings.HasPrefix(exp.NQN, agentv1.ReplicaNQNPrefix("pvc-1")) || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
 		t.Errorf("export = %+v", exp)
 	}
-	if _, err := o.ExportReplica(ctx, "pvc-1", hostB); err != nil {
+	if _, err := o.ExportReplica(ctx, "pvc-1", hostB, 1); err != nil {
 		t.Fatal(err)
 	}
 	subs, err := r.spdk.NvmfGetSubsystems(ctx, exp.NQN)
@@ -285,6 +285,62 @@ func TestExportFencesTheOldTarget(t *testing.T) {
 	}
 	if len(subs[0].Namespaces) != 1 || len(subs[0].ListenAddresses) != 1 {
 		t.Errorf("subsystem = %+v, want one namespace and one listener", subs[0])
+	}
+}
+
+// An export for an older target epoch than one already served is refused
+// and changes nothing, also by the next agent on the same file; a deleted
+// replica's epoch is forgotten.
+func TestExportRefusesAnOlderEpoch(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	cfg := Config{
+		UID: osdUID, Device: Device{Driver: DriverAIO, Path: r.file("dev", gib)},
+		Listener:  Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420},
+		EpochFile: filepath.Join(r.dir, "epochs"),
+	}
+	o := New(cfg, r.spdk)
+	if _, err := o.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := o.ExportReplica(ctx, "pvc-1", hostB, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostsNow := func() []string {
+		t.Helper()
+		subs, err := r.spdk.NvmfGetSubsystems(ctx, exp.NQN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subs[0].HostNQNs()
+	}
+	restarted := New(cfg, r.spdk)
+	for name, agent := range map[string]*OSD{"the agent": o, "a restarted agent": restarted} {
+		if _, err := agent.ExportReplica(ctx, "pvc-1", hostA, 1); !errors.Is(err, ErrStaleEpoch) {
+			t.Errorf("%s exported for epoch 1 after epoch 2: %v, want %v", name, err, ErrStaleEpoch)
+		}
+		if hosts := hostsNow(); !slices.Equal(hosts, []string{hostB}) {
+			t.Errorf("after %s refused epoch 1 the replica lets in %v, want only %s", name, hosts, hostB)
+		}
+	}
+	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 3); err != nil {
+		t.Fatalf("export for a newer epoch: %v", err)
+	}
+	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("export without an epoch: %v, want %v", err, ErrInvalid)
+	}
+	if err := restarted.DeleteReplica(ctx, "pvc-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restarted.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, r.spdk).ExportReplica(ctx, "pvc-1", hostA, 1); err != nil {
+		t.Errorf("a replica made again after its deletion starts from no epoch: %v", err)
 	}
 }
 
@@ -324,7 +380,7 @@ func TestExportReplicaRemovesAnEarlierLvolsExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the first export, then a re-drive
-		now, err := o.ExportReplica(ctx, "pvc-1", hostA)
+		now, err := o.ExportReplica(ctx, "pvc-1", hostA, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -194,14 +194,27 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 	if err := o.spdk.BdevLvolDelete(ctx, o.lvolAlias(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return fmt.Errorf("delete replica %s: %w", volume, err)
 	}
-	return nil
+	if err := o.epochs.lock(); err != nil {
+		return err
+	}
+	defer o.epochs.unlock()
+	return o.epochs.forget(volume)
 }
 
 // ExportReplica exports a replica to exactly one host: the NQN of the OSD
-// that runs the volume's target. Any other host is removed, which drops its
-// live connections: that is how an old target is fenced. An export of an
-// earlier lvol of the volume (under another NQN) goes.
-func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string) (Export, error) {
+// that runs the volume's target of epoch. Any other host is removed, which
+// drops its live connections: that is how an old target is fenced. An
+// epoch below the highest the replica was exported for is refused
+// (ErrStaleEpoch): the caller's view of the volume is stale. An export of
+// an earlier lvol of the volume (under another NQN) goes.
+func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string, epoch uint32) (Export, error) {
+	if err := o.epochs.lock(); err != nil {
+		return Export{}, err
+	}
+	defer o.epochs.unlock()
+	if err := o.epochs.admit(volume, epoch); err != nil {
+		return Export{}, err
+	}
 	b, err := o.replicaBdev(ctx, volume)
 	if err != nil {
 		return Export{}, err

@@ -108,7 +108,7 @@ func (c *cluster) exportReplica(i int, inSync bool) Member {
 	if i == 0 {
 		return m
 	}
-	exp, err := c.osds[i].ExportReplica(context.Background(), volume, agentv1.HostNQN(c.osds[0].cfg.UID))
+	exp, err := c.osds[i].ExportReplica(context.Background(), volume, agentv1.HostNQN(c.osds[0].cfg.UID), 1)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 
 	c.targets[0].Kill()
 	newTarget := agentv1.HostNQN(c.osds[1].cfg.UID)
-	e2, err := c.osds[2].ExportReplica(ctx, volume, newTarget)
+	e2, err := c.osds[2].ExportReplica(ctx, volume, newTarget, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +483,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 	c.createReplicas(64 << 20)
 	on := func(target, other int, epoch uint32) TargetSpec {
 		t.Helper()
-		exp, err := c.osds[other].ExportReplica(ctx, volume, agentv1.HostNQN(c.osds[target].cfg.UID))
+		exp, err := c.osds[other].ExportReplica(ctx, volume, agentv1.HostNQN(c.osds[target].cfg.UID), epoch)
 		if err != nil {
 			t.Fatal(err)
 		}

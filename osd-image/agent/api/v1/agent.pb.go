@@ -1190,6 +1190,11 @@ type ExportReplicaRequest struct {
 	VolumeUid string `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
 	// target_host_nqn is the host NQN of the OSD that runs the target.
 	TargetHostNqn string `protobuf:"bytes,2,opt,name=target_host_nqn,json=targetHostNqn,proto3" json:"target_host_nqn,omitempty"`
+	// epoch is the target's (from 1, as in EnsureTarget). The agent keeps
+	// the highest it has exported the replica for, across its restarts, and
+	// refuses a lower one (FAILED_PRECONDITION): a caller working from a
+	// stale view cannot point the replica back at an old target.
+	Epoch         uint32 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1236,6 +1241,13 @@ func (x *ExportReplicaRequest) GetTargetHostNqn() string {
 		return x.TargetHostNqn
 	}
 	return ""
+}
+
+func (x *ExportReplicaRequest) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 type Export struct {
@@ -1992,11 +2004,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"volume_uid\x18\x02 \x01(\tR\tvolumeUid\"3\n" +
 	"\x15DeleteSnapshotRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\"\x18\n" +
-	"\x16DeleteSnapshotResponse\"]\n" +
+	"\x16DeleteSnapshotResponse\"s\n" +
 	"\x14ExportReplicaRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12&\n" +
-	"\x0ftarget_host_nqn\x18\x02 \x01(\tR\rtargetHostNqn\"f\n" +
+	"\x0ftarget_host_nqn\x18\x02 \x01(\tR\rtargetHostNqn\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\rR\x05epoch\"f\n" +
 	"\x06Export\x12\x10\n" +
 	"\x03nqn\x18\x01 \x01(\tR\x03nqn\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x18\n" +
