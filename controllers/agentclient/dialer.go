@@ -24,10 +24,13 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"errors"
+	"net"
 	"path"
 	"sync"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
@@ -82,7 +85,8 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 	}
 	cfg = cfg.Clone()
 	cfg.ServerName = serverName
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(d.intercept))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithUnaryInterceptor(d.intercept),
+		grpc.WithContextDialer(dialBounded))
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +95,25 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 	}
 	d.conns[serverName] = &agentConn{addr: addr, material: material, cc: cc}
 	return agentv1.NewOSDAgentClient(cc), nil
+}
+
+// UnackedTimeout is how long a connection to an agent may hold data the
+// agent has not acknowledged (TCP_USER_TIMEOUT) before it is dropped: a
+// call stuck in retransmission fails, and the next one dials afresh,
+// instead of TCP retrying for a quarter of an hour.
+const UnackedTimeout = 10 * time.Second
+
+func dialBounded(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(UnackedTimeout.Milliseconds()))
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // CallTimeout bounds every call to an agent by default (a caller may set

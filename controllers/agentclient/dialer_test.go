@@ -22,9 +22,11 @@ import (
 	"crypto/x509"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -147,5 +149,32 @@ func TestDialerCountsCallsByMethodAndCode(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(counter) - before; got != 1 {
 		t.Fatalf("flint_agent_requests_total{method=GetStatus,code=Unimplemented} rose by %v, want 1", got)
+	}
+}
+
+// A connection to an agent drops data the agent does not acknowledge
+// within UnackedTimeout, instead of TCP retrying for minutes.
+func TestConnectionsBoundUnackedData(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	conn, err := dialBounded(context.Background(), l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	raw, err := conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms int
+	var serr error
+	if err := raw.Control(func(fd uintptr) { ms, serr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) }); err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+	if want := int(UnackedTimeout.Milliseconds()); ms != want {
+		t.Fatalf("TCP_USER_TIMEOUT = %d ms, want %d", ms, want)
 	}
 }

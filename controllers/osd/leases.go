@@ -87,9 +87,10 @@ func (l *LeaseRenewer) renew(ctx context.Context, o *flintv1.OSD) {
 	defer cancel()
 	agent, err := l.Agents.For(ctx, o)
 	if err == nil {
-		l.Leases.Tried(o.Name, time.Now())
+		sent := time.Now()
+		l.Leases.Tried(o.Name, sent)
 		var resp *agentv1.RenewLeaseResponse
-		resp, err = agent.RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32(l.Lease.Milliseconds())})
+		resp, err = agent.RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32(l.Lease.Milliseconds()), NotAfterUnixMs: sent.Add(l.Lease).UnixMilli()})
 		if err == nil {
 			l.observeDegraded(ctx, resp.GetDegradedVolumeUids())
 		}

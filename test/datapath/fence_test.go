@@ -67,7 +67,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	target.NQN = agentv1.VolumeNQN(volume)
 	data := randomChunk(t)
 
-	_, err = keeper.Renew(2 * time.Second)
+	_, err = keeper.Renew(2*time.Second, time.Now().Add(2*time.Second))
 	must(t, err)
 	must(t, ensure(false))
 	if lab.Real {
@@ -88,7 +88,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	if err := ensure(true); !errors.Is(err, lease.ErrLapsed) {
 		t.Fatalf("a re-drive while the lease is lapsed: %v, want ErrLapsed", err)
 	}
-	_, err = keeper.Renew(2 * time.Second)
+	_, err = keeper.Renew(2*time.Second, time.Now().Add(2*time.Second))
 	must(t, err)
 	if err := ensure(false); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("an unconfirmed re-drive of the fenced target: %v, want ErrFenced", err)

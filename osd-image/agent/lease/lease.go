@@ -113,14 +113,25 @@ func New(file File, targets Targets, now func() time.Time) (*Keeper, error) {
 	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: map[string]time.Time{}}, nil
 }
 
-// Renew extends the lease to d from now.
-func (k *Keeper) Renew(d time.Duration) (time.Time, error) {
+// ErrLate means a renewal arrived after the latest instant it may grant.
+var ErrLate = errors.New("the renewal came too late")
+
+// Renew extends the lease to d from now, but not past notAfter: the
+// latest its sender counts on, whatever held the renewal up on its way.
+func (k *Keeper) Renew(d time.Duration, notAfter time.Time) (time.Time, error) {
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("a lease of %s cannot be granted", d)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	expiry := k.now().Add(d)
+	now := k.now()
+	expiry := now.Add(d)
+	if notAfter.Before(expiry) {
+		expiry = notAfter
+	}
+	if !expiry.After(now) {
+		return time.Time{}, fmt.Errorf("%w: it may hold until %s, and it is %s", ErrLate, notAfter.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+	}
 	if err := k.file.Write(expiry); err != nil {
 		return time.Time{}, fmt.Errorf("record the lease: %w", err)
 	}

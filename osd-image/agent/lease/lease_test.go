@@ -126,7 +126,7 @@ func TestKeeperFencesOncePerLapse(t *testing.T) {
 	if _, ok := k.Fenced()["pvc-1"]; !ok {
 		t.Fatal("pvc-1 is not recorded as fenced")
 	}
-	if _, err := k.Renew(10 * time.Second); err != nil {
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
@@ -190,5 +190,30 @@ func TestProbesHandler(t *testing.T) {
 	spdkErr = errors.New("connection refused")
 	if code := get("/startup"); code != http.StatusServiceUnavailable {
 		t.Errorf("/startup with SPDK silent = %d, want 503", code)
+	}
+}
+
+// A renewal holds no longer than its sender counts on, however late it
+// arrives, and one that arrives after that is refused.
+func TestRenewalHoldsNoLongerThanSent(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	k, err := New(f, &fakeTargets{}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := now.Add(-15 * time.Second) // held up in retransmission
+	expiry, err := k.Renew(20*time.Second, sent.Add(20*time.Second))
+	if err != nil || !expiry.Equal(sent.Add(20*time.Second)) {
+		t.Fatalf("a renewal sent 15 s ago for 20 s: expiry %s (%v), want %s", expiry, err, sent.Add(20*time.Second))
+	}
+	if got, _ := f.Read(); !got.Equal(expiry) {
+		t.Errorf("the lease file holds %s, want %s", got, expiry)
+	}
+	if _, err := k.Renew(20*time.Second, now.Add(-time.Millisecond)); !errors.Is(err, ErrLate) {
+		t.Errorf("a renewal whose lease already ended: %v, want ErrLate", err)
+	}
+	if k.Expiry() != expiry {
+		t.Errorf("a refused renewal moved the expiry to %s", k.Expiry())
 	}
 }

@@ -162,7 +162,13 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	if err := ctx.Err(); err != nil {
 		return nil, status.Error(codes.DeadlineExceeded, "the renewal came after its deadline")
 	}
-	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs()) * time.Millisecond)
+	if req.GetNotAfterUnixMs() == 0 {
+		return nil, status.Error(codes.InvalidArgument, "a renewal names the latest its lease may hold (not_after_unix_ms)")
+	}
+	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs())*time.Millisecond, time.UnixMilli(req.GetNotAfterUnixMs()))
+	if errors.Is(err, lease.ErrLate) {
+		return nil, status.Error(codes.DeadlineExceeded, err.Error())
+	}
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}

@@ -141,7 +141,7 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leases.Renew(time.Hour); err != nil {
+	if _, err := leases.Renew(time.Hour, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	g, err := Serve(lis, New(o, spdk, keeper.Ready, keeper.Warnings, leases), tlsDir)
@@ -352,7 +352,7 @@ func TestLeaseFencesTargets(t *testing.T) {
 		defer cancel()
 		return lease.Probe(ctx, f.file, f.clock.Now(), func(ctx context.Context) ([]string, error) { return storage.VolumesServed(ctx, f.spdk) })
 	}
-	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000}); err != nil {
+	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000, NotAfterUnixMs: f.clock.Now().Add(10 * time.Second).UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ensure(false); err != nil {
@@ -379,7 +379,11 @@ func TestLeaseFencesTargets(t *testing.T) {
 		t.Fatalf("EnsureTarget while the lease is lapsed: %v, want FailedPrecondition/%s", err, agentv1.ReasonLeaseLapsed)
 	}
 
-	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000}); err != nil {
+	late := &agentv1.RenewLeaseRequest{DurationMs: 10_000, NotAfterUnixMs: f.clock.Now().Add(-time.Second).UnixMilli()}
+	if _, err := c.RenewLease(callCtx(t), late); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("a renewal arriving after the lease it grants ended: %v, want DeadlineExceeded", err)
+	}
+	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000, NotAfterUnixMs: f.clock.Now().Add(10 * time.Second).UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ensure(false); status.Code(err) != codes.FailedPrecondition || agentv1.ReasonOf(err) != agentv1.ReasonTargetFenced {

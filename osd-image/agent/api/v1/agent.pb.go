@@ -487,9 +487,16 @@ func (x *PreflightWarning) GetMessage() string {
 type RenewLeaseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// duration_ms is how long the lease holds from now.
-	DurationMs    uint32 `protobuf:"varint,1,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DurationMs uint32 `protobuf:"varint,1,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// not_after_unix_ms is the latest the lease may hold, by the sender's
+	// clock: when it sent the renewal plus duration_ms. The agent's expiry
+	// is the earlier of this and its own now plus duration_ms, so a renewal
+	// held up in the network (gRPC re-anchors a deadline on arrival) holds
+	// no longer than the operator counts on; one that arrives after it is
+	// refused (DEADLINE_EXCEEDED). Required.
+	NotAfterUnixMs int64 `protobuf:"varint,2,opt,name=not_after_unix_ms,json=notAfterUnixMs,proto3" json:"not_after_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RenewLeaseRequest) Reset() {
@@ -525,6 +532,13 @@ func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
 func (x *RenewLeaseRequest) GetDurationMs() uint32 {
 	if x != nil {
 		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *RenewLeaseRequest) GetNotAfterUnixMs() int64 {
+	if x != nil {
+		return x.NotAfterUnixMs
 	}
 	return 0
 }
@@ -1953,10 +1967,11 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x12preflight_warnings\x18\x10 \x03(\v2 .flint.agent.v1.PreflightWarningR\x11preflightWarningsJ\x04\b\v\x10\f\"D\n" +
 	"\x10PreflightWarning\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"4\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"_\n" +
 	"\x11RenewLeaseRequest\x12\x1f\n" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
-	"durationMs\"l\n" +
+	"durationMs\x12)\n" +
+	"\x11not_after_unix_ms\x18\x02 \x01(\x03R\x0enotAfterUnixMs\"l\n" +
 	"\x12RenewLeaseResponse\x12$\n" +
 	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\x120\n" +
 	"\x14degraded_volume_uids\x18\x02 \x03(\tR\x12degradedVolumeUids\"\x9f\x01\n" +
