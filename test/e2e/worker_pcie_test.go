@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,7 +58,8 @@ const (
 // CPU manager), and SPDK drives the controller with its user-space driver
 // (no --no-huge) with its volatile write cache off, and listens on RDMA.
 // A Pod on the same guest writes and fsyncs through the kernel's
-// NVMe/RDMA host, is re-created and reads its data back.
+// NVMe/RDMA host, is re-created and reads its data back; then again with
+// a second replica on the second storage node (mirrorAcrossNodes).
 func TestPCIeStorageNode(t *testing.T) {
 	clients := inLab(t)
 	needStorage(t)
@@ -156,6 +158,71 @@ func TestPCIeStorageNode(t *testing.T) {
 	// its transport says which host the Pod's volume came through.
 	runToCompletion(t, clients, "pcie-writer", "pcie-files", "cat /sys/class/nvme/*/transport | tee /dev/stderr | grep -qx rdma && head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
 	runToCompletion(t, clients, "pcie-reader", "pcie-files", "sha256sum -c /data/blob.sha256")
+
+	mirrorAcrossNodes(t, clients, c, pool, &osd)
+}
+
+// mirrorAcrossNodes writes through a 2-replica Volume with one replica on
+// the guest's pcie OSD and one on an OSD made by hand on the second
+// storage node: a malloc device, NVMe/TCP on its pod address, interrupt
+// mode (it never runs a target: it only exports its lvol). The host has
+// no RDMA device, so the replica link is NVMe/TCP, and the target goes to
+// the guest's RDMA OSD, the one that reaches both replicas.
+func mirrorAcrossNodes(t *testing.T, clients *kubernetes.Clientset, c client.Client, pool *flintv1.Pool, pcie *flintv1.OSD) {
+	ctx := t.Context()
+	if !cluster.SecondStorageNode {
+		t.Skip("no second storage node")
+	}
+	// The storage suite keeps its pods off the second storage node.
+	setUnschedulable(t, clients, lab.SecondStorageNodeName, false)
+	byHand := &flintv1.OSD{
+		ObjectMeta: metav1.ObjectMeta{Name: pool.Name + "-by-hand-" + lab.SecondStorageNodeName},
+		Spec: flintv1.OSDSpec{
+			Pool: pool.Name, NodeName: lab.SecondStorageNodeName,
+			Device:    flintv1.OSDDevice{Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("256Mi")}},
+			Resources: flintv1.OSDResources{CPUs: 1, Memory: ptr.To(resource.MustParse("1Gi"))},
+			SPDK:      flintv1.SPDKSettings{InterruptMode: true},
+			Network:   flintv1.Network{Transport: flintv1.TransportTCP, Port: 4420},
+		},
+	}
+	if err := c.Create(ctx, byHand); err != nil {
+		t.Fatalf("create OSD %s: %v", byHand.Name, err)
+	}
+	eventually(t, 5*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(byHand), byHand); err != nil {
+			return err
+		}
+		if byHand.Status.Phase != flintv1.OSDPhaseReady || byHand.Labels[flintv1.LabelPool] != pool.Name {
+			return fmt.Errorf("OSD %s: %s, labels %v; pods: %s", byHand.Name, byHand.Status.Phase, byHand.Labels, podStates(t, clients))
+		}
+		return nil
+	})
+
+	class := &storagev1.StorageClass{
+		ObjectMeta:  metav1.ObjectMeta{Name: pcieClass + "-mirrored"},
+		Provisioner: "csi.flint.io", Parameters: map[string]string{"pool": pool.Name, "replicas": "2"},
+		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete), VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	if _, err := clients.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	before := restarts(t, clients, "osd-"+pcie.Name)
+	createClaim(t, clients, "pcie-mirrored", class.Name, corev1.PersistentVolumeFilesystem)
+	runToCompletion(t, clients, "mirror-writer", "pcie-mirrored", "cat /sys/class/nvme/*/transport | tee /dev/stderr | grep -qx rdma && head -c 1048576 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	vol := volumeOfClaim(t, clients, c, "pcie-mirrored")
+	t.Logf("Volume %s: %s", vol.Name, volumeState(vol))
+	var on []string
+	for _, r := range vol.Status.Replicas {
+		on = append(on, r.OSD)
+		if r.State != flintv1.ReplicaStateOnline {
+			t.Errorf("replica on %s is %s after the write, want Online", r.OSD, r.State)
+		}
+	}
+	if !slices.Contains(on, pcie.Name) || !slices.Contains(on, byHand.Name) || vol.Status.Target == nil || vol.Status.Target.OSD != pcie.Name {
+		t.Errorf("Volume %s: replicas on %v, target %+v; want replicas on %s and %s and the target on %s", vol.Name, on, vol.Status.Target, pcie.Name, byHand.Name, pcie.Name)
+	}
+	runToCompletion(t, clients, "mirror-reader", "pcie-mirrored", "sha256sum -c /data/blob.sha256")
+	t.Logf("OSD pod of %s before the mirrored Volume: %s; after: %s", pcie.Name, before, restarts(t, clients, "osd-"+pcie.Name))
 }
 
 // osdHandoff reads what the SPDK container of an OSD pod recorded about
