@@ -32,6 +32,7 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -70,6 +71,37 @@ func (f File) Read() (time.Time, error) {
 	return t, nil
 }
 
+// fencedPath keeps the volumes fenced and not confirmed since, beside the
+// expiry: an agent that restarts still holds their fence.
+func (f File) fencedPath() string { return f.Path + ".fenced" }
+
+// readFenced returns the volumes recorded fenced, with when.
+func (f File) readFenced() (map[string]time.Time, error) {
+	fenced := map[string]time.Time{}
+	b, err := os.ReadFile(f.fencedPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return fenced, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &fenced)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the fenced targets from %s: %w", f.fencedPath(), err)
+	}
+	return fenced, nil
+}
+
+func (f File) writeFenced(fenced map[string]time.Time) error {
+	b, err := json.Marshal(fenced)
+	if err != nil {
+		return err
+	}
+	if err := durable.WriteFile(f.fencedPath(), b, 0o644); err != nil {
+		return fmt.Errorf("record the fenced targets: %w", err)
+	}
+	return nil
+}
+
 // Targets is what fencing acts on: the OSD's volume targets.
 type Targets interface {
 	// FenceTargets removes every host from every volume target and
@@ -100,17 +132,24 @@ type Keeper struct {
 	fenced  map[string]time.Time
 	// fencedLapse says the current lapse has been fenced.
 	fencedLapse bool
+	// fencedUnsaved says fenced holds volumes its file does not.
+	fencedUnsaved bool
 }
 
 // New returns a Keeper of the lease in file over targets. It starts from
-// the expiry in the file: a restarted agent keeps what its predecessor was
-// granted and no more.
+// the expiry and the fences in the file: a restarted agent keeps what its
+// predecessor was granted and no more, and serves no fenced target again
+// unconfirmed.
 func New(file File, targets Targets, now func() time.Time) (*Keeper, error) {
 	expiry, err := file.Read()
 	if err != nil {
 		return nil, err
 	}
-	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: map[string]time.Time{}}, nil
+	fenced, err := file.readFenced()
+	if err != nil {
+		return nil, err
+	}
+	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: fenced}, nil
 }
 
 // ErrLate means a renewal arrived after the latest instant it may grant.
@@ -172,11 +211,18 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 	if err := change(); err != nil {
 		return err
 	}
-	if fenced {
-		k.mu.Lock()
-		delete(k.fenced, volume)
-		k.mu.Unlock()
+	if !fenced {
+		return nil
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	lifted := maps.Clone(k.fenced)
+	delete(lifted, volume)
+	// Until recorded, the fence stands: a restarted agent asks again.
+	if err := k.file.writeFenced(lifted); err != nil {
+		return err
+	}
+	k.fenced = lifted
 	return nil
 }
 
@@ -199,6 +245,15 @@ func (k *Keeper) Check(ctx context.Context) error {
 	for _, v := range volumes {
 		if _, ok := k.fenced[v]; !ok {
 			k.fenced[v] = now
+			k.fencedUnsaved = true
+		}
+	}
+	if k.fencedUnsaved {
+		// Fenced but not recorded: the next Check records it.
+		if werr := k.file.writeFenced(k.fenced); werr != nil {
+			err = errors.Join(err, werr)
+		} else {
+			k.fencedUnsaved = false
 		}
 	}
 	if err != nil {

@@ -217,3 +217,41 @@ func TestRenewalHoldsNoLongerThanSent(t *testing.T) {
 		t.Errorf("a refused renewal moved the expiry to %s", k.Expiry())
 	}
 }
+
+// A fence outlives the agent: the next one, on the same file, lets no
+// host in again unconfirmed, and a confirmed change lifts it for good.
+func TestFenceOutlivesTheAgent(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	if err := f.Write(now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	k, err := New(f, &fakeTargets{volumes: []string{"pvc-1"}}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := New(f, &fakeTargets{}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restarted.Renew(10*time.Second, now.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a restarted agent's unconfirmed change of a fenced target: %v, want ErrFenced", err)
+	}
+	if err := restarted.Serve("pvc-1", true, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(f, &fakeTargets{}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fenced := again.Fenced(); len(fenced) != 0 {
+		t.Fatalf("a confirmed target is still fenced after a restart: %v", fenced)
+	}
+}
