@@ -71,6 +71,9 @@ type Options struct {
 	// FenceProbeTimeout bounds one run of the SPDK container's fence
 	// probe; it adds to the fence margin. Zero is 2 s.
 	FenceProbeTimeout time.Duration
+	// OrphanGrace is how long an OSD keeps an lvol that no Volume or
+	// Snapshot claims before it is deleted; zero deletes it at once.
+	OrphanGrace time.Duration
 	// VolumeWorkers is how many Volumes reconcile at once.
 	VolumeWorkers int
 	// NetworkPolicy has the operator keep the NetworkPolicy of OSD pods
@@ -134,7 +137,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
 			FenceProbeTimeout: o.FenceProbeTimeout},
-		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync,
+		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync, OrphanGrace: o.OrphanGrace,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)
 	}

@@ -46,6 +46,7 @@ func main() {
 	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often OSD status is read from agents and a Ready Volume is re-driven")
 	fs.DurationVar(&o.ReplicaGrace, "replica-grace", 5*time.Minute, "how long a lost replica may come back (and rebuild in place) before a replacement is placed on another OSD")
 	fs.DurationVar(&o.TargetGrace, "target-grace", 30*time.Second, "how long a volume target's OSD may stop serving, and its lease go unrenewed, before the target moves to another replica's OSD; at least agent-lease x 1.25 + fence-probe-timeout + 2s")
+	fs.DurationVar(&o.OrphanGrace, "orphan-grace", 24*time.Hour, "how long an OSD keeps an lvol that no Volume or Snapshot claims (Event OrphanFound, metric flint_osd_orphans) before it is deleted: objects restored from a backup get new uids and leave their old data so; 0 deletes at once")
 	fs.DurationVar(&o.FenceProbeTimeout, "fence-probe-timeout", 2*time.Second, "how long one run of the SPDK container's fence probe may take (whole seconds, at least 2s) before the kubelet takes it as failed and kills SPDK; raise it on nodes too busy to answer an HTTP request that fast, and target-grace with it")
 	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them; an operator outage longer than this stops host I/O until it returns")
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 16, "how many Volumes reconcile at once (each mostly waits on agents and the apiserver)")

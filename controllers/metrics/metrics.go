@@ -50,6 +50,11 @@ var (
 	AgentRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flint_agent_requests_total", Help: "Calls from the operator to OSD agents, by gRPC method and status code.",
 	}, []string{"method", "code"})
+	// OSDOrphans counts the lvols an OSD holds that no Volume or Snapshot
+	// claims and that wait out the orphan grace before they are deleted.
+	OSDOrphans = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_osd_orphans", Help: "Lvols on an OSD that no Volume or Snapshot claims, kept until the orphan grace ends, by kind (replica, snapshot-copy).",
+	}, []string{"osd", "kind"})
 	// AgentRequestSeconds is how long the operator's calls to OSD agents
 	// take, by method.
 	AgentRequestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -64,7 +69,7 @@ func init() {
 
 // Collectors are the operator's own metrics.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild, AgentRequests, AgentRequestSeconds}
+	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild, OSDOrphans, AgentRequests, AgentRequestSeconds}
 }
 
 // ObserveRebuilds sets the rebuild progress of volume's replicas: one
@@ -74,6 +79,11 @@ func ObserveRebuilds(volume, pool string, rebuilding map[string]int32) {
 	for osd, percent := range rebuilding {
 		ReplicaRebuild.WithLabelValues(volume, pool, osd).Set(float64(percent))
 	}
+}
+
+// ForgetOSD drops a deleted OSD's series.
+func ForgetOSD(osd string) {
+	OSDOrphans.DeletePartialMatch(prometheus.Labels{"osd": osd})
 }
 
 // ForgetPool drops a deleted Pool's series.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,8 @@ import (
 // collectOrphans deletes what the OSD holds for Volumes that no longer
 // place it here: a replica whose Volume is gone or moved it elsewhere, a
 // target whose Volume's target is on another OSD; and the copies of
-// Snapshots that are gone or do not record a copy here. That is how a Volume
+// Snapshots that are gone or do not record a copy here. What holds data
+// (replicas and copies) is first kept for OrphanGrace (quarantine). That is how a Volume
 // deleted, or a replica replaced, while this OSD was down leaves no lvol
 // behind; a Volume re-created under the same name has another uid, so it
 // never takes the old one's lvol for its own. A candidate is confirmed by a
@@ -65,9 +67,14 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		}
 		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
 	}
+	kept := map[orphan]bool{}
+	defer r.orphans.settle(osd.Name, kept)
 	for _, rep := range inv.GetReplicas() {
 		uid := rep.GetVolumeUid()
 		if !isUID(uid) || volumes.hold(ctx, uid, true, func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {
+			continue
+		}
+		if !r.graceOver(osd, orphan{osd.Name, orphanReplica, uid}, kept) {
 			continue
 		}
 		if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{VolumeUid: uid}); err != nil {
@@ -82,12 +89,36 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if !isUID(uid) || snapshots.hold(ctx, uid, true, func(s *flintv1.Snapshot) bool { return copiedOn(s, osd.Name) }) {
 			continue
 		}
+		if !r.graceOver(osd, orphan{osd.Name, orphanSnapshot, uid}, kept) {
+			continue
+		}
 		if _, err := agent.DeleteSnapshot(ctx, &agentv1.DeleteSnapshotRequest{Snapshot: uid}); err != nil {
 			return fmt.Errorf("delete the orphan copy of the Snapshot with uid %s: %w", uid, err)
 		}
 		r.Recorder.Eventf(osd, gone("Snapshot", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
 	}
 	return nil
+}
+
+// graceOver says whether orphan o may be deleted now. Until its grace is
+// over it is kept (in kept), and found the first time with an Event.
+func (r *Reconciler) graceOver(osd *flintv1.OSD, o orphan, kept map[orphan]bool) bool {
+	if r.OrphanGrace <= 0 {
+		return true
+	}
+	now := r.now()
+	since, first := r.orphans.found(o, now)
+	if now.Sub(since) >= r.OrphanGrace {
+		return true
+	}
+	kept[o] = true
+	if first {
+		owner := map[string]string{orphanReplica: "Volume", orphanSnapshot: "Snapshot"}[o.kind]
+		r.Recorder.Eventf(osd, gone(owner, o.uid), corev1.EventTypeWarning, "OrphanFound", "Quarantine",
+			"the %s of the %s with uid %s is claimed by no %s: it is kept until %s, then deleted (objects restored from a backup get new uids and leave their old data so: see docs/volumes.md, Orphans)",
+			o.kind, owner, o.uid, owner, since.Add(r.OrphanGrace).UTC().Format(time.RFC3339))
+	}
+	return false
 }
 
 // gone refers to the object of kind and uid an orphan was left by, as an

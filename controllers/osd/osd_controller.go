@@ -60,6 +60,13 @@ type Reconciler struct {
 	Observe <-chan event.GenericEvent
 	// Resync is how often a healthy OSD's status is read from its agent.
 	Resync time.Duration
+	// OrphanGrace is how long an lvol no Volume or Snapshot claims is kept
+	// before it is deleted; zero deletes it at once.
+	OrphanGrace time.Duration
+	// Now is the clock; tests move it.
+	Now func() time.Time
+
+	orphans quarantine
 }
 
 // +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;update;patch
@@ -128,6 +135,13 @@ func labelPoolAndNode(osd *flintv1.OSD) bool {
 	osd.Labels[flintv1.LabelPool] = osd.Spec.Pool
 	osd.Labels[flintv1.LabelNode] = osd.Spec.NodeName
 	return true
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // notServingResync is how often an OSD that does not serve is observed.

@@ -134,6 +134,7 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 	}
 	controllerutil.RemoveFinalizer(osd, Finalizer)
 	r.Agents.Forget(osd.Name)
+	r.orphans.forget(osd.Name)
 	return ctrl.Result{}, r.Update(ctx, osd)
 }
 
