@@ -201,7 +201,7 @@ func serveFence(args []string) {
 func execSPDK(args []string) {
 	fs := flag.NewFlagSet("exec-spdk", flag.ContinueOnError)
 	var o launch.Options
-	var pciResource, transport, terminationLog string
+	var pciResource, transport, terminationLog, devicePath string
 	var cpuLimit int
 	var fence fenceFlags
 	fence.register(fs)
@@ -211,13 +211,14 @@ func execSPDK(args []string) {
 	fs.BoolVar(&o.InterruptMode, "interrupt-mode", false, "let reactors sleep when idle (for shared cores)")
 	fs.IntVar(&cpuLimit, "cpus", 0, "the container's CPU limit in whole cores (from the downward API): SPDK polls at most that many of the container's cores; 0: all of them")
 	fs.StringVar(&o.PCIAddress, "pci-address", "", "the NVMe controller's PCI address, when the OSD names it")
+	fs.StringVar(&devicePath, "device-path", "", "the block device of an aio or uring OSD: claimed exclusively for SPDK, so no other OSD on the node takes it")
 	fs.StringVar(&pciResource, "pci-resource", "", "the device plugin resource whose PCIDEVICE_* variable names the NVMe controller")
 	fs.StringVar(&transport, "transport", "tcp", "the OSD's NVMe-oF transport, tcp or rdma: rdma needs an RDMA device in the pod")
 	fs.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "where a failed preflight check is left for the operator (the container's terminationMessagePath)")
 	cmd := &cli.Command{
 		Name:        "osd-agent exec-spdk",
 		Summary:     "starts SPDK on the container's cores and memory",
-		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, checks the node for what SPDK needs (the device bound to vfio-pci with an IOMMU, free hugepages, memlock, an RDMA device for rdma, exclusive cores) and exits with the finding in --termination-log when SPDK could not start, records the rest next to the socket for the agent, starts serve-fence beside SPDK (the container's probes), and replaces itself with SPDK.",
+		Description: "The SPDK container's entrypoint: reads the container's cpuset (at most --cpus of its cores) and the device plugin's device, checks the node for what SPDK needs (the device bound to vfio-pci with an IOMMU, free hugepages, memlock, an RDMA device for rdma, exclusive cores, a block device no other holds: it claims it for SPDK) and exits with the finding in --termination-log when SPDK could not start, records the rest next to the socket for the agent, starts serve-fence beside SPDK (the container's probes), and replaces itself with SPDK.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
@@ -237,6 +238,15 @@ func execSPDK(args []string) {
 			return err
 		}
 		findings := launch.Preflight(o, cpus, cpuLimit, transport, host)
+		if devicePath != "" && launch.Fatal(findings) == nil {
+			_, claim, err := launch.ClaimDevice(devicePath)
+			if err != nil {
+				return err
+			}
+			if claim != nil {
+				findings = append(findings, *claim)
+			}
+		}
 		if f := launch.Fatal(findings); f != nil {
 			// The kubelet restarts the container, which checks again: fixing
 			// the node is enough.

@@ -206,6 +206,8 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 			args = append(args, "--pci-address="+d.PCIAddress)
 		}
 	case flintv1.DriverAIO, flintv1.DriverURing:
+		// exec-spdk claims the device for SPDK: a second OSD on it fails.
+		args = append(args, "--device-path="+d.Path)
 		c.VolumeMounts = append(c.VolumeMounts, deviceMount(d.Path))
 		if needsPrivilege(d.Path) {
 			privileged(c.SecurityContext)

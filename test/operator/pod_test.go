@@ -133,7 +133,7 @@ var _ = Describe("The OSD pod", func() {
 		})
 		spdk, agent := containers(pod)
 		Expect(spdk.Resources.Limits).To(Equal(corev1.ResourceList{"cpu": resource.MustParse("1"), "memory": resource.MustParse("2Gi")}))
-		Expect(spdk.Args).To(ContainElements("--memory-mib=1536"))
+		Expect(spdk.Args).To(ContainElements("--memory-mib=1536", "--device-path=/dev/nvme1n1"), "exec-spdk claims the device for SPDK")
 		Expect(spdk.Args).NotTo(ContainElement(HavePrefix("--pci")))
 		Expect(*spdk.SecurityContext.Privileged).To(BeTrue(), "a host block device opens only in a privileged container")
 		Expect(spdk.SecurityContext.Capabilities.Add).To(BeEmpty())

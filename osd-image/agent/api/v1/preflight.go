@@ -44,6 +44,9 @@ const (
 	// PreflightSharedCores: SPDK polls cores that are not the container's
 	// alone. A warning: SPDK runs, slowly and in other pods' way.
 	PreflightSharedCores = "SharedCores"
+	// PreflightDeviceInUse: another holder (an OSD's SPDK, a mounted
+	// filesystem) has the block device open exclusively.
+	PreflightDeviceInUse = "DeviceInUse"
 )
 
 // PreflightFinding is a check of the node that did not pass.
