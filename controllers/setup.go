@@ -29,6 +29,7 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,6 +72,9 @@ type Options struct {
 	// FenceProbeTimeout bounds one run of the SPDK container's fence
 	// probe; it adds to the fence margin. Zero is 2 s.
 	FenceProbeTimeout time.Duration
+	// AgentCPU is the CPU of each OSD pod's agent container;
+	// osd.DefaultAgentCPU when zero.
+	AgentCPU resource.Quantity
 	// OrphanGrace is how long an OSD keeps an lvol that no Volume or
 	// Snapshot claims before it is deleted; zero deletes it at once.
 	OrphanGrace time.Duration
@@ -121,6 +125,9 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := o.checkTimings(); err != nil {
 		return err
 	}
+	if err := osd.CheckAgentCPU(o.AgentCPU); err != nil {
+		return err
+	}
 	authority := &certs.Authority{Client: mgr.GetClient(), Namespace: o.Namespace}
 	if err := (&pool.Reconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flint-pool"), Namespace: o.Namespace,
@@ -136,7 +143,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
-			FenceProbeTimeout: o.FenceProbeTimeout},
+			FenceProbeTimeout: o.FenceProbeTimeout, AgentCPU: o.AgentCPU},
 		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync, OrphanGrace: o.OrphanGrace,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/flint-io/flint/controllers/osd"
 )
 
@@ -45,5 +47,15 @@ func TestTargetGraceCoversTheFence(t *testing.T) {
 	p := osd.FenceProbe(10 * time.Second)
 	if p.TimeoutSeconds != 10 || osd.FenceTime(p) != 12*time.Second {
 		t.Errorf("fence probe for 10s: %+v, fence time %s; want a 10 s timeout, 12 s in all", p, osd.FenceTime(p))
+	}
+}
+
+// An agent's CPU is a fraction of a core: a whole one would be taken for
+// it alone by the static CPU manager.
+func TestAgentCPUIsAFraction(t *testing.T) {
+	for cpu, ok := range map[string]bool{"0": true, "100m": true, "1500m": true, "1": false, "2000m": false, "-100m": false} {
+		if err := osd.CheckAgentCPU(resource.MustParse(cpu)); (err == nil) != ok {
+			t.Errorf("agent CPU %s: %v, want ok=%t", cpu, err, ok)
+		}
 	}
 }

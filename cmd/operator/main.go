@@ -24,6 +24,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -47,6 +48,10 @@ func main() {
 	fs.DurationVar(&o.ReplicaGrace, "replica-grace", 5*time.Minute, "how long a lost replica may come back (and rebuild in place) before a replacement is placed on another OSD")
 	fs.DurationVar(&o.TargetGrace, "target-grace", 30*time.Second, "how long a volume target's OSD may stop serving, and its lease go unrenewed, before the target moves to another replica's OSD; at least agent-lease x 1.25 + fence-probe-timeout + 2s")
 	fs.DurationVar(&o.OrphanGrace, "orphan-grace", 24*time.Hour, "how long an OSD keeps an lvol that no Volume or Snapshot claims (Event OrphanFound, metric flint_osd_orphans) before it is deleted: objects restored from a backup get new uids and leave their old data so; 0 deletes at once")
+	fs.Func("osd-agent-cpu", "the CPU of each OSD pod's agent container, request and limit, a fraction of a core (a whole core would be taken exclusively under the static CPU manager): the agent answers the lease renewals, and one throttled for long lets its lease lapse and its targets fence (default 100m)", func(s string) (err error) {
+		o.AgentCPU, err = resource.ParseQuantity(s)
+		return err
+	})
 	fs.DurationVar(&o.FenceProbeTimeout, "fence-probe-timeout", 2*time.Second, "how long one run of the SPDK container's fence probe may take (whole seconds, at least 2s) before the kubelet takes it as failed and kills SPDK; raise it on nodes too busy to answer an HTTP request that fast, and target-grace with it")
 	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them; an operator outage longer than this stops host I/O until it returns")
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 16, "how many Volumes reconcile at once (each mostly waits on agents and the apiserver)")

@@ -74,12 +74,27 @@ const (
 	annotationNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
 )
 
+// DefaultAgentCPU is the agent container's CPU when PodConfig names none.
+var DefaultAgentCPU = resource.MustParse("100m")
+
 // agentResources keep the agent small and outside the exclusive cores: a
 // Guaranteed pod needs requests equal to limits in every container, and a
-// non-integer CPU keeps the agent in the shared pool.
-var agentResources = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("100m"),
-	corev1.ResourceMemory: resource.MustParse("128Mi"),
+// CPU that is not a whole number of cores keeps the agent in the shared
+// pool.
+func agentResources(cpu resource.Quantity) corev1.ResourceList {
+	if cpu.IsZero() {
+		cpu = DefaultAgentCPU
+	}
+	return corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: resource.MustParse("128Mi")}
+}
+
+// CheckAgentCPU refuses an agent CPU the kubelet's static CPU manager
+// would make exclusive cores of, taken from SPDK's node.
+func CheckAgentCPU(cpu resource.Quantity) error {
+	if cpu.Sign() < 0 || !cpu.IsZero() && cpu.MilliValue()%1000 == 0 {
+		return fmt.Errorf("an OSD agent's CPU of %s is a whole number of cores, which the static CPU manager would give it for itself: give it a fraction (such as 250m)", cpu.String())
+	}
+	return nil
 }
 
 // PodConfig is what the operator's deployment decides about OSD pods.
@@ -91,6 +106,10 @@ type PodConfig struct {
 	ServiceAccount    string
 	// FenceProbeTimeout bounds one run of the fence probe (FenceProbe).
 	FenceProbeTimeout time.Duration
+	// AgentCPU is the agent container's CPU, request and limit (it renews
+	// the lease: throttled for long, it lets it lapse); DefaultAgentCPU
+	// when zero.
+	AgentCPU resource.Quantity
 }
 
 // TLSSecretName is the Secret with an OSD agent's certificate.
@@ -118,7 +137,7 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{osd.Spec.NodeName}}},
 				}}},
 			}},
-			Containers:                    []corev1.Container{spdk, agentContainer(osd, cfg.Image)},
+			Containers:                    []corev1.Container{spdk, agentContainer(osd, cfg)},
 			Volumes:                       volumes(osd),
 			HostNetwork:                   osd.Spec.Network.HostNetwork,
 			PriorityClassName:             cfg.PriorityClassName,
@@ -284,7 +303,7 @@ func deviceMount(path string) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: "device", MountPath: path}
 }
 
-func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
+func agentContainer(osd *flintv1.OSD, cfg PodConfig) corev1.Container {
 	s := osd.Spec
 	args := []string{
 		"--osd-uid=" + string(osd.UID),
@@ -327,12 +346,12 @@ func agentContainer(osd *flintv1.OSD, image string) corev1.Container {
 		}
 	}
 	c := corev1.Container{
-		Name: "agent", Image: image, Command: []string{agentBinary}, Args: args,
+		Name: "agent", Image: cfg.Image, Command: []string{agentBinary}, Args: args,
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 		Ports: []corev1.ContainerPort{
 			{Name: GRPCPortName, ContainerPort: GRPCPort}, {Name: MetricsPortName, ContainerPort: HTTPPort}, {Name: NVMeoFPortName, ContainerPort: port(osd)},
 		},
-		Resources: corev1.ResourceRequirements{Requests: agentResources, Limits: agentResources},
+		Resources: corev1.ResourceRequirements{Requests: agentResources(cfg.AgentCPU), Limits: agentResources(cfg.AgentCPU)},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "run", MountPath: runDir}, {Name: "tls", MountPath: tlsDir, ReadOnly: true}, {Name: "podinfo", MountPath: podInfoDir, ReadOnly: true},
 		},

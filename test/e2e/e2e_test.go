@@ -169,10 +169,12 @@ func TestChartInstalls(t *testing.T) {
 		"--set", strings.Join([]string{
 			"images.operator.tag=" + version, "images.osd.tag=" + version, "images.csiDriver.tag=" + version,
 			"operator.replicas=1", "csi.controller.replicas=1",
-			// Starting a process in the emulated node's containers can
-			// take seconds: a 2 s fence probe killed its SPDK again and
-			// again under load, its lease valid all along.
-			"operator.fenceProbeTimeout=10s", "operator.targetGrace=40s",
+			// The emulated node can take seconds to answer a probe: a 2 s
+			// fence probe killed its SPDK again and again under load, its
+			// lease valid all along. Its agent, within 100m of an
+			// emulated core, missed its /healthz and the lease renewals
+			// for a minute under a mirrored write.
+			"operator.fenceProbeTimeout=10s", "operator.targetGrace=40s", "operator.osdAgentCPU=500m",
 			// The workload node is an emulated machine: only what a
 			// workload node needs runs there.
 			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
