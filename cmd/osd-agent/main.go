@@ -46,6 +46,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -149,6 +150,9 @@ func runDevicePlugin(args []string, p *deviceplugin.Plugin, cmd *cli.Command) {
 type fenceFlags struct {
 	address, socket, leaseFile string
 	timeout                    time.Duration
+	// fd is a listening socket inherited from exec-spdk; -1: listen on
+	// address.
+	fd int
 }
 
 func (f *fenceFlags) register(fs *flag.FlagSet) {
@@ -156,6 +160,7 @@ func (f *fenceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
 	fs.StringVar(&f.leaseFile, "lease-file", defaultLeaseFile, "the lease the agent keeps")
 	fs.DurationVar(&f.timeout, "fence-timeout", time.Second, "how long SPDK may take to answer one probe")
+	fs.IntVar(&f.fd, "fence-fd", -1, "serve on this inherited listening socket instead of listening on --fence-address (exec-spdk binds the port)")
 }
 
 func (f *fenceFlags) args() []string {
@@ -193,8 +198,18 @@ func serveFence(args []string) {
 			},
 			Failed: func(probe string, err error) { log.Info("probe failed", "probe", probe, "reason", err.Error()) },
 		}
-		srv := &http.Server{Addr: f.address, Handler: probes.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		return srv.ListenAndServe()
+		srv := &http.Server{Handler: probes.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		var lis net.Listener
+		var err error
+		if f.fd >= 0 {
+			lis, err = net.FileListener(os.NewFile(uintptr(f.fd), "fence"))
+		} else {
+			lis, err = net.Listen("tcp", f.address)
+		}
+		if err != nil {
+			return err
+		}
+		return srv.Serve(lis)
 	})
 }
 
@@ -238,6 +253,19 @@ func execSPDK(args []string) {
 			return err
 		}
 		findings := launch.Preflight(o, cpus, cpuLimit, transport, host)
+		if launch.Fatal(findings) == nil {
+			// The server's parent-death signal follows the thread that
+			// starts it: the one that then becomes SPDK.
+			runtime.LockOSThread()
+			taken, err := startFenceServer(fence)
+			if err != nil {
+				return err
+			}
+			if taken != nil {
+				findings = append(findings, *taken)
+			}
+		}
+		// Claimed after the server started, which so holds no claim.
 		if devicePath != "" && launch.Fatal(findings) == nil {
 			_, claim, err := launch.ClaimDevice(devicePath)
 			if err != nil {
@@ -255,31 +283,43 @@ func execSPDK(args []string) {
 			}
 			return f
 		}
-		// The server's parent-death signal follows the thread that starts
-		// it: the one that then becomes SPDK.
-		runtime.LockOSThread()
-		if err := startFenceServer(fence); err != nil {
-			return err
-		}
 		return launch.Exec(o, findings)
 	})
 }
 
-// startFenceServer runs serve-fence beside SPDK, in the container: it
-// dies with SPDK, and the kubelet, finding no probe answered, restarts
-// the container should it die alone.
-func startFenceServer(f fenceFlags) error {
+// startFenceServer binds the probes' port and runs serve-fence on it
+// beside SPDK, in the container: it dies with SPDK. SPDK keeps the
+// listening socket too, so that while it runs nothing else on the node
+// can take the port and answer for the server: a server that died alone
+// leaves probes unanswered, and the kubelet restarts the container. A
+// port already taken is a finding.
+func startFenceServer(f fenceFlags) (*launch.Finding, error) {
+	lis, err := net.Listen("tcp", f.address)
+	if err != nil {
+		return &launch.Finding{Reason: agentv1.PreflightFencePortInUse, Fatal: true, Message: fmt.Sprintf(
+			"the SPDK container cannot serve its probes on %s (%v): another OSD pod on the host network of this node, or another program, has the port; run one host-network OSD per node, or free the port",
+			f.address, err)}, nil
+	}
+	socket, err := lis.(*net.TCPListener).File()
+	if err != nil {
+		return nil, err
+	}
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd := exec.Command(self, append([]string{"serve-fence"}, f.args()...)...)
+	cmd := exec.Command(self, append([]string{"serve-fence", "--fence-fd=3"}, f.args()...)...)
+	cmd.ExtraFiles = []*os.File{socket} // fd 3
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the fence probe's server: %w", err)
+		return nil, fmt.Errorf("start the fence probe's server: %w", err)
 	}
-	return nil
+	// SPDK inherits the socket across exec.
+	if _, err := unix.FcntlInt(socket.Fd(), unix.F_SETFD, 0); err != nil {
+		return nil, fmt.Errorf("keep the probes' port for SPDK: %w", err)
+	}
+	return nil, nil
 }
 
 // agentFlags is the agent's command line; the operator renders it from the

@@ -255,3 +255,17 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("pcie from the hand-off: %+v, %v", cfg, err)
 	}
 }
+
+// A probes' port another holds (a second host-network OSD on the node) is
+// a finding that stops the container, not a server that never serves.
+func TestFencePortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	f, err := startFenceServer(fenceFlags{address: l.Addr().String()})
+	if err != nil || f == nil || f.Reason != agentv1.PreflightFencePortInUse || !f.Fatal {
+		t.Fatalf("finding %+v, %v; want a fatal %s", f, err, agentv1.PreflightFencePortInUse)
+	}
+}

@@ -245,18 +245,19 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	args = append(args, "--transport="+string(osd.Spec.Network.Transport))
 	c.Args = args
 	c.Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
-	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(), fence
+	c.StartupProbe, c.LivenessProbe = spdkStartedProbe(fence.TimeoutSeconds), fence
 	return c, nil
 }
 
 // spdkStartedProbe holds the fence probe back while SPDK starts (hugepage
 // set-up and device attach take seconds): until SPDK first answers it
 // serves nothing, since only the agent configures targets. SPDK that does
-// not answer within five minutes is restarted.
-func spdkStartedProbe() *corev1.Probe {
+// not answer within five minutes is restarted. Its server waits for SPDK
+// as long as for the fence probe, timeoutSeconds less one.
+func spdkStartedProbe(timeoutSeconds int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler:  fenceServer("/startup"),
-		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 300,
+		PeriodSeconds: 1, TimeoutSeconds: timeoutSeconds, FailureThreshold: 300,
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,6 +314,7 @@ func startSPDK(t *testing.T, env map[string]string, dir string) *spdkProcess {
 		_, err := spdk.SpdkGetVersion(ctx)
 		cancel()
 		if err == nil {
+			startupProbed(t)
 			return p
 		}
 		select {
@@ -324,6 +326,30 @@ func startSPDK(t *testing.T, env map[string]string, dir string) *spdkProcess {
 		if time.Now().After(deadline) {
 			t.Fatalf("SPDK does not answer on %s after 2 minutes: %v", p.socket, err)
 		}
+	}
+}
+
+// startupProbed checks that the probes' server exec-spdk left beside SPDK
+// answers the kubelet's startup probe, as SPDK answers. (A server that
+// outlived a killed SPDK would hold the port and keep the next exec-spdk
+// from starting: FencePortInUse.)
+func startupProbed(t *testing.T) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := c.Get("http://127.0.0.1:9442/startup")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the probes' server beside SPDK: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

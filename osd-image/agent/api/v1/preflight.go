@@ -47,6 +47,9 @@ const (
 	// PreflightDeviceInUse: another holder (an OSD's SPDK, a mounted
 	// filesystem) has the block device open exclusively.
 	PreflightDeviceInUse = "DeviceInUse"
+	// PreflightFencePortInUse: the port the SPDK container serves its
+	// probes on is taken (host network).
+	PreflightFencePortInUse = "FencePortInUse"
 )
 
 // PreflightFinding is a check of the node that did not pass.
