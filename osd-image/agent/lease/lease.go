@@ -134,6 +134,10 @@ type Keeper struct {
 	fencedLapse bool
 	// fencedUnsaved says fenced holds volumes its file does not.
 	fencedUnsaved bool
+	// refence says the agent started with its lease lapsed: its
+	// predecessor may have fenced without recording which targets, so
+	// every target is fenced again, and none serves unconfirmed until then.
+	refence bool
 }
 
 // New returns a Keeper of the lease in file over targets. It starts from
@@ -149,14 +153,17 @@ func New(file File, targets Targets, now func() time.Time) (*Keeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: fenced}, nil
+	lapsed := !expiry.IsZero() && !now().Before(expiry)
+	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: fenced, refence: lapsed}, nil
 }
 
 // ErrLate means a renewal arrived after the latest instant it may grant.
 var ErrLate = errors.New("the renewal came too late")
 
 // Renew extends the lease to d from now, but not past notAfter: the
-// latest its sender counts on, whatever held the renewal up on its way.
+// latest its sender counts on, whatever held the renewal up on its way
+// (zero: a sender from before it said so). The expiry is counted from now
+// on the monotonic clock, which a step of the wall clock does not move.
 func (k *Keeper) Renew(d time.Duration, notAfter time.Time) (time.Time, error) {
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("a lease of %s cannot be granted", d)
@@ -164,13 +171,13 @@ func (k *Keeper) Renew(d time.Duration, notAfter time.Time) (time.Time, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
-	expiry := now.Add(d)
-	if notAfter.Before(expiry) {
-		expiry = notAfter
+	if !notAfter.IsZero() {
+		d = min(d, notAfter.Sub(now))
 	}
-	if !expiry.After(now) {
+	if d <= 0 {
 		return time.Time{}, fmt.Errorf("%w: it may hold until %s, and it is %s", ErrLate, notAfter.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
 	}
+	expiry := now.Add(d)
 	if err := k.file.Write(expiry); err != nil {
 		return time.Time{}, fmt.Errorf("record the lease: %w", err)
 	}
@@ -199,11 +206,14 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 	k.serving.RLock()
 	defer k.serving.RUnlock()
 	k.mu.Lock()
-	expiry := k.expiry
+	expiry, refence := k.expiry, k.refence
 	fencedAt, fenced := k.fenced[volume]
 	k.mu.Unlock()
 	if !k.now().Before(expiry) {
 		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, expiry.Format(time.RFC3339))
+	}
+	if refence && !confirmed {
+		return fmt.Errorf("%w: the agent started with its lease lapsed and fences every target again first; re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced)
 	}
 	if fenced && !confirmed {
 		return fmt.Errorf("%w at %s when the OSD's lease lapsed: re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced, fencedAt.Format(time.RFC3339))
@@ -231,7 +241,7 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 // retries on the next Check until fencing succeeded.
 func (k *Keeper) Check(ctx context.Context) error {
 	k.mu.Lock()
-	due := !k.now().Before(k.expiry) && !k.fencedLapse
+	due := k.refence || !k.now().Before(k.expiry) && !k.fencedLapse
 	k.mu.Unlock()
 	if !due {
 		return nil
@@ -259,6 +269,7 @@ func (k *Keeper) Check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.expiry.Format(time.RFC3339), err)
 	}
+	k.refence = false
 	if now.Before(k.expiry) {
 		return nil // renewed meanwhile: the fence stands for those volumes
 	}

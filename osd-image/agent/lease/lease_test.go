@@ -255,3 +255,35 @@ func TestFenceOutlivesTheAgent(t *testing.T) {
 		t.Fatalf("a confirmed target is still fenced after a restart: %v", fenced)
 	}
 }
+
+// An agent that starts with its lease lapsed cannot know which targets its
+// predecessor fenced: it serves none unconfirmed, and fences them all
+// again, even once renewed.
+func TestAgentStartedInALapseFencesAgain(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	if err := f.Write(now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	targets := &fakeTargets{volumes: []string{"pvc-1"}}
+	k, err := New(f, targets, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an unconfirmed change before the fence was redone: %v, want ErrFenced", err)
+	}
+	if err := k.Check(context.Background()); err != nil || targets.calls != 1 {
+		t.Fatalf("the first check of an agent started in a lapse: %v, %d fences; want one fence though renewed", err, targets.calls)
+	}
+	if _, ok := k.Fenced()["pvc-1"]; !ok {
+		t.Fatal("pvc-1 is not recorded fenced")
+	}
+	if err := k.Check(context.Background()); err != nil || targets.calls != 1 {
+		t.Fatalf("a renewed lease fenced again: %v, %d fences", err, targets.calls)
+	}
+}

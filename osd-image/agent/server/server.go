@@ -162,10 +162,13 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	if err := ctx.Err(); err != nil {
 		return nil, status.Error(codes.DeadlineExceeded, "the renewal came after its deadline")
 	}
-	if req.GetNotAfterUnixMs() == 0 {
-		return nil, status.Error(codes.InvalidArgument, "a renewal names the latest its lease may hold (not_after_unix_ms)")
+	// An operator from before not_after_unix_ms sends none: its renewals
+	// hold from arrival, as they did, so that a rollback fences nothing.
+	var notAfter time.Time
+	if ms := req.GetNotAfterUnixMs(); ms != 0 {
+		notAfter = time.UnixMilli(ms)
 	}
-	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs())*time.Millisecond, time.UnixMilli(req.GetNotAfterUnixMs()))
+	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs())*time.Millisecond, notAfter)
 	if errors.Is(err, lease.ErrLate) {
 		return nil, status.Error(codes.DeadlineExceeded, err.Error())
 	}

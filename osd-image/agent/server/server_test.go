@@ -379,6 +379,9 @@ func TestLeaseFencesTargets(t *testing.T) {
 		t.Fatalf("EnsureTarget while the lease is lapsed: %v, want FailedPrecondition/%s", err, agentv1.ReasonLeaseLapsed)
 	}
 
+	if _, err := c.RenewLease(callCtx(t), &agentv1.RenewLeaseRequest{DurationMs: 10_000}); err != nil {
+		t.Fatalf("a renewal from an operator before not_after: %v", err)
+	}
 	late := &agentv1.RenewLeaseRequest{DurationMs: 10_000, NotAfterUnixMs: f.clock.Now().Add(-time.Second).UnixMilli()}
 	if _, err := c.RenewLease(callCtx(t), late); status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("a renewal arriving after the lease it grants ended: %v, want DeadlineExceeded", err)

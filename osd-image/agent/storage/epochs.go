@@ -76,9 +76,11 @@ func (e *exportEpochs) load() (map[string]uint32, error) {
 func (e *exportEpochs) unlock() { e.mu.Unlock() }
 
 // admit records epoch for volume unless a higher one was; e is locked.
+// Epoch 0 comes from an operator from before epochs: admitted, unrecorded,
+// so that a rollback leaves the replicas exported.
 func (e *exportEpochs) admit(volume string, epoch uint32) error {
 	if epoch == 0 {
-		return fmt.Errorf("%w: the export of replica %s needs the target's epoch (from 1)", ErrInvalid, volume)
+		return nil
 	}
 	if had := e.highest[volume]; epoch < had {
 		return fmt.Errorf("%w: replica %s was exported for the target of epoch %d; epoch %d is an older target's", ErrStaleEpoch, volume, had, epoch)

@@ -330,8 +330,11 @@ func TestExportRefusesAnOlderEpoch(t *testing.T) {
 	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 3); err != nil {
 		t.Fatalf("export for a newer epoch: %v", err)
 	}
-	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 0); !errors.Is(err, ErrInvalid) {
-		t.Errorf("export without an epoch: %v, want %v", err, ErrInvalid)
+	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 0); err != nil {
+		t.Errorf("export from an operator before epochs: %v", err)
+	}
+	if _, err := New(cfg, r.spdk).ExportReplica(ctx, "pvc-1", hostB, 2); !errors.Is(err, ErrStaleEpoch) {
+		t.Errorf("epoch 0 lowered the floor: an export for epoch 2 after 3 answered %v", err)
 	}
 	if err := restarted.DeleteReplica(ctx, "pvc-1"); err != nil {
 		t.Fatal(err)

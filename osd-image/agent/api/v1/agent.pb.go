@@ -493,7 +493,8 @@ type RenewLeaseRequest struct {
 	// is the earlier of this and its own now plus duration_ms, so a renewal
 	// held up in the network (gRPC re-anchors a deadline on arrival) holds
 	// no longer than the operator counts on; one that arrives after it is
-	// refused (DEADLINE_EXCEEDED). Required.
+	// refused (DEADLINE_EXCEEDED). 0, from an operator before this field,
+	// holds from arrival.
 	NotAfterUnixMs int64 `protobuf:"varint,2,opt,name=not_after_unix_ms,json=notAfterUnixMs,proto3" json:"not_after_unix_ms,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -1207,7 +1208,8 @@ type ExportReplicaRequest struct {
 	// epoch is the target's (from 1, as in EnsureTarget). The agent keeps
 	// the highest it has exported the replica for, across its restarts, and
 	// refuses a lower one (FAILED_PRECONDITION): a caller working from a
-	// stale view cannot point the replica back at an old target.
+	// stale view cannot point the replica back at an old target. 0, from an
+	// operator before this field, is exported without the check.
 	Epoch         uint32 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
