@@ -23,6 +23,12 @@ import "slices"
 // target on it, whichever is more. The Pool controller drains and the OSD
 // controller keeps an OSD by this one count.
 func (o *OSD) ReplicasHeld(vols []Volume) int {
+	return max(o.ReplicasPlaced(vols), int(o.Status.Replicas))
+}
+
+// ReplicasPlaced counts the Volumes of vols that place a replica or their
+// target on the OSD.
+func (o *OSD) ReplicasPlaced(vols []Volume) int {
 	n := 0
 	for _, v := range vols {
 		onTarget := v.Status.Target != nil && v.Status.Target.OSD == o.Name
@@ -30,17 +36,29 @@ func (o *OSD) ReplicasHeld(vols []Volume) int {
 			n++
 		}
 	}
-	return max(n, int(o.Status.Replicas))
+	return n
 }
 
-// SnapshotsHeld names the Snapshots of snaps with a copy on the OSD that
-// is not Lost. A copy cannot move with its replica (it is a snapshot in
-// the replica's lvstore), so it holds the OSD until its Snapshot is
-// deleted.
+// SnapshotsHeld names the Snapshots of snaps whose last copy that is not
+// Lost is on the OSD. A copy cannot move with its replica (it is a
+// snapshot in the replica's lvstore), so the OSD holds the Snapshot until
+// it is deleted; a Snapshot with a copy elsewhere only loses one of its
+// copies (Degraded, Event CopiesLost).
 func (o *OSD) SnapshotsHeld(snaps []Snapshot) []string {
 	var names []string
 	for _, s := range snaps {
-		if slices.ContainsFunc(s.Status.Copies, func(c SnapshotCopy) bool { return c.OSD == o.Name && c.State != SnapshotCopyLost }) {
+		here, elsewhere := false, false
+		for _, c := range s.Status.Copies {
+			if c.State == SnapshotCopyLost {
+				continue
+			}
+			if c.OSD == o.Name {
+				here = true
+			} else {
+				elsewhere = true
+			}
+		}
+		if here && !elsewhere {
 			names = append(names, s.Name)
 		}
 	}

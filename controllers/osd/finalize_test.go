@@ -35,22 +35,25 @@ import (
 	"github.com/flint-io/flint/controllers/agentclient"
 )
 
-// A deleted OSD that no Volume uses but that holds a Snapshot's copy
-// stays, saying which Snapshot holds it; a Lost copy holds nothing.
+// A deleted OSD that no Volume uses but that holds a Snapshot's last copy
+// stays, saying which Snapshot holds it; a Lost copy, or one with another
+// copy elsewhere, holds nothing.
 func TestDeletionWaitsForSnapshotCopies(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = flintv1.AddToScheme(scheme)
 	now := metav1.Now()
 	osd := &flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-a", Finalizers: []string{Finalizer}, DeletionTimestamp: &now}}
-	snap := func(name string, state flintv1.SnapshotCopyState) *flintv1.Snapshot {
+	snap := func(name string, here, elsewhere flintv1.SnapshotCopyState) *flintv1.Snapshot {
 		return &flintv1.Snapshot{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Status:     flintv1.SnapshotStatus{Copies: []flintv1.SnapshotCopy{{OSD: "osd-a", State: state}, {OSD: "osd-b", State: flintv1.SnapshotCopyReady}}},
+			Status:     flintv1.SnapshotStatus{Copies: []flintv1.SnapshotCopy{{OSD: "osd-a", State: here}, {OSD: "osd-b", State: elsewhere}}},
 		}
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&flintv1.OSD{}).
-		WithObjects(osd, snap("kept", flintv1.SnapshotCopyReady), snap("gone", flintv1.SnapshotCopyLost)).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&flintv1.OSD{}).WithObjects(osd,
+		snap("kept", flintv1.SnapshotCopyReady, flintv1.SnapshotCopyLost),
+		snap("gone", flintv1.SnapshotCopyLost, flintv1.SnapshotCopyLost),
+		snap("elsewhere", flintv1.SnapshotCopyReady, flintv1.SnapshotCopyReady)).Build()
 	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Pods: PodConfig{Namespace: "flint"}, Agents: &agentclient.Agents{Dialer: &agentclient.Dialer{}}}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "osd-a"}}); err != nil {
 		t.Fatal(err)
@@ -63,7 +66,7 @@ func TestDeletionWaitsForSnapshotCopies(t *testing.T) {
 		t.Fatal("the finalizer of an OSD holding a Snapshot copy was removed")
 	}
 	cond := meta.FindStatusCondition(got.Status.Conditions, flintv1.DeletionBlockedCondition)
-	if cond == nil || cond.Reason != flintv1.OSDHoldsSnapshotCopiesReason || !strings.Contains(cond.Message, "kept") || strings.Contains(cond.Message, "gone") {
-		t.Fatalf("DeletionBlocked = %+v, want %s naming Snapshot kept only", cond, flintv1.OSDHoldsSnapshotCopiesReason)
+	if cond == nil || cond.Reason != flintv1.OSDHoldsSnapshotCopiesReason || !strings.Contains(cond.Message, "kept") || strings.Contains(cond.Message, "gone") || strings.Contains(cond.Message, "elsewhere") {
+		t.Fatalf("DeletionBlocked = %+v, want %s naming Snapshot kept only (its last copy is here)", cond, flintv1.OSDHoldsSnapshotCopiesReason)
 	}
 }

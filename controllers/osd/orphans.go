@@ -68,7 +68,6 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
 	}
 	kept := map[orphan]bool{}
-	defer r.orphans.settle(osd.Name, kept)
 	for _, rep := range inv.GetReplicas() {
 		uid := rep.GetVolumeUid()
 		if !isUID(uid) || volumes.hold(ctx, uid, true, func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {
@@ -97,6 +96,8 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		}
 		r.Recorder.Eventf(osd, gone("Snapshot", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
 	}
+	// Only a pass that went through knows what is no longer orphan.
+	r.orphans.settle(osd.Name, kept)
 	return nil
 }
 

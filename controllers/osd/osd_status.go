@@ -179,12 +179,15 @@ func (r *Reconciler) deletionBlocked(ctx context.Context, osd *flintv1.OSD) (rea
 	if err := r.List(ctx, &snaps); err != nil {
 		return "", "", err
 	}
-	replicas, held := osd.ReplicasHeld(vols.Items), osd.SnapshotsHeld(snaps.Items)
+	// Orphans waiting out their grace are no Volume's: the OSD goes
+	// without them, leaving them on its device as all it held.
+	reported := int(osd.Status.Replicas) - r.orphans.count(osd.Name, orphanReplica)
+	replicas, held := max(osd.ReplicasPlaced(vols.Items), reported), osd.SnapshotsHeld(snaps.Items)
 	switch {
 	case replicas > 0:
-		return flintv1.OSDHoldsReplicasReason, fmt.Sprintf("the OSD holds %d replicas and copies of %d Snapshots; it is deleted once the Volume controller has moved the replicas (set spec.drain to move them first) and those Snapshots are deleted", replicas, len(held)), nil
+		return flintv1.OSDHoldsReplicasReason, fmt.Sprintf("the OSD holds %d replicas and the last copies of %d Snapshots; it is deleted once the Volume controller has moved the replicas (set spec.drain to move them first) and those Snapshots are deleted", replicas, len(held)), nil
 	case len(held) > 0:
-		return flintv1.OSDHoldsSnapshotCopiesReason, fmt.Sprintf("the OSD holds copies of %d Snapshots, which cannot move: it is deleted once they are deleted: %s", len(held), strings.Join(held[:min(len(held), 5)], ", ")), nil
+		return flintv1.OSDHoldsSnapshotCopiesReason, fmt.Sprintf("the OSD holds the last copies of %d Snapshots, which cannot move: it is deleted once they are deleted: %s", len(held), strings.Join(held[:min(len(held), 5)], ", ")), nil
 	}
 	return "", "", nil
 }

@@ -77,6 +77,19 @@ func (q *quarantine) settle(osd string, orphans map[orphan]bool) {
 	}
 }
 
+// count is how many orphans of kind osd keeps now.
+func (q *quarantine) count(osd, kind string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for o := range q.since {
+		if o.osd == osd && o.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
 // forget drops osd's orphans and their series, with the OSD.
 func (q *quarantine) forget(osd string) {
 	q.settle(osd, nil)

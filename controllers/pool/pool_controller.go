@@ -246,7 +246,7 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 		if held, snaps := osd.ReplicasHeld(w.volumes), osd.SnapshotsHeld(w.snapshots); held > 0 || len(snaps) > 0 {
 			what := fmt.Sprintf("%d replicas", held)
 			if len(snaps) > 0 {
-				what += fmt.Sprintf(", copies of %d Snapshots", len(snaps))
+				what += fmt.Sprintf(", the last copies of %d Snapshots", len(snaps))
 			}
 			draining = append(draining, fmt.Sprintf("%s (%s)", name, what))
 			if !osd.Spec.Drain {
