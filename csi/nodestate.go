@@ -81,11 +81,7 @@ func (s stateStore) save(v *stagedVolume) error {
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		return err
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return durable.WriteFile(s.path(v.Target.VolumeID), b, 0o600)
+	return durable.WriteJSON(s.path(v.Target.VolumeID), v, 0o600)
 }
 
 func (s stateStore) remove(id string) error {

@@ -20,6 +20,8 @@ limitations under the License.
 package durable
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 )
@@ -36,6 +38,28 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// WriteJSON replaces path with v as JSON, through WriteFile.
+func WriteJSON(path string, v any, perm os.FileMode) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return WriteFile(path, b, perm)
+}
+
+// ReadJSON reads the JSON in path into v; it reports false, and leaves v
+// as it is, when there is no such file.
+func ReadJSON(path string, v any) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal(b, v)
 }
 
 // SyncDir makes the entries of dir (a rename, a removal) durable.

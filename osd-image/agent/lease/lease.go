@@ -32,7 +32,6 @@ package lease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -78,25 +77,14 @@ func (f File) fencedPath() string { return f.Path + ".fenced" }
 // readFenced returns the volumes recorded fenced, with when.
 func (f File) readFenced() (map[string]time.Time, error) {
 	fenced := map[string]time.Time{}
-	b, err := os.ReadFile(f.fencedPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return fenced, nil
-	}
-	if err == nil {
-		err = json.Unmarshal(b, &fenced)
-	}
-	if err != nil {
+	if _, err := durable.ReadJSON(f.fencedPath(), &fenced); err != nil {
 		return nil, fmt.Errorf("read the fenced targets from %s: %w", f.fencedPath(), err)
 	}
 	return fenced, nil
 }
 
 func (f File) writeFenced(fenced map[string]time.Time) error {
-	b, err := json.Marshal(fenced)
-	if err != nil {
-		return err
-	}
-	if err := durable.WriteFile(f.fencedPath(), b, 0o644); err != nil {
+	if err := durable.WriteJSON(f.fencedPath(), fenced, 0o644); err != nil {
 		return fmt.Errorf("record the fenced targets: %w", err)
 	}
 	return nil

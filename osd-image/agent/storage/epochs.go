@@ -17,10 +17,8 @@ limitations under the License.
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/flint-io/flint/internal/durable"
@@ -60,14 +58,7 @@ func (e *exportEpochs) load() (map[string]uint32, error) {
 	if e.path == "" {
 		return highest, nil
 	}
-	b, err := os.ReadFile(e.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return highest, nil
-	}
-	if err == nil {
-		err = json.Unmarshal(b, &highest)
-	}
-	if err != nil {
+	if _, err := durable.ReadJSON(e.path, &highest); err != nil {
 		return nil, fmt.Errorf("read the replicas' export epochs from %s: %w", e.path, err)
 	}
 	return highest, nil
@@ -97,10 +88,10 @@ func (e *exportEpochs) admit(volume string, epoch uint32) error {
 
 // forget drops volume's epoch, with its replica; e is locked.
 func (e *exportEpochs) forget(volume string) error {
-	if _, ok := e.highest[volume]; !ok {
+	had, ok := e.highest[volume]
+	if !ok {
 		return nil
 	}
-	had := e.highest[volume]
 	delete(e.highest, volume)
 	if err := e.save(); err != nil {
 		e.highest[volume] = had
@@ -114,11 +105,7 @@ func (e *exportEpochs) save() error {
 	if e.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(e.highest)
-	if err != nil {
-		return err
-	}
-	if err := durable.WriteFile(e.path, b, 0o644); err != nil {
+	if err := durable.WriteJSON(e.path, e.highest, 0o644); err != nil {
 		return fmt.Errorf("record the replicas' export epochs: %w", err)
 	}
 	return nil
