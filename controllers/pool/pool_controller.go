@@ -127,8 +127,6 @@ const attachmentRecheck = 10 * time.Second
 type world struct {
 	osds    map[string]*flintv1.OSD
 	volumes []flintv1.Volume
-	// snapshots are every Snapshot: their copies hold OSDs.
-	snapshots []flintv1.Snapshot
 }
 
 func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, error) {
@@ -140,11 +138,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, er
 	if err := r.List(ctx, &vols); err != nil {
 		return world{}, err
 	}
-	var snaps flintv1.SnapshotList
-	if err := r.List(ctx, &snaps); err != nil {
-		return world{}, err
-	}
-	w := world{osds: map[string]*flintv1.OSD{}, snapshots: snaps.Items}
+	w := world{osds: map[string]*flintv1.OSD{}}
 	for i := range osds.Items {
 		w.osds[osds.Items[i].Name] = &osds.Items[i]
 	}
@@ -239,11 +233,19 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 		wanted[d.name] = true
 	}
 	var draining []string
+	// Snapshots are read only when an OSD is to go: their copies hold it.
+	var snapshots *flintv1.SnapshotList
 	for name, osd := range w.osds {
 		if wanted[name] || !osd.DeletionTimestamp.IsZero() || !metav1.IsControlledBy(osd, pool) {
 			continue
 		}
-		if held, snaps := osd.ReplicasHeld(w.volumes), osd.SnapshotsHeld(w.snapshots); held > 0 || len(snaps) > 0 {
+		if snapshots == nil {
+			snapshots = &flintv1.SnapshotList{}
+			if err := r.List(ctx, snapshots, client.UnsafeDisableDeepCopy); err != nil {
+				return nil, err
+			}
+		}
+		if held, snaps := osd.ReplicasHeld(w.volumes), osd.SnapshotsHeld(snapshots.Items); held > 0 || len(snaps) > 0 {
 			what := fmt.Sprintf("%d replicas", held)
 			if len(snaps) > 0 {
 				what += fmt.Sprintf(", the last copies of %d Snapshots", len(snaps))
