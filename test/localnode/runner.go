@@ -110,12 +110,12 @@ func DoubleSPDK(fabric *spdktest.Fabric) func(Launch) (SPDK, error) {
 		if err != nil {
 			return nil, err
 		}
-		f := &besideFence{SPDK: t, command: l.Fence, log: filepath.Join(filepath.Dir(l.Socket), "fence.log")}
-		if err := f.startFence(); err != nil {
+		fence := exec.Command(l.Fence[0], l.Fence[1:]...)
+		if err := startLogged(fence, filepath.Join(filepath.Dir(l.Socket), "fence.log")); err != nil {
 			t.Kill()
-			return nil, err
+			return nil, fmt.Errorf("start the fence probe's server: %w", err)
 		}
-		return f, nil
+		return &besideFence{SPDK: t, fence: fence}, nil
 	}
 }
 
@@ -124,25 +124,7 @@ func DoubleSPDK(fabric *spdktest.Fabric) func(Launch) (SPDK, error) {
 // hand, and the server then answers as it does for an SPDK that is gone.
 type besideFence struct {
 	SPDK
-	command []string
-	log     string
-	fence   *exec.Cmd
-}
-
-func (b *besideFence) startFence() error {
-	log, err := os.OpenFile(b.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Close() }()
-	cmd := exec.Command(b.command[0], b.command[1:]...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the fence probe's server: %w", err)
-	}
-	b.fence = cmd
-	return nil
+	fence *exec.Cmd
 }
 
 // Stop ends the pod's SPDK and the server.
@@ -384,22 +366,28 @@ func (r *Runner) launch(p *corev1.Pod, local map[string]string) (Launch, error) 
 
 // startAgent runs p's osd-agent, appending to its log.
 func (r *Runner) startAgent(p *pod) error {
-	log, err := os.OpenFile(filepath.Join(p.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Close() }()
 	cmd := exec.Command(r.AgentBinary, p.args...)
 	cmd.Env = append(os.Environ(), "POD_IP="+p.ip)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startLogged(cmd, filepath.Join(p.dir, "agent.log")); err != nil {
 		return err
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	p.cmd, p.exited = cmd, exited
 	return nil
+}
+
+// startLogged starts cmd with its output appended to logPath; it is killed
+// when the process that started it ends.
+func startLogged(cmd *exec.Cmd, logPath string) error {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd.Start()
 }
 
 // probe runs p's SPDK liveness probe until the pod stops: after threshold
