@@ -95,7 +95,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
 		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: servedHere,
 	}
-	ts, err := agent.EnsureTarget(ctx, req)
+	ts, err := r.ensureTarget(ctx, vol, agent, req)
 	if status.Code(err) == codes.Aborted {
 		// SPDK on the target restarted: its raid is gone and the replicas
 		// may differ in the writes that were in flight. Only an answer
@@ -113,10 +113,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 			m.InSync = inSync(vol.Status.Replicas[memberReplica[j]].State)
 		}
 		req.Resume, req.Epoch = false, uint32(epoch(vol.Status.Target))
-		ts, err = agent.EnsureTarget(ctx, req)
-	}
-	if agentv1.ReasonOf(err) == agentv1.ReasonTargetFenced {
-		ts, err = r.confirmFenced(ctx, vol, agent, req)
+		ts, err = r.ensureTarget(ctx, vol, agent, req)
 	}
 	switch {
 	case agentv1.ReasonOf(err) == agentv1.ReasonLeaseLapsed:
@@ -128,6 +125,19 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("the target on OSD %s reports an export no host can connect to (%v); it is not recorded", t.Name, err)}
 	}
 	return ts, nil
+}
+
+// ensureTarget drives the target, and re-drives it confirmed when its OSD
+// fenced it. A fenced target answers nothing else, so only the confirmed
+// call shows whether its raid is still there: an OSD whose lease lapsed
+// may also have had SPDK restarted by its liveness probe, and that lost
+// raid must reach the re-assembly, not stop the Volume for good.
+func (r *Reconciler) ensureTarget(ctx context.Context, vol *flintv1.Volume, agent agentv1.OSDAgentClient, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
+	ts, err := agent.EnsureTarget(ctx, req)
+	if agentv1.ReasonOf(err) == agentv1.ReasonTargetFenced && !req.Confirmed {
+		return r.confirmFenced(ctx, vol, agent, req)
+	}
+	return ts, err
 }
 
 // confirmFenced re-drives a target its OSD fenced when its lease lapsed,

@@ -150,6 +150,26 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(got)
 	})
 
+	It("re-assembles a target its OSD fenced when the lease lapsed and whose SPDK then restarted", func() {
+		v := getVolume("vol-1")
+		target := v.Status.Target.OSD
+		nqn := agentv1.VolumeNQN(uidOf("vol-1"))
+		Expect(hostsOf(target, nqn)).NotTo(BeEmpty(), "the spec needs a published volume")
+		// Without the operator the lease lapses and the agent fences the
+		// target; SPDK then restarts, and the raid is gone. The operator
+		// returns within the target grace, so the target stays where it is.
+		stopOperator()
+		Eventually(func() []string { return hostsOf(target, nqn) }, "10s").Should(BeEmpty())
+		Expect(node.Target("osd-" + target).Restart()).To(Succeed())
+		stopOperator = startOperator(nil)
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Conditions)
+			g.Expect(hostsOf(got.Status.Target.OSD, nqn)).NotTo(BeEmpty(), "the target serves its hosts again")
+		}, "60s").Should(Succeed())
+		expectVolumeIdentity(getVolume("vol-1"))
+	})
+
 	It("moves the target off an OSD that stops serving, fences it, and replaces its replica", func() {
 		v := getVolume("vol-1")
 		lost := v.Status.Target.OSD
