@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,5 +298,9 @@ func (h *host) try(e storage.Export, nqn string, args ...string) ([]byte, error)
 	// the bound only keeps a hang from holding the suite.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return exec.CommandContext(ctx, h.bin, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, h.bin, args...).CombinedOutput()
+	if failed := spdklab.DDFailures(out); err == nil && len(failed) > 0 {
+		err = fmt.Errorf("spdk_dd exited 0, but its I/O failed: %s", strings.Join(failed, " | "))
+	}
+	return out, err
 }

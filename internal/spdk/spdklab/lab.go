@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -121,6 +122,9 @@ type Process struct {
 	// exit status.
 	exited  chan struct{}
 	waitErr error
+	// pid is the running process's, 0 when none: faults signal it from
+	// goroutines other than the one that restarts it.
+	pid atomic.Int64
 }
 
 // StartProcess runs spdkDir's nvmf_tgt without hugepages on core 0 on
@@ -151,8 +155,9 @@ func StartCommand(argv []string, socket string) (*Process, error) {
 
 func (p *Process) start() error {
 	_ = os.Remove(p.socket)
+	// Appended to, so that a restart keeps what the last run said.
 	logPath := p.socket + ".log"
-	log, err := os.Create(logPath)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -165,12 +170,14 @@ func (p *Process) start() error {
 	}
 	exited := make(chan struct{})
 	p.cmd, p.exited = cmd, exited
+	p.pid.Store(int64(cmd.Process.Pid))
 	go func() { p.waitErr = cmd.Wait(); close(exited) }()
 	return p.waitReady(logPath)
 }
 
 // Kill stops SPDK the way SIGKILL does.
 func (p *Process) Kill() {
+	p.pid.Store(0)
 	if p.cmd != nil {
 		_ = p.cmd.Process.Kill()
 		<-p.exited // killed: its exit status says nothing
@@ -188,6 +195,7 @@ func (p *Process) Terminate(timeout time.Duration) {
 	if !p.WaitExit(timeout) {
 		p.Kill()
 	}
+	p.pid.Store(0)
 	p.cmd = nil
 }
 
@@ -228,14 +236,21 @@ func (p *Process) Exited() bool {
 
 // Freeze stops (SIGSTOP) or resumes (SIGCONT) SPDK.
 func (p *Process) Freeze(frozen bool) {
-	if p.cmd == nil {
-		return
-	}
 	sig := syscall.SIGCONT
 	if frozen {
 		sig = syscall.SIGSTOP
 	}
-	_ = p.cmd.Process.Signal(sig)
+	_ = p.Signal(sig)
+}
+
+// Signal sends sig to SPDK as a fault from outside would: one that ends
+// it leaves it Exited, for whoever supervises it to start it again.
+func (p *Process) Signal(sig syscall.Signal) error {
+	pid := p.pid.Load()
+	if pid == 0 {
+		return fmt.Errorf("SPDK on %s does not run", p.socket)
+	}
+	return syscall.Kill(int(pid), sig)
 }
 
 // Restart kills SPDK and starts it again with an empty configuration.
@@ -253,6 +268,7 @@ func (p *Process) waitReady(logPath string) error {
 	for {
 		select {
 		case <-p.exited:
+			p.pid.Store(0)
 			p.cmd = nil
 			data, _ := os.ReadFile(logPath)
 			return fmt.Errorf("SPDK exited before answering (%v); set LD_LIBRARY_PATH if it cannot find its libraries:\n%s", p.waitErr, data)
