@@ -25,10 +25,12 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -72,6 +75,10 @@ type Options struct {
 	// Operator is the operator's configuration; Namespace, image and ports
 	// are filled in.
 	Operator controllers.Options
+	// OperatorProcesses, when set, runs the operator as that many
+	// processes of cmd/operator (Cluster.Operators) rather than in this
+	// process, for tests that kill it; Operator's hooks are then unused.
+	OperatorProcesses int
 }
 
 // Cluster is a running local cluster.
@@ -80,7 +87,10 @@ type Cluster struct {
 	Client client.Client
 	// Nodes runs the OSD pods.
 	Nodes *localnode.Runner
-	dir   string
+	// Operators are the operator's processes with
+	// Options.OperatorProcesses; nil when it runs in this process.
+	Operators *Operators
+	dir       string
 	// stop ends the operator and the pods; stopped closes when the
 	// operator has returned.
 	stop    context.CancelFunc
@@ -130,9 +140,35 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	op := o.Operator
 	op.Namespace, op.OSDImage, op.PriorityClass, op.ServiceAccount, op.AgentPort = Namespace, "flint-osd:local", "flint-osd", "flint-osd", osd.GRPCPort
+	if err := c.startOperator(ctx, cfg, o, op); err != nil {
+		return c, err
+	}
+	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools, Subnet: o.Subnet, ProbeInterval: o.ProbeInterval}
+	go c.Nodes.Run(ctx, 200*time.Millisecond)
+	return c, nil
+}
+
+// startOperator runs the operator in this process, or as processes;
+// c.stopped closes once it has ended with ctx.
+func (c *Cluster) startOperator(ctx context.Context, cfg *rest.Config, o Options, op controllers.Options) error {
+	if o.OperatorProcesses > 0 {
+		kubeconfig, err := c.Kubeconfig(c.dir)
+		if err != nil {
+			return err
+		}
+		if c.Operators, err = startOperators(o.Root, c.dir, kubeconfig, o.OperatorProcesses, op); err != nil {
+			return err
+		}
+		go func() {
+			defer close(c.stopped)
+			<-ctx.Done()
+			c.Operators.stop()
+		}()
+		return nil
+	}
 	mgr, err := controllers.NewManager(cfg, op, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
-		return c, err
+		return err
 	}
 	go func() {
 		defer close(c.stopped)
@@ -140,9 +176,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			fmt.Fprintf(os.Stderr, "localcluster: operator: %v\n", err)
 		}
 	}()
-	c.Nodes = &localnode.Runner{Client: c.Client, Namespace: Namespace, AgentBinary: agent, Dir: c.dir, StartSPDK: o.StartSPDK, Pools: o.Pools, Subnet: o.Subnet, ProbeInterval: o.ProbeInterval}
-	go c.Nodes.Run(ctx, 200*time.Millisecond)
-	return c, nil
+	return nil
 }
 
 func (c *Cluster) addNode(ctx context.Context, n Node) error {
@@ -255,6 +289,29 @@ func waitEstablished(ctx context.Context, c client.Client, objs []*unstructured.
 		}
 	}
 	return nil
+}
+
+// SaveLogs copies every log of the operator and the OSD pods (agents,
+// SPDK, fence servers) into dst, keeping their paths, for a test that
+// failed: Stop removes them.
+func (c *Cluster) SaveLogs(dst string) error {
+	return filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+			return err
+		}
+		rel, err := filepath.Rel(c.dir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o600)
+	})
 }
 
 // Stop stops the operator, the OSD pods and the control plane, in that
