@@ -97,6 +97,18 @@ test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-pa
 	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./osd-image/agent/lifecycle/; \
 	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./test/datapath/
 
+FAULTS ?= 100
+FAULT_SEEDS ?= new
+FAULT_DURATION ?= 20m
+
+# The storm builds the operator and the agent inside its network
+# namespace, where there is no network: their modules are fetched first.
+.PHONY: test-faults
+test-faults: ## The fault storm: a 3-replica Volume on real SPDK (FLINT_SPDK_DIR's, or make spdk's) under FAULTS seeded faults (default 100, at most FAULT_DURATION, 20m) for each seed of FAULT_SEEDS (comma-separated, "new" draws one): kills, freezes and partitions of SPDK, agents, the operator's leader and the writer; every acknowledged block checked after each round and on every in-sync replica's disk (as root, in a network namespace of its own).
+	dir="$(spdk_dir)"; assets=$$(hack/envtest-assets.sh); go test -c -o bin/faults.test ./test/faults && go build ./cmd/operator ./cmd/osd-agent && \
+	cd test/faults && KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$$dir" FAULTS="$(FAULTS)" FAULT_SEEDS="$(FAULT_SEEDS)" FAULT_DURATION="$(FAULT_DURATION)" \
+	../../hack/own-netns.sh ../../bin/faults.test -test.v -test.count=1 -test.timeout=4h -test.run=TestFaultStorm
+
 .PHONY: test-transcripts
 test-transcripts: ## Record SPDK's JSON-RPC transcripts afresh on real SPDK (FLINT_SPDK_DIR's, or make spdk's) and replay them on the double: a step where they disagree fails.
 	dir="$(spdk_dir)"; out=$$(mktemp -d /tmp/flint-transcripts.XXXXXX); echo "fresh transcripts: $$out"; \
