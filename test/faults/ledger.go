@@ -102,6 +102,13 @@ func (l *ledger) ack(seq, first, n uint64) {
 	}
 }
 
+// counts are the writes tried and acknowledged so far.
+func (l *ledger) counts() (writes, acked int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes, l.ackedWrites
+}
+
 // verdict counts what a read of the whole volume showed.
 type verdict struct {
 	// Blocks were read; Acked of them hold an acknowledged write.

@@ -172,16 +172,8 @@ func (ops *Operators) Signal(i int, sig syscall.Signal) error {
 	return ops.procs[i].cmd.Process.Signal(sig)
 }
 
-// stop ends every replica and its supervisor.
+// stop ends every replica: each supervisor kills its own on quit.
 func (ops *Operators) stop() {
 	close(ops.quit)
 	ops.done.Wait()
-	ops.mu.Lock()
-	defer ops.mu.Unlock()
-	for _, p := range ops.procs {
-		if p != nil {
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	}
 }
