@@ -35,6 +35,12 @@ const (
 	ReplacementBlockedCondition = "ReplacementBlocked"
 )
 
+// SpaceLowCondition is True on an OSD whose lvstore has less than
+// SpaceReservePercent of its capacity free: thin lvols allocate on write,
+// and a replica that cannot allocate fails writes (ENOSPC). No new replica
+// is placed there; its reason is SpaceLowReason.
+const SpaceLowCondition = "SpaceLow"
+
 // OSD preflight warning condition types: each is True while the SPDK
 // container reports that check failing (SPDK started despite it), with a
 // message that says what to do; its reason is its type. A check that keeps

@@ -18,6 +18,19 @@ package v1alpha1
 
 import "slices"
 
+// SpaceReservePercent is the share of an OSD's lvstore kept free: below
+// it the OSD takes no new replica (SpaceLowCondition), long before a thin
+// replica's write finds no cluster to allocate. Ceph warns at 85 % used
+// and stops backfill at 90 %; Flint stops placement at 80 %, because its
+// rebuilds and snapshots allocate with no further stop.
+const SpaceReservePercent = 20
+
+// Low reports whether the free space is under SpaceReservePercent of the
+// total.
+func (c *OSDCapacity) Low() bool {
+	return c.Free.Value()*100 < c.Total.Value()*SpaceReservePercent
+}
+
 // ReplicasHeld counts what still lives on the OSD: the replicas its agent
 // last reported, or the Volumes of vols that place a replica or their
 // target on it, whichever is more. The Pool controller drains and the OSD

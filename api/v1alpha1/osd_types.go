@@ -193,8 +193,9 @@ type OSDStatus struct {
 	// spdkVersion is the version the OSD's SPDK reports.
 	// +optional
 	SPDKVersion string `json:"spdkVersion,omitempty"`
-	// conditions: Ready (serves I/O and takes replicas) and one per
-	// failed step of bringing the OSD up.
+	// conditions: Ready (serves I/O and takes replicas), SpaceLow (less
+	// than the reserve free: no new replica goes here) and one per failed
+	// step of bringing the OSD up.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -75,6 +75,10 @@ const (
 	OSDBadEndpointReason = "BadEndpoint"
 	// OSDServingReason says SPDK serves the device's lvstore.
 	OSDServingReason = "Serving"
+	// OSDSpaceLowReason says the lvstore has less than the reserve free.
+	OSDSpaceLowReason = "ThinSpaceLow"
+	// OSDSpaceAvailableReason says the lvstore has the reserve free.
+	OSDSpaceAvailableReason = "SpaceAvailable"
 	// OSDHoldsReplicasReason says deletion waits: the OSD holds replicas.
 	OSDHoldsReplicasReason = "HoldsReplicas"
 	// OSDHoldsSnapshotCopiesReason says deletion waits: the OSD holds

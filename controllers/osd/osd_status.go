@@ -75,6 +75,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	if obs.inventory != nil {
 		r.setPreflightWarnings(osd, obs.inventory.GetPreflightWarnings())
 	}
+	if st.Capacity != nil {
+		r.setSpaceLow(osd)
+	}
 	meta.RemoveStatusCondition(&st.Conditions, flintv1.DeletionBlockedCondition)
 	st.ObservedGeneration = osd.Generation
 	if st.Phase != obs.phase {
@@ -102,6 +105,26 @@ func (r *Reconciler) setPreflightWarnings(osd *flintv1.OSD, warnings []*agentv1.
 		}) {
 			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, kind, "Preflight", "%s", warnings[i].GetMessage())
 		}
+	}
+}
+
+// setSpaceLow says whether the lvstore has less than the reserve free; the
+// change to low is also an Event.
+func (r *Reconciler) setSpaceLow(osd *flintv1.OSD) {
+	c := osd.Status.Capacity
+	cond := metav1.Condition{
+		Type: flintv1.SpaceLowCondition, Status: metav1.ConditionFalse, Reason: flintv1.OSDSpaceAvailableReason, ObservedGeneration: osd.Generation,
+		Message: fmt.Sprintf("%s free of %s", c.Free.String(), c.Total.String()),
+	}
+	if c.Low() {
+		cond.Status, cond.Reason = metav1.ConditionTrue, flintv1.OSDSpaceLowReason
+		cond.Message = fmt.Sprintf("only %s free of %s, under the %d%% reserve: new replicas go to other OSDs, and thin replicas that grow further will fail writes once it is full; "+
+			"delete Volumes or Snapshots with replicas here, drain the OSD, or add OSDs", c.Free.String(), c.Total.String(), flintv1.SpaceReservePercent)
+	}
+	was := meta.IsStatusConditionTrue(osd.Status.Conditions, flintv1.SpaceLowCondition)
+	meta.SetStatusCondition(&osd.Status.Conditions, cond)
+	if cond.Status == metav1.ConditionTrue && !was {
+		r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, cond.Reason, "Observe", "%s", cond.Message)
 	}
 }
 

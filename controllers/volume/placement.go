@@ -187,8 +187,9 @@ type placement struct {
 }
 
 // offer sizes up every OSD of w for a replica of size bytes: serving, not
-// draining or deleted, not excluded (it holds a replica already), in a
-// labelled failure domain, and with room under the overcommit limit.
+// draining or deleted, not excluded (it holds a replica already), with its
+// free space above the reserve, in a labelled failure domain, and with
+// room under the overcommit limit.
 func offer(w *world, size int64, exclude map[string]bool) placement {
 	p := placement{key: w.pool.Spec.FailureDomain}
 	if p.key == "" {
@@ -223,6 +224,9 @@ func offer(w *world, size int64, exclude map[string]bool) placement {
 			continue
 		case !o.Status.Phase.Serving() || o.Status.Capacity == nil:
 			refuse("%s", orUnknown(string(o.Status.Phase)))
+			continue
+		case o.Status.Capacity.Low():
+			refuse("space low: %s free of %s, under the %d%% reserve", o.Status.Capacity.Free.String(), o.Status.Capacity.Total.String(), flintv1.SpaceReservePercent)
 			continue
 		}
 		node, ok := w.nodes[o.Spec.NodeName]

@@ -29,12 +29,13 @@ import (
 
 const gi = int64(1) << 30
 
-// osdSpec is one OSD of a placement case: its zone, phase, capacity and
-// what is committed on it.
+// osdSpec is one OSD of a placement case: its zone, phase, capacity,
+// what its lvstore has allocated and what is committed on it.
 type osdSpec struct {
 	name, zone string
 	phase      flintv1.OSDPhase
 	capacity   int64
+	allocated  int64
 	committed  int64
 	drain      bool
 	cordon     bool
@@ -59,6 +60,7 @@ func worldOf(overcommit int32, osds ...osdSpec) *world {
 			Spec:       flintv1.OSDSpec{NodeName: node, Drain: o.drain, Cordon: o.cordon},
 			Status: flintv1.OSDStatus{Phase: o.phase, Capacity: &flintv1.OSDCapacity{
 				Total: *resource.NewQuantity(o.capacity, resource.BinarySI),
+				Free:  *resource.NewQuantity(o.capacity-o.allocated, resource.BinarySI),
 			}},
 		}
 		w.committed[o.name] = o.committed
@@ -113,6 +115,23 @@ func TestPlacement(t *testing.T) {
 			osds:       []osdSpec{ready("a1", "a", 10*gi, 19*gi), ready("b1", "b", 10*gi, 0)},
 			n:          2, size: gi,
 			want: []string{"b1", "a1"},
+		},
+		{
+			name: "an OSD with less than the reserve free is refused, however little is committed",
+			osds: []osdSpec{
+				{name: "a1", zone: "a", phase: flintv1.OSDPhaseReady, capacity: 10 * gi, allocated: 9 * gi},
+				{name: "a2", zone: "a", phase: flintv1.OSDPhaseReady, capacity: 10 * gi, allocated: 8 * gi, committed: gi},
+				ready("b1", "b", 10*gi, 5*gi),
+			},
+			n: 2, size: gi,
+			want: []string{"a2", "b1"},
+		},
+		{
+			name: "a full lvstore says so",
+			osds: []osdSpec{{name: "a1", zone: "a", phase: flintv1.OSDPhaseReady, capacity: 10 * gi, allocated: 9 * gi}, ready("b1", "b", 10*gi, 0)},
+			n:    2, size: gi,
+			want: []string{"b1"},
+			why:  "a1 (space low: 1Gi free of 10Gi, under the 20% reserve)",
 		},
 		{
 			name: "exactly full fits",

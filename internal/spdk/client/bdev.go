@@ -74,6 +74,18 @@ func (c *Client) BdevNvmeDetachController(ctx context.Context, name string) erro
 	return c.rpc.Call(ctx, "bdev_nvme_detach_controller", types.BdevNameRequest{Name: name}, nil)
 }
 
+// BdevNvmeSetOptions sets bdev_nvme's options; SPDK refuses them
+// (jsonrpc.CodeNotPermitted) once a controller is attached.
+func (c *Client) BdevNvmeSetOptions(ctx context.Context, req types.BdevNvmeSetOptionsRequest) error {
+	return c.rpc.Call(ctx, "bdev_nvme_set_options", req, nil)
+}
+
+// BdevNvmeDisableController disconnects a controller and keeps it from
+// reconnecting; its bdevs stay. I/O it holds or retries fails.
+func (c *Client) BdevNvmeDisableController(ctx context.Context, name string) error {
+	return c.rpc.Call(ctx, "bdev_nvme_disable_controller", types.BdevNameRequest{Name: name}, nil)
+}
+
 // BdevNvmeGetControllers lists NVMe controllers, or the one named.
 func (c *Client) BdevNvmeGetControllers(ctx context.Context, name string) ([]types.NvmeController, error) {
 	var ctrlrs []types.NvmeController

@@ -54,6 +54,7 @@ var scenarios = []struct {
 	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
 	{"latency histogram of an exported bdev", 1, latencyHistogram},
+	{"NVMe options are taken only before the first controller", 2, nvmeOptionsBeforeControllers},
 	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
 }
 
@@ -644,4 +645,27 @@ func latencyHistogram(t *testing.T, l *spdklab.Lab) {
 	wantErr(t, err, nil, jsonrpc.CodeInternalError) // "Bad address": the namespace's channel has none
 	ok(t, c.BdevEnableHistogram(ctx(t), on))
 	must(c.BdevGetHistogram(ctx(t), "lvs0/vol"))
+}
+
+func nvmeOptionsBeforeControllers(t *testing.T, l *spdklab.Lab) {
+	const nqn = "nqn.2026-01.io.flint:options"
+	port := spdklab.FreePort(t)
+	replica := l.Targets[1].Client
+	must(replica.BdevMallocCreate(ctx(t), types.BdevMallocCreateRequest{Name: "m0", NumBlocks: 8192, BlockSize: 4096}))
+	ok(t, replica.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, replica.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, AllowAnyHost: true}))
+	must(replica.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "m0"}))
+	ok(t, replica.NvmfSubsystemAddListener(ctx(t), nqn, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
+
+	c := l.Targets[0].Client
+	options := types.BdevNvmeSetOptionsRequest{BdevRetryCount: -1, NvmeErrorStat: true}
+	wantErr(t, c.BdevNvmeSetOptions(ctx(t), types.BdevNvmeSetOptionsRequest{BdevRetryCount: -2}), nil, jsonrpc.CodeInvalid)
+	ok(t, c.BdevNvmeSetOptions(ctx(t), options))
+	ok(t, c.BdevNvmeSetOptions(ctx(t), options))
+	must(c.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+		Name: "r1", Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port, Subnqn: nqn, Hostnqn: hostNQN,
+	}))
+	wantErr(t, c.BdevNvmeSetOptions(ctx(t), options), nil, jsonrpc.CodeNotPermitted)
+	ok(t, c.BdevNvmeDetachController(ctx(t), "r1"))
+	ok(t, c.BdevNvmeSetOptions(ctx(t), options))
 }

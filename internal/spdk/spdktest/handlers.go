@@ -53,6 +53,7 @@ func init() {
 		"bdev_enable_histogram": bdevEnableHistogram,
 		"bdev_get_histogram":    bdevGetHistogram,
 
+		"bdev_nvme_set_options":       bdevNvmeSetOptions,
 		"bdev_nvme_attach_controller": bdevNvmeAttachController,
 		"bdev_nvme_detach_controller": bdevNvmeDetachController,
 		"bdev_nvme_get_controllers":   bdevNvmeGetControllers,

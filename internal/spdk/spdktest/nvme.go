@@ -121,6 +121,25 @@ func validReconnectOptions(loss int32, delay, fastFail uint32) bool {
 	return true
 }
 
+// bdevNvmeSetOptions takes the options Flint sets. The double keeps none
+// of them: it fails no I/O, so there is nothing to retry or to count.
+func bdevNvmeSetOptions(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		BdevRetryCount int32 `json:"bdev_retry_count"`
+		NvmeErrorStat  bool  `json:"nvme_error_stat"`
+	}
+	if err := decode(p, &req, errDecode()); err != nil {
+		return nil, err
+	}
+	if req.BdevRetryCount < -1 {
+		return nil, errf(-22, "Invalid argument")
+	}
+	if len(t.st.ctrlrs) > 0 {
+		return nil, errf(-1, "RPC not permitted with nvme controllers already attached")
+	}
+	return true, nil
+}
+
 func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 	var req struct {
 		Name                 string `json:"name"`

@@ -73,6 +73,18 @@ type BdevNvmeAttachControllerRequest struct {
 	FastIOFailTimeoutSec uint32 `json:"fast_io_fail_timeout_sec,omitempty"`
 }
 
+// BdevNvmeSetOptionsRequest sets bdev_nvme's process-wide options; SPDK
+// takes them only while no controller is attached. Fields left out keep
+// their values.
+type BdevNvmeSetOptionsRequest struct {
+	// BdevRetryCount is how often an I/O that failed without the Do Not
+	// Retry bit is tried again; -1 retries for ever (SPDK's default is 3).
+	BdevRetryCount int32 `json:"bdev_retry_count"`
+	// NvmeErrorStat counts failed completions per status in
+	// bdev_get_iostat's nvme_error.
+	NvmeErrorStat bool `json:"nvme_error_stat"`
+}
+
 // BdevNvmeGetControllersRequest lists NVMe controllers, one when Name is set.
 type BdevNvmeGetControllersRequest struct {
 	Name string `json:"name,omitempty"`
@@ -187,6 +199,23 @@ type BdevIostat struct {
 	MaxWriteLatencyTicks uint64 `json:"max_write_latency_ticks"`
 	MinWriteLatencyTicks uint64 `json:"min_write_latency_ticks"`
 	UnmapLatencyTicks    uint64 `json:"unmap_latency_ticks"`
+	// DriverSpecific is what the bdev's module adds.
+	DriverSpecific *IostatDriverSpecific `json:"driver_specific,omitempty"`
+}
+
+// IostatDriverSpecific is a module's own counters.
+type IostatDriverSpecific struct {
+	// NvmeError counts the failed completions of an NVMe bdev, every try
+	// of a retried I/O included; present once nvme_error_stat is on.
+	NvmeError *NvmeErrorStat `json:"nvme_error,omitempty"`
+}
+
+// NvmeErrorStat counts failed NVMe completions by status type ("generic",
+// "media_error", "path", ...) and by status code ("internal_device_error",
+// "aborted_sq_deletion", ...), as SPDK names them; zero counts are left out.
+type NvmeErrorStat struct {
+	StatusType map[string]uint32 `json:"status_type"`
+	StatusCode map[string]uint32 `json:"status_code"`
 }
 
 // SpdkVersion is the answer of spdk_get_version.

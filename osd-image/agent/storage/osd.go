@@ -130,13 +130,17 @@ const baseBdevName = "flint_base"
 // lvs is the name of the OSD's lvstore.
 func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
 
-// Bootstrap brings SPDK to the OSD's base state: the device claimed with
-// its volatile write cache off (ensureWriteCache), the OSD's lvstore
+// Bootstrap brings SPDK to the OSD's base state: NVMe I/O errors retried
+// (ensureNvmeOptions), the device claimed with its volatile write cache
+// off (ensureWriteCache), the OSD's lvstore
 // loaded (created on a blank device), the transport up. It is idempotent
 // and is what the agent runs after every SPDK start. It refuses, touching
 // nothing, a device that holds another owner's lvstore or data that is no
 // lvstore.
 func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
+	if err := o.ensureNvmeOptions(ctx); err != nil {
+		return types.Lvstore{}, err
+	}
 	base, err := o.claimDevice(ctx)
 	if err != nil {
 		return types.Lvstore{}, err
@@ -156,6 +160,25 @@ func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 		return types.Lvstore{}, err
 	}
 	return store, nil
+}
+
+// ensureNvmeOptions makes bdev_nvme retry a failed I/O for ever and count
+// failures per status. SPDK's raid1 acknowledges a write once one member
+// took it and drops a member that failed it: a remote replica whose device
+// fails writes (ENOSPC on a full lvstore, a media error) would lack
+// acknowledged writes while the operator still counts it in sync, and a
+// target lost before the next check could be rebuilt from it. Retried, the
+// write is held like a write to a lost connection, the error count shows
+// the member failing (failingMembers), and it leaves only once recorded
+// out of sync. SPDK takes the options only before the first controller,
+// so they come first here; refused, a controller exists, which only a
+// Bootstrap of this SPDK attached, after setting them.
+func (o *OSD) ensureNvmeOptions(ctx context.Context) error {
+	err := o.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{BdevRetryCount: -1, NvmeErrorStat: true})
+	if err != nil && jsonrpc.CodeOf(err) != jsonrpc.CodeNotPermitted {
+		return fmt.Errorf("set NVMe options: %w", err)
+	}
+	return nil
 }
 
 // claimDevice creates the device's bdev unless it exists and returns its

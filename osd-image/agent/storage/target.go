@@ -122,27 +122,34 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 		return o.ensureSingleTarget(ctx, spec, localBdev)
 	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
-	down := map[string]string{}  // member OSD → its bdev, when its connection is down
+	held := map[string]string{}  // member OSD → its bdev, when I/O to it is held
 	for _, m := range spec.Members {
 		if m.OSD == o.cfg.UID {
 			bdevs[m.OSD] = localBdev.Name
 			continue
 		}
 		b, connected, err := o.attachRemote(ctx, spec.Volume, m)
-		switch {
-		case err != nil:
+		if err != nil {
 			return TargetStatus{}, err
-		case connected:
+		}
+		failing := false
+		if connected {
+			if failing, err = o.failing(ctx, b); err != nil {
+				return TargetStatus{}, err
+			}
+		}
+		switch {
+		case connected && !failing:
 			bdevs[m.OSD] = b
 		case b != "":
-			down[m.OSD] = b
+			held[m.OSD] = b
 		}
 	}
 	raid, err := o.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/BlockSize)
 	if err != nil {
 		return TargetStatus{}, err
 	}
-	if raid, err = o.letGo(ctx, spec, raid, bdevs, down); err != nil {
+	if raid, err = o.letGo(ctx, spec, raid, bdevs, held); err != nil {
 		return TargetStatus{}, err
 	}
 	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
@@ -156,7 +163,7 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	if err != nil {
 		return TargetStatus{}, err
 	}
-	st, err := o.targetStatus(ctx, spec, bdevs, down)
+	st, err := o.targetStatus(ctx, spec, bdevs, held)
 	st.AllowedHosts = allowed
 	return st, err
 }
@@ -247,6 +254,41 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 		return "", false, fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
 	}
 	return bdev, true, nil
+}
+
+// failing reports whether remote replica bdev failed I/O with an error of
+// its own (ENOSPC on its lvstore and a media error both come back as
+// internal_device_error; a namespace gone as invalid_namespace_or_format):
+// bdev_nvme retries that I/O for ever (ensureNvmeOptions), so the replica
+// holds writes as a lost connection does, and the count never drops while
+// its controller lives. Path errors and the aborts of a lost connection
+// are the connection's, which connected() reports.
+func (o *OSD) failing(ctx context.Context, bdev string) (bool, error) {
+	st, err := o.spdk.BdevGetIostat(ctx, bdev)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read I/O errors of %s: %w", bdev, err)
+	}
+	return slices.ContainsFunc(st.Bdevs, func(b types.BdevIostat) bool {
+		return b.DriverSpecific != nil && ownErrors(b.DriverSpecific.NvmeError)
+	}), nil
+}
+
+// ownErrors reports whether e counts a failed completion that is neither
+// a path error nor an abort.
+func ownErrors(e *types.NvmeErrorStat) bool {
+	if e == nil {
+		return false
+	}
+	n := -int64(e.StatusCode["aborted_sq_deletion"]) - int64(e.StatusCode["aborted_by_request"])
+	for kind, count := range e.StatusType {
+		if kind != "path" {
+			n += int64(count)
+		}
+	}
+	return n > 0
 }
 
 // connected reports whether controller name has a path that is enabled.
@@ -362,22 +404,23 @@ func members(r types.RaidBdev) []string {
 
 // letGo takes out of the raid every member the target must not keep:
 // one the spec no longer lists (a replica drained away, freeing its slot
-// for the replacement), and one whose connection is down that the spec
-// does not count in sync. A down member the spec counts in sync stays and
-// holds writes (HELD): no write is acknowledged without a replica the
-// caller trusts until the caller has recorded it out of sync. A remote
-// member leaves by its controller's detach, which also fails the I/O it
-// holds (a removal from the raid would wait for that I/O for ever). A down
-// controller that is no member is detached too, so that the next call
-// attaches the replica's current export afresh. The raid keeps at least
+// for the replacement), and one whose I/O is held (its connection is
+// down, or its device fails I/O) that the spec does not count in sync. A
+// held member the spec counts in sync stays and holds writes (HELD): no
+// write is acknowledged without a replica the caller trusts until the
+// caller has recorded it out of sync. A remote member leaves by its
+// controller's detach, which also fails the I/O it holds (a removal from
+// the raid would wait for that I/O for ever). A held controller that is no
+// member is detached too, so that the next call attaches the replica's
+// current export afresh. The raid keeps at least
 // one member: SPDK deletes a raid that loses its last.
-func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, down map[string]string) (types.RaidBdev, error) {
+func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, held map[string]string) (types.RaidBdev, error) {
 	keep := map[string]bool{}
 	for _, m := range spec.Members {
 		if b, ok := bdevs[m.OSD]; ok {
 			keep[b] = true
 		}
-		if b, ok := down[m.OSD]; ok && m.InSync {
+		if b, ok := held[m.OSD]; ok && m.InSync {
 			keep[b] = true
 		}
 	}
@@ -391,7 +434,7 @@ func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdev
 		changed = true
 		return nil
 	}
-	for _, b := range down {
+	for _, b := range held {
 		member := slices.Contains(in, b)
 		if member && (keep[b] || len(in) == 1) {
 			continue
@@ -419,7 +462,7 @@ func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdev
 // it from the raid.
 func (o *OSD) detachMember(ctx context.Context, r types.RaidBdev, bdev string) error {
 	ctrlr := strings.TrimSuffix(bdev, "n1")
-	err := o.spdk.BdevNvmeDetachController(ctx, ctrlr)
+	err := o.detachController(ctx, ctrlr, bdev)
 	switch {
 	case err == nil:
 		return nil
@@ -430,6 +473,24 @@ func (o *OSD) detachMember(ctx context.Context, r types.RaidBdev, bdev string) e
 		return fmt.Errorf("remove member %s from %s: %w", bdev, r.Name, err)
 	}
 	return nil
+}
+
+// detachController detaches ctrlr, the controller of remote replica
+// bdev. One whose device fails I/O is disabled first: bdev_nvme retries
+// that I/O on the live connection for ever and the detach would wait for
+// it (SPDK gives up after 10 s); disabled, the I/O fails, and the raid
+// completes it on the other members.
+func (o *OSD) detachController(ctx context.Context, ctrlr, bdev string) error {
+	failing, err := o.failing(ctx, bdev)
+	if err != nil {
+		return err
+	}
+	if failing {
+		if err := o.spdk.BdevNvmeDisableController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) && jsonrpc.CodeOf(err) != jsonrpc.CodeAlready {
+			return fmt.Errorf("disable controller %s: %w", ctrlr, err)
+		}
+	}
+	return o.spdk.BdevNvmeDetachController(ctx, ctrlr)
 }
 
 // startNextRebuild adds one reachable replica that is not a member, unless
@@ -452,7 +513,7 @@ func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.Rai
 	return nil
 }
 
-func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs, down map[string]string) (TargetStatus, error) {
+func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs, held map[string]string) (TargetStatus, error) {
 	r, err := o.raid(ctx, raidName(spec.Volume))
 	if err != nil {
 		return TargetStatus{}, err
@@ -473,7 +534,7 @@ func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs, down map
 			ms.State = agentv1.MemberState_MEMBER_STATE_ONLINE
 		case reachable:
 			ms.State = agentv1.MemberState_MEMBER_STATE_PENDING
-		case down[m.OSD] != "" && slices.Contains(in, down[m.OSD]):
+		case held[m.OSD] != "" && slices.Contains(in, held[m.OSD]):
 			ms.State = agentv1.MemberState_MEMBER_STATE_HELD
 		}
 		st.Members = append(st.Members, ms)
@@ -521,7 +582,7 @@ func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOf
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: refused}
 	}
 	for _, m := range held {
-		if err := o.spdk.BdevNvmeDetachController(ctx, remoteName(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		if err := o.detachController(ctx, remoteName(volume, m), remoteBdev(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 			return Stopped{}, fmt.Errorf("let go of the replica of %s on OSD %s: %w", volume, m, err)
 		}
 	}
@@ -547,8 +608,8 @@ func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOf
 }
 
 // heldMembers lists the OSDs among memberOSDs whose replicas are members
-// of the volume's raid here through a controller that lost its
-// connection: they hold writes.
+// of the volume's raid here through a controller that lost its connection
+// or whose device fails I/O: they hold writes.
 func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []string) ([]string, error) {
 	r, err := o.raid(ctx, raidName(volume))
 	if errors.Is(err, ErrNotFound) {
@@ -563,7 +624,17 @@ func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []strin
 	}
 	var held []string
 	for _, m := range memberOSDs {
-		if down[remoteName(volume, m)] && slices.Contains(members(r), remoteBdev(volume, m)) {
+		bdev := remoteBdev(volume, m)
+		if !slices.Contains(members(r), bdev) {
+			continue
+		}
+		holds := down[remoteName(volume, m)]
+		if !holds {
+			if holds, err = o.failing(ctx, bdev); err != nil {
+				return nil, err
+			}
+		}
+		if holds {
 			held = append(held, m)
 		}
 	}

@@ -725,3 +725,24 @@ func TestTheLocalReplicaTakesTheFirstSlot(t *testing.T) {
 		t.Fatalf("raid slots %v, want the local lvol %s first", slots, local.Name)
 	}
 }
+
+// Only an error of the replica's own holds it as failing: the aborts and
+// path errors of a lost connection are the connection's.
+func TestOwnErrorsLeaveOutTheConnections(t *testing.T) {
+	cases := []struct {
+		name string
+		stat *types.NvmeErrorStat
+		want bool
+	}{
+		{"none counted", nil, false},
+		{"aborted by a lost connection", &types.NvmeErrorStat{StatusType: map[string]uint32{"generic": 3}, StatusCode: map[string]uint32{"aborted_sq_deletion": 2, "aborted_by_request": 1}}, false},
+		{"path errors", &types.NvmeErrorStat{StatusType: map[string]uint32{"path": 4}, StatusCode: map[string]uint32{"internal_path_error": 4}}, false},
+		{"a full lvstore or a failing device", &types.NvmeErrorStat{StatusType: map[string]uint32{"generic": 3}, StatusCode: map[string]uint32{"aborted_sq_deletion": 2, "internal_device_error": 1}}, true},
+		{"a media error", &types.NvmeErrorStat{StatusType: map[string]uint32{"media_error": 1}, StatusCode: map[string]uint32{"unrecovered_read_error": 1}}, true},
+	}
+	for _, tc := range cases {
+		if got := ownErrors(tc.stat); got != tc.want {
+			t.Errorf("%s: ownErrors = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
