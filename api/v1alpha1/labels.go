@@ -26,6 +26,14 @@ const (
 	LabelOSD = "flint.io/osd"
 )
 
+// AnnotationPlaced is set on a Volume, to when its replicas were first
+// recorded, right after they are and before any of them is made. A backup
+// (Velero, an etcd restore) brings metadata back but not status: a Volume
+// that carries it and whose status names no replica was restored without
+// its status, and is not placed again on empty replicas a host would
+// format (VolumeRestoredWithoutStatusReason).
+const AnnotationPlaced = "flint.io/placed"
+
 // VolumeFinalizer keeps a Volume until the operator has torn down its
 // target and replicas. The CSI controller sets it when it creates a
 // Volume, saving the operator a write; the operator adds it to a Volume

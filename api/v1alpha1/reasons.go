@@ -120,6 +120,11 @@ const (
 	SnapshotInUseReason = "InUse"
 )
 
+// VolumeRestoredWithoutStatusReason says the Volume was placed before
+// (AnnotationPlaced) but its status names no replica: it is not placed
+// again empty.
+const VolumeRestoredWithoutStatusReason = "RestoredWithoutStatus"
+
 // VolumeSourceNotReadyReason says the Volume waits for what it starts from (spec.source).
 const VolumeSourceNotReadyReason = "SourceNotReady"
 

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +90,36 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Restoring", "Place", "%s", msg)
 	}
 	return true, nil
+}
+
+// markPlaced sets AnnotationPlaced once vol's replicas are recorded,
+// before any is made: a Volume restored from a backup keeps it, but not
+// its status.
+func (r *Reconciler) markPlaced(ctx context.Context, vol *flintv1.Volume) error {
+	if len(vol.Status.Replicas) == 0 || vol.Annotations[flintv1.AnnotationPlaced] != "" {
+		return nil
+	}
+	base := vol.DeepCopy()
+	metav1.SetMetaDataAnnotation(&vol.ObjectMeta, flintv1.AnnotationPlaced, r.now().UTC().Format(time.RFC3339))
+	if err := r.Patch(ctx, vol, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	r.wrote.Store(vol.Name, vol.ResourceVersion)
+	return nil
+}
+
+// refuseReplacing keeps a Volume placed before (at placed) whose status
+// names no replica Pending: it was restored without its status, its data
+// is in the lvols of the uid it had (quarantined on their OSDs, Events
+// OrphanFound), and replicas placed afresh would serve it empty.
+func (r *Reconciler) refuseReplacing(vol *flintv1.Volume, placed string) {
+	msg := fmt.Sprintf("the Volume's replicas were placed at %s (annotation %s) but its status names none: it was restored without its status, and new replicas would be empty. "+
+		"Its data is in the lvols its OSDs keep for the orphan grace (Events OrphanFound); restore the Volume's status, or remove the annotation to start the Volume empty",
+		placed, flintv1.AnnotationPlaced)
+	if c := meta.FindStatusCondition(vol.Status.Conditions, flintv1.ReadyCondition); c == nil || c.Reason != flintv1.VolumeRestoredWithoutStatusReason {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.VolumeRestoredWithoutStatusReason, "Place", "%s", msg)
+	}
+	r.setPending(vol, flintv1.VolumeRestoredWithoutStatusReason, msg)
 }
 
 // targetOf picks the target among the OSDs chosen for a new Volume's

@@ -181,6 +181,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if len(vol.Status.Replicas) == 0 {
 		vol.Status.Target = nil // nothing to serve from
+		if placed := vol.Annotations[flintv1.AnnotationPlaced]; placed != "" {
+			r.refuseReplacing(&vol, placed)
+			return r.writeStatus(ctx, before, &vol)
+		}
 		if ok, err := r.place(ctx, &vol, w); err != nil || !ok {
 			if err != nil {
 				return ctrl.Result{}, err
@@ -198,6 +202,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if err := r.recordIntent(ctx, before, &vol); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.markPlaced(ctx, &vol); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.point(ctx, &vol, PointIntentRecorded)

@@ -71,6 +71,31 @@ var _ = Describe("A Volume", Ordered, func() {
 		deleteVolume("vol-big")
 	})
 
+	It("is not placed afresh when restored without its status, until the marker of its placement goes", func() {
+		v := newVolume("vol-restored", "vols", "64Mi")
+		v.Annotations = map[string]string{flintv1.AnnotationPlaced: "2026-11-01T00:00:00Z"}
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-restored")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhasePending))
+			g.Expect(readyOf(got)).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Reason":  Equal(flintv1.VolumeRestoredWithoutStatusReason),
+				"Message": ContainSubstring("restored without its status, and new replicas would be empty"),
+			})))
+		}).Should(Succeed())
+		Consistently(func() []flintv1.ReplicaStatus { return getVolume("vol-restored").Status.Replicas }, "2s").Should(BeEmpty())
+
+		got := getVolume("vol-restored")
+		delete(got.Annotations, flintv1.AnnotationPlaced)
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-restored")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+			g.Expect(got.Annotations).To(HaveKeyWithValue(flintv1.AnnotationPlaced, Not(Equal("2026-11-01T00:00:00Z"))))
+		}).Should(Succeed())
+		deleteVolume("vol-restored")
+	})
+
 	It("gets three replicas in distinct zones, a raid1 target and an export to its hosts", func() {
 		v := newVolume("vol-1", "vols", "64Mi")
 		v.Spec.PublishedHosts = []string{hostA}
