@@ -658,8 +658,10 @@ func nvmeOptionsBeforeControllers(t *testing.T, l *spdklab.Lab) {
 	ok(t, replica.NvmfSubsystemAddListener(ctx(t), nqn, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
 
 	c := l.Targets[0].Client
-	options := types.BdevNvmeSetOptionsRequest{BdevRetryCount: -1, NvmeErrorStat: true}
+	options := types.BdevNvmeSetOptionsRequest{BdevRetryCount: -1, NvmeErrorStat: true, TimeoutUs: 10_000_000, TimeoutAdminUs: 5_000_000, ActionOnTimeout: "reset"}
 	wantErr(t, c.BdevNvmeSetOptions(ctx(t), types.BdevNvmeSetOptionsRequest{BdevRetryCount: -2}), nil, jsonrpc.CodeInvalid)
+	wantErr(t, c.BdevNvmeSetOptions(ctx(t), types.BdevNvmeSetOptionsRequest{TimeoutAdminUs: 5_000_000}), nil, jsonrpc.CodeInvalid)
+	wantErr(t, c.BdevNvmeSetOptions(ctx(t), types.BdevNvmeSetOptionsRequest{TimeoutUs: 1, ActionOnTimeout: "restart"}), nil, jsonrpc.CodeInternalError)
 	ok(t, c.BdevNvmeSetOptions(ctx(t), options))
 	ok(t, c.BdevNvmeSetOptions(ctx(t), options))
 	must(c.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{

@@ -121,17 +121,25 @@ func validReconnectOptions(loss int32, delay, fastFail uint32) bool {
 	return true
 }
 
-// bdevNvmeSetOptions takes the options Flint sets. The double keeps none
-// of them: it fails no I/O, so there is nothing to retry or to count.
+// bdevNvmeSetOptions checks the options Flint sets as SPDK does, from the
+// request alone (SPDK checks them merged with those set before). The
+// double keeps none: it fails no I/O and times none out, so there is
+// nothing to retry, count or reset.
 func bdevNvmeSetOptions(t *Target, p json.RawMessage) (any, error) {
 	var req struct {
-		BdevRetryCount int32 `json:"bdev_retry_count"`
-		NvmeErrorStat  bool  `json:"nvme_error_stat"`
+		BdevRetryCount  int32   `json:"bdev_retry_count"`
+		NvmeErrorStat   bool    `json:"nvme_error_stat"`
+		TimeoutUs       uint64  `json:"timeout_us"`
+		ActionOnTimeout *string `json:"action_on_timeout"`
+		TimeoutAdminUs  uint64  `json:"timeout_admin_us"`
 	}
 	if err := decode(p, &req, errDecode()); err != nil {
 		return nil, err
 	}
-	if req.BdevRetryCount < -1 {
+	if a := req.ActionOnTimeout; a != nil && *a != "none" && *a != "abort" && *a != "reset" {
+		return nil, errDecode()
+	}
+	if req.BdevRetryCount < -1 || req.TimeoutUs == 0 && req.TimeoutAdminUs != 0 {
 		return nil, errf(-22, "Invalid argument")
 	}
 	if len(t.st.ctrlrs) > 0 {

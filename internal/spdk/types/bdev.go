@@ -83,6 +83,13 @@ type BdevNvmeSetOptionsRequest struct {
 	// NvmeErrorStat counts failed completions per status in
 	// bdev_get_iostat's nvme_error.
 	NvmeErrorStat bool `json:"nvme_error_stat"`
+	// TimeoutUs is how long an I/O may be outstanding before
+	// ActionOnTimeout ("none", "abort" or "reset"); 0 never times out.
+	TimeoutUs       uint64 `json:"timeout_us,omitempty"`
+	ActionOnTimeout string `json:"action_on_timeout,omitempty"`
+	// TimeoutAdminUs is the same for admin commands, keep-alives
+	// included; it needs TimeoutUs.
+	TimeoutAdminUs uint64 `json:"timeout_admin_us,omitempty"`
 }
 
 // BdevNvmeGetControllersRequest lists NVMe controllers, one when Name is set.

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
@@ -170,16 +171,33 @@ func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 // target lost before the next check could be rebuilt from it. Retried, the
 // write is held like a write to a lost connection, the error count shows
 // the member failing (failingMembers), and it leaves only once recorded
-// out of sync. SPDK takes the options only before the first controller,
+// out of sync. A replica that goes silent (its SPDK hung, a network that
+// drops its packets) fails nothing, and SPDK's host never times out a
+// keep-alive by itself: a command outstanding for longer than the
+// timeouts resets the controller, which then reconnects, so the member
+// reads as not connected and held, not as online for as long as it
+// stays silent. SPDK takes the options only before the first controller,
 // so they come first here; refused, a controller exists, which only a
 // Bootstrap of this SPDK attached, after setting them.
 func (o *OSD) ensureNvmeOptions(ctx context.Context) error {
-	err := o.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{BdevRetryCount: -1, NvmeErrorStat: true})
+	err := o.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{
+		BdevRetryCount: -1, NvmeErrorStat: true,
+		TimeoutUs: uint64(ioTimeout.Microseconds()), TimeoutAdminUs: uint64(adminTimeout.Microseconds()), ActionOnTimeout: "reset",
+	})
 	if err != nil && jsonrpc.CodeOf(err) != jsonrpc.CodeNotPermitted {
 		return fmt.Errorf("set NVMe options: %w", err)
 	}
 	return nil
 }
+
+// The NVMe command timeouts. A keep-alive goes every 5 s (SPDK's 10 s
+// keep-alive timeout, halved), so a silent replica is reset within about
+// 10 s. The kernel host gives an I/O 30 s (nvme_core.io_timeout); a local
+// device's command that takes 10 s is stuck too.
+const (
+	ioTimeout    = 10 * time.Second
+	adminTimeout = 5 * time.Second
+)
 
 // claimDevice creates the device's bdev unless it exists and returns its
 // name.
