@@ -170,7 +170,7 @@ func storm(t *testing.T, spdkDir string, seed uint64, b budget) {
 		})
 	}
 	defer func() {
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("FAULT_KEEP") == "" {
 			_ = os.RemoveAll(kept)
 			return
 		}

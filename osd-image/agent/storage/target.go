@@ -412,8 +412,8 @@ func members(r types.RaidBdev) []string {
 // controller's detach, which also fails the I/O it holds (a removal from
 // the raid would wait for that I/O for ever). A held controller that is no
 // member is detached too, so that the next call attaches the replica's
-// current export afresh. The raid keeps at least
-// one member: SPDK deletes a raid that loses its last.
+// current export afresh. The raid keeps at least one member: SPDK deletes
+// a raid that loses its last.
 func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, held map[string]string) (types.RaidBdev, error) {
 	keep := map[string]bool{}
 	for _, m := range spec.Members {
