@@ -31,8 +31,8 @@ import (
 // A replica whose lvstore is full fails the writes that need a new
 // cluster (ENOSPC). SPDK's raid1 would drop it and acknowledge the write
 // on the others while the caller still counts it in sync; instead the
-// target holds the write, reports the member HELD, and lets it go only
-// once it is recorded out of sync.
+// target holds the write, reports the member HELD, keeps DeleteTarget
+// refused, and lets it go only once it is recorded out of sync.
 func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -41,55 +41,95 @@ func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 		t.Skip("the double keeps no data, so no lvstore fills up: run with FLINT_SPDK_DIR (make test-spdk)")
 	}
 	osds := startOSDs(ctx, t, lab)
+	h := holdUntilLetGo(ctx, t, lab, osds, "full", func() { fillLvstore(ctx, t, lab.Targets[2], osds[2]) }, func() {
+		if _, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil); err == nil {
+			t.Fatal("the target stopped while the full replica, counted in sync, held a write")
+		}
+	})
+	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, []string{"osd-2"})
+	must(t, err)
+	if len(stopped.InSync) != 2 {
+		t.Errorf("the stopped target = %+v, want the two replicas that took every write in sync", stopped)
+	}
+	expectReplicas(ctx, t, h.dd, osds, []int{0, 1}, h.want)
+}
+
+// A replica that goes silent (its SPDK frozen: no reset, no answer, as
+// behind a network that drops its packets) holds the target's writes.
+// The target must notice within seconds and report it HELD, or the
+// Volume's writes wait for as long as the replica stays silent.
+func TestASilentReplicaIsReportedWithinSeconds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 3)
+	if lab.Targets[2].Freeze == nil {
+		t.Skip("the double cannot freeze: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	osds := startOSDs(ctx, t, lab)
+	defer lab.Targets[2].Freeze(false)
+	h := holdUntilLetGo(ctx, t, lab, osds, "silent", func() { lab.Targets[2].Freeze(true) }, func() {})
+	t.Logf("the silent replica was reported HELD %.1fs after it froze; the write completed %.1fs after", h.reported.Seconds(), h.completed.Seconds())
+}
+
+// held is what holdUntilLetGo saw.
+type held struct {
+	dd   *host
+	want []byte
+	// reported and completed are how long after the fault the member was
+	// reported HELD and the held write completed.
+	reported, completed time.Duration
+}
+
+// holdUntilLetGo runs the shape of a replica that holds writes: a
+// 3-replica target on osds[0] takes a write, fault strikes replica 2, and
+// a second write must stay pending, the member HELD, until replica 2 is
+// recorded out of sync (whileHeld runs meanwhile); then the write
+// completes and the Volume reads back every acknowledged byte.
+func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.OSD, what string, fault, whileHeld func()) held {
+	t.Helper()
 	members := []storage.Member{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
 	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.TargetStatus) bool { return !st.Degraded() }); st.SizeBytes != volSize {
 		t.Fatalf("new target = %+v, want %d bytes", st, volSize)
 	}
-	dd := newHost(t, lab)
+	h := held{dd: newHost(t, lab), want: make([]byte, volSize)}
 	target := osds[0].Endpoint()
 	target.NQN = agentv1.VolumeNQN(volume)
-
-	want := make([]byte, volSize)
 	first, second := randomChunk(t), randomChunk(t)
-	copy(want, first)
-	copy(want[2*chunk:], second)
-	dd.write(target, hostNQN, first, 0)
-	fillLvstore(ctx, t, lab.Targets[2], osds[2])
+	copy(h.want, first)
+	copy(h.want[2*chunk:], second)
+	h.dd.write(target, hostNQN, first, 0)
 
+	fault()
+	struck := time.Now()
 	done := make(chan error, 1)
-	go func() { done <- dd.tryWrite(target, hostNQN, second, 2*chunk) }()
-	ensureUntil(ctx, t, osds[0], spec, "the full replica holding writes", func(st storage.TargetStatus) bool {
+	go func() { done <- h.dd.tryWrite(target, hostNQN, second, 2*chunk) }()
+	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.TargetStatus) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
+	h.reported = time.Since(struck)
 	select {
 	case err := <-done:
 		t.Fatalf("the write ended (%v) while a member counted in sync lacks it", err)
 	case <-time.After(3 * time.Second):
 	}
-	if _, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil); err == nil {
-		t.Fatal("the target stopped while the full replica, counted in sync, held a write")
-	}
+	whileHeld()
 
 	spec.Members[2].InSync = false
-	ensureUntil(ctx, t, osds[0], spec, "the full replica leaving the raid", func(st storage.TargetStatus) bool {
+	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica leaving the raid", func(st storage.TargetStatus) bool {
 		return st.Members[2].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[2].State != agentv1.MemberState_MEMBER_STATE_ONLINE
 	})
 	select {
 	case err := <-done:
 		must(t, err)
 	case <-time.After(time.Minute):
-		t.Fatal("the write is still held after the full replica left")
+		t.Fatalf("the write is still held after the %s replica left", what)
 	}
-	if got := dd.read(target, hostNQN, volSize); !bytes.Equal(got, want) {
+	h.completed = time.Since(struck)
+	if got := h.dd.read(target, hostNQN, volSize); !bytes.Equal(got, h.want) {
 		t.Error("the volume does not read back what was acknowledged")
 	}
-	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, []string{"osd-2"})
-	must(t, err)
-	if len(stopped.InSync) != 2 {
-		t.Errorf("the stopped target = %+v, want the two replicas that took every write in sync", stopped)
-	}
-	expectReplicas(ctx, t, dd, osds, []int{0, 1}, want)
+	return h
 }
 
 // fillLvstore takes every free cluster of o's lvstore with a thick lvol, so
