@@ -131,9 +131,9 @@ const baseBdevName = "flint_base"
 // lvs is the name of the OSD's lvstore.
 func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
 
-// Bootstrap brings SPDK to the OSD's base state: NVMe I/O errors retried
-// (ensureNvmeOptions), the device claimed with its volatile write cache
-// off (ensureWriteCache), the OSD's lvstore
+// Bootstrap brings SPDK to the OSD's base state: failed NVMe I/O retried
+// and unanswered commands reset (ensureNvmeOptions), the device claimed
+// with its volatile write cache off (ensureWriteCache), the OSD's lvstore
 // loaded (created on a blank device), the transport up. It is idempotent
 // and is what the agent runs after every SPDK start. It refuses, touching
 // nothing, a device that holds another owner's lvstore or data that is no
@@ -170,7 +170,7 @@ func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 // acknowledged writes while the operator still counts it in sync, and a
 // target lost before the next check could be rebuilt from it. Retried, the
 // write is held like a write to a lost connection, the error count shows
-// the member failing (failingMembers), and it leaves only once recorded
+// the member failing (OSD.failing), and it leaves only once recorded
 // out of sync. A replica that goes silent (its SPDK hung, a network that
 // drops its packets) fails nothing, and SPDK's host never times out a
 // keep-alive by itself: a command outstanding for longer than the

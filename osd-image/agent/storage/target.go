@@ -132,17 +132,17 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 		if err != nil {
 			return TargetStatus{}, err
 		}
-		failing := false
-		if connected {
-			if failing, err = o.failing(ctx, b); err != nil {
-				return TargetStatus{}, err
-			}
+		if b == "" {
+			continue // not attached: not exported, or the attach was refused
 		}
-		switch {
-		case connected && !failing:
-			bdevs[m.OSD] = b
-		case b != "":
+		holds, err := o.holdsIO(ctx, b, connected)
+		if err != nil {
+			return TargetStatus{}, err
+		}
+		if holds {
 			held[m.OSD] = b
+		} else {
+			bdevs[m.OSD] = b
 		}
 	}
 	raid, err := o.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/BlockSize)
@@ -254,6 +254,15 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 		return "", false, fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
 	}
 	return bdev, true, nil
+}
+
+// holdsIO reports whether I/O to remote replica bdev is held: its
+// controller is not connected, or its device fails I/O.
+func (o *OSD) holdsIO(ctx context.Context, bdev string, connected bool) (bool, error) {
+	if !connected {
+		return true, nil
+	}
+	return o.failing(ctx, bdev)
 }
 
 // failing reports whether remote replica bdev failed I/O with an error of
@@ -628,11 +637,9 @@ func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []strin
 		if !slices.Contains(members(r), bdev) {
 			continue
 		}
-		holds := down[remoteName(volume, m)]
-		if !holds {
-			if holds, err = o.failing(ctx, bdev); err != nil {
-				return nil, err
-			}
+		holds, err := o.holdsIO(ctx, bdev, !down[remoteName(volume, m)])
+		if err != nil {
+			return nil, err
 		}
 		if holds {
 			held = append(held, m)
