@@ -76,29 +76,46 @@ type fault struct {
 	after, hold time.Duration
 }
 
-// plan draws the next round: one fault, or two that overlap. Held faults
-// mostly last 1–8 s; one in five outlasts longHold, the target grace, by
-// 10–20 s, so that targets move.
+// plan draws the next round. Held faults mostly last 1–8 s; one in five
+// outlasts longHold, the target grace, by 10–20 s, so that targets move,
+// and carries three short faults that start within it: the long round
+// hits while a part is already away, and the storm's time goes to faults,
+// not to waiting. Any other round is one fault, or (one in two) two that
+// overlap.
 func plan(rng *rand.Rand, longHold time.Duration) []fault {
-	n := 1
-	if rng.IntN(10) < 3 {
-		n = 2
+	first := drawFault(rng)
+	long := first.kind.lasts() && rng.IntN(5) == 0
+	if long {
+		first.hold = longHold + 10*time.Second + randDuration(rng, 10*time.Second)
 	}
-	var round []fault
-	for i := range n {
-		f := fault{kind: kind(rng.IntN(int(kinds))), onTarget: rng.IntN(2) == 0, pick: rng.IntN(2)}
-		if f.kind.lasts() {
-			f.hold = time.Second + randDuration(rng, 7*time.Second)
-			if rng.IntN(5) == 0 {
-				f.hold = longHold + 10*time.Second + randDuration(rng, 10*time.Second)
+	round := []fault{first}
+	switch {
+	case long:
+		for range 3 {
+			// Of another kind: the same kind could end it early (a
+			// SIGCONT, an agent thawed).
+			f := drawFault(rng)
+			for f.kind == first.kind {
+				f = drawFault(rng)
 			}
+			f.after = randDuration(rng, first.hold-f.hold)
+			round = append(round, f)
 		}
-		if i > 0 {
-			f.after = randDuration(rng, max(round[0].hold, 3*time.Second))
-		}
+	case rng.IntN(2) == 0:
+		f := drawFault(rng)
+		f.after = randDuration(rng, max(first.hold, 3*time.Second))
 		round = append(round, f)
 	}
 	return round
+}
+
+// drawFault draws a fault, held (if its kind lasts) for 1–8 s.
+func drawFault(rng *rand.Rand) fault {
+	f := fault{kind: kind(rng.IntN(int(kinds))), onTarget: rng.IntN(2) == 0, pick: rng.IntN(2)}
+	if f.kind.lasts() {
+		f.hold = time.Second + randDuration(rng, 7*time.Second)
+	}
+	return f
 }
 
 func randDuration(rng *rand.Rand, below time.Duration) time.Duration {
