@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/test/ledger"
 )
 
 // host runs SPDK's own initiator, spdk_dd, once per transfer: each run
@@ -61,8 +62,8 @@ func (h *host) write(ctx context.Context, ep endpoint, first uint64, data []byte
 	if err := os.WriteFile(in, data, 0o600); err != nil {
 		return err
 	}
-	return h.run(ctx, nvmeConfig(ep), "hn1", "--if="+in, "--ob=hn1", "--bs="+strconv.Itoa(blockSize),
-		fmt.Sprintf("--count=%d", len(data)/blockSize), fmt.Sprintf("--seek=%d", first))
+	return h.run(ctx, nvmeConfig(ep), "hn1", "--if="+in, "--ob=hn1", "--bs="+strconv.Itoa(ledger.BlockSize),
+		fmt.Sprintf("--count=%d", len(data)/ledger.BlockSize), fmt.Sprintf("--seek=%d", first))
 }
 
 // read reads size bytes from the start of ep's namespace.
@@ -74,7 +75,7 @@ func (h *host) read(ctx context.Context, ep endpoint, size int) ([]byte, error) 
 // of a stopped OSD, as SPDK finds it there: independent of Flint's code.
 func (h *host) readLvol(ctx context.Context, image, lvstore, lvol string, size int) ([]byte, error) {
 	conf := []any{
-		map[string]any{"method": "bdev_aio_create", "params": map[string]any{"name": "disk", "filename": image, "block_size": blockSize}},
+		map[string]any{"method": "bdev_aio_create", "params": map[string]any{"name": "disk", "filename": image, "block_size": ledger.BlockSize}},
 		map[string]any{"method": "bdev_wait_for_examine"},
 	}
 	return h.readBdev(ctx, conf, lvstore+"/"+lvol, size)

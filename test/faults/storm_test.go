@@ -51,6 +51,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/test/ledger"
 	"github.com/flint-io/flint/test/localcluster"
 	"github.com/flint-io/flint/test/localnode"
 )
@@ -193,7 +194,7 @@ func storm(t *testing.T, spdkDir string, seed uint64, b budget) {
 	fig := figures{faults: map[kind]int{}}
 	var targetMu sync.Mutex
 	lastTarget := vol.Status.Target.OSD
-	w := &writer{host: h, ledger: newLedger(), rng: rand.New(rand.NewPCG(seed, 1)), blocks: volSize / blockSize, journal: journal,
+	w := &writer{host: h, ledger: ledger.New(), rng: rand.New(rand.NewPCG(seed, 1)), blocks: volSize / ledger.BlockSize, journal: journal,
 		target: func(ctx context.Context) (endpoint, error) {
 			var v flintv1.Volume
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vol), &v); err != nil {
@@ -244,7 +245,7 @@ func storm(t *testing.T, spdkDir string, seed uint64, b budget) {
 		}
 		fig.checks++
 		t.Logf("round %d [%s, %s] %s; writes again %.1fs after; read back: %s", fig.rounds, time.Since(began).Round(time.Second), time.Now().Format("15:04:05"), log, fig.lastRecovery.Seconds(), v)
-		if v.bad() > 0 {
+		if v.Bad() > 0 {
 			t.Errorf("round %d (%s): the Volume read back %s", fig.rounds, log, v)
 			break
 		}
@@ -261,7 +262,7 @@ func storm(t *testing.T, spdkDir string, seed uint64, b budget) {
 	whole, final, err := checkThroughVolume(ctx, w)
 	if err != nil {
 		t.Errorf("after the storm: %v", err)
-	} else if final.bad() > 0 {
+	} else if final.Bad() > 0 {
 		t.Errorf("after the storm the Volume read back %s", final)
 	}
 	replicas := inSyncReplicas(ctx, t, c, vol)
@@ -273,9 +274,9 @@ func storm(t *testing.T, spdkDir string, seed uint64, b budget) {
 			t.Errorf("read the replica on %s from its disk: %v", r.osd, err)
 			continue
 		}
-		v := w.ledger.check(data)
+		v := w.ledger.Check(data)
 		t.Logf("replica on %s, read from its disk: %s; %d blocks differ from the Volume's", r.osd, v, differing(data, whole))
-		if v.bad() > 0 {
+		if v.Bad() > 0 {
 			t.Errorf("the in-sync replica on %s read back %s", r.osd, v)
 		}
 	}
@@ -284,11 +285,11 @@ func storm(t *testing.T, spdkDir string, seed uint64, b budget) {
 	for k := range kinds {
 		byKind = append(byKind, fmt.Sprintf("%s %d", k, fig.faults[k]))
 	}
-	writes, acked := w.ledger.counts()
+	writes, acked := w.ledger.Counts()
 	t.Logf("seed %d: %d faults in %d rounds (%d overlapping; %d skipped, nothing to hit) over %s: %s",
 		seed, fig.injected, fig.rounds, fig.overlaps, fig.skipped, time.Since(began).Round(time.Second), strings.Join(byKind, ", "))
 	t.Logf("seed %d: %d writes of %d KiB tried, %d acknowledged; %d attempts failed (no target to send to, or not acknowledged); %d target moves; longest write stall %.1fs; longest recovery after a round %.1fs; %d checks through the Volume; at the end %s",
-		seed, writes, writeBlocks*blockSize>>10, acked, failed, fig.moves, stall.Seconds(), fig.recovery.Seconds(), fig.checks, final)
+		seed, writes, writeBlocks*ledger.BlockSize>>10, acked, failed, fig.moves, stall.Seconds(), fig.recovery.Seconds(), fig.checks, final)
 }
 
 // runRound injects each fault of round at its time, holds it, heals it,
@@ -350,7 +351,7 @@ func ended(err error) error {
 // checkThroughVolume reads the whole Volume with the writer paused and
 // returns it, judged by the ledger; the read is retried for a minute
 // while the target is not there.
-func checkThroughVolume(ctx context.Context, w *writer) ([]byte, verdict, error) {
+func checkThroughVolume(ctx context.Context, w *writer) ([]byte, ledger.Verdict, error) {
 	w.pause()
 	defer w.resume()
 	var lastErr error
@@ -360,13 +361,13 @@ func checkThroughVolume(ctx context.Context, w *writer) ([]byte, verdict, error)
 		if err == nil {
 			var data []byte
 			if data, err = w.host.read(ctx, ep, volSize); err == nil {
-				return data, w.ledger.check(data), nil
+				return data, w.ledger.Check(data), nil
 			}
 		}
 		lastErr = err
 		sleep(ctx, time.Second)
 	}
-	return nil, verdict{}, fmt.Errorf("the Volume could not be read for a minute: %w", lastErr)
+	return nil, ledger.Verdict{}, fmt.Errorf("the Volume could not be read for a minute: %w", lastErr)
 }
 
 // startCluster runs the control plane, the operator as two processes and
@@ -483,8 +484,8 @@ func inSyncReplicas(ctx context.Context, t *testing.T, c *localcluster.Cluster, 
 // differing counts the blocks where a and b differ.
 func differing(a, b []byte) int {
 	n := 0
-	for i := 0; i+blockSize <= min(len(a), len(b)); i += blockSize {
-		if !bytes.Equal(a[i:i+blockSize], b[i:i+blockSize]) {
+	for i := 0; i+ledger.BlockSize <= min(len(a), len(b)); i += ledger.BlockSize {
+		if !bytes.Equal(a[i:i+ledger.BlockSize], b[i:i+ledger.BlockSize]) {
 			n++
 		}
 	}

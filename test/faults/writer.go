@@ -24,6 +24,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/flint-io/flint/test/ledger"
 )
 
 // writeBlocks is how many blocks one write covers.
@@ -34,7 +36,7 @@ const writeBlocks = 64
 // tries and each one acknowledged.
 type writer struct {
 	host   *host
-	ledger *ledger
+	ledger *ledger.Ledger
 	// target is where the Volume's target serves now.
 	target func(context.Context) (endpoint, error)
 	rng    *rand.Rand
@@ -88,11 +90,11 @@ func (w *writer) writeOnce(ctx context.Context, seq uint64) error {
 		return err
 	}
 	first := w.rng.Uint64N(w.blocks - writeBlocks + 1)
-	data := make([]byte, 0, writeBlocks*blockSize)
+	data := make([]byte, 0, writeBlocks*ledger.BlockSize)
 	for b := first; b < first+writeBlocks; b++ {
-		data = append(data, encodeBlock(b, seq)...)
+		data = append(data, ledger.EncodeBlock(b, seq)...)
 	}
-	w.ledger.try(seq, first, writeBlocks)
+	w.ledger.Try(seq, first, writeBlocks)
 	start := time.Now()
 	err = w.host.write(ctx, ep, first, data)
 	_, _ = fmt.Fprintf(w.journal, "%s write %d blocks %d-%d to %s:%d took %s: %v\n",
@@ -100,7 +102,7 @@ func (w *writer) writeOnce(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	w.ledger.ack(seq, first, writeBlocks)
+	w.ledger.Ack(seq, first, writeBlocks)
 	now := time.Now()
 	w.mu.Lock()
 	w.longestStall = max(w.longestStall, now.Sub(w.lastAck))
