@@ -21,7 +21,6 @@ limitations under the License.
 package csi
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -34,6 +33,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/flint-io/flint/internal/rpclog"
 )
 
 // DriverName is the CSI driver's name, the provisioner of its
@@ -67,9 +68,9 @@ func Listen(endpoint string) (net.Listener, error) {
 }
 
 // NewServer returns a gRPC server with the given services registered
-// (nil ones skipped) and every call logged.
+// (nil ones skipped), every call logged and a panic answered INTERNAL.
 func NewServer(log logr.Logger, ids csi.IdentityServer, cs csi.ControllerServer, ns csi.NodeServer) *grpc.Server {
-	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls(log)))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(rpclog.LogCalls(log), rpclog.RecoverPanics(log)))
 	csi.RegisterIdentityServer(srv, ids)
 	if cs != nil {
 		csi.RegisterControllerServer(srv, cs)
@@ -78,18 +79,6 @@ func NewServer(log logr.Logger, ids csi.IdentityServer, cs csi.ControllerServer,
 		csi.RegisterNodeServer(srv, ns)
 	}
 	return srv
-}
-
-func logCalls(log logr.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if err != nil {
-			log.Info("call failed", "method", info.FullMethod, "code", status.Code(err).String(), "error", status.Convert(err).Message())
-		} else {
-			log.V(1).Info("call", "method", info.FullMethod)
-		}
-		return resp, err
-	}
 }
 
 // volumeLocks refuses a second operation on a volume while one runs, as

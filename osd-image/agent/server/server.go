@@ -25,11 +25,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/flint-io/flint/internal/rpclog"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -55,28 +57,17 @@ func New(o *storage.OSD, spdk *client.Client, ready func() error, warnings func(
 	return &Server{osd: o, spdk: spdk, ready: ready, warnings: warnings, lease: l}
 }
 
-// Serve serves the API on lis with mutual TLS until lis closes.
-func Serve(lis net.Listener, s *Server, tlsDir string) (*grpc.Server, error) {
+// Serve serves the API on lis with mutual TLS until lis closes, logging
+// every call to log.
+func Serve(lis net.Listener, s *Server, tlsDir string, log logr.Logger) (*grpc.Server, error) {
 	tlsConfig, err := MutualTLS(tlsDir, agentv1.OperatorClientName)
 	if err != nil {
 		return nil, err
 	}
-	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ChainUnaryInterceptor(recoverPanic, s.gate))
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ChainUnaryInterceptor(rpclog.LogCalls(log), rpclog.RecoverPanics(log), s.gate))
 	agentv1.RegisterOSDAgentServer(g, s)
 	go func() { _ = g.Serve(lis) }()
 	return g, nil
-}
-
-// recoverPanic answers a call whose handler panicked (an SPDK answer of
-// an unexpected shape, say) with INTERNAL instead of ending the agent and,
-// with it, every target it serves.
-func recoverPanic(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (resp any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			resp, err = nil, status.Errorf(codes.Internal, "the agent failed serving %s: %v; this is a bug, please report it with the agent's log", info.FullMethod, r)
-		}
-	}()
-	return next(ctx, req)
 }
 
 // gate refuses every call but GetStatus while the OSD is not ready: before
