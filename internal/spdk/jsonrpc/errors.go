@@ -24,7 +24,7 @@ import (
 
 // SPDK answers most failures with a negative errno and its strerror text,
 // and some with a JSON-RPC code whose message carries the errno's text. The
-// codes Flint meets (see spdk-transcripts/README.md).
+// codes Flint meets (see internal/spdk/spdktest/testdata/transcripts/README.md).
 const (
 	CodeNotPermitted   = -1     // -EPERM
 	CodeNoEntry        = -2     // -ENOENT

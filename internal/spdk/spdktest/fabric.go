@@ -87,7 +87,7 @@ func (c *FakeClock) Advance(d time.Duration) {
 type Fabric struct {
 	mu    sync.Mutex
 	clock Clock
-	// RebuildBlocksPerSecond is how fast a raid1 rebuild copies.
+	// rebuildRate is how fast a raid1 rebuild copies, in blocks a second.
 	rebuildRate uint64
 	disks       map[string]*disk
 	targets     []*Target

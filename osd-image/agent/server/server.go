@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package server serves the OSD agent's gRPC API (api/v1) over mutual TLS,
-// on top of the storage operations of package osd.
+// on top of the storage operations of package storage.
 package server
 
 import (
