@@ -9,6 +9,8 @@
 # of ../shared/sources when it holds them.
 #
 # E2E_KEEP=1 keeps the lab's directory (configuration and logs/) on exit.
+# E2E_STORM_FAULTS (default 10) and E2E_STORM_SEED (default: new) size and
+# replay the kernel host's storm (TestAKernelHostWritesThroughAStorm).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -145,5 +147,5 @@ nsenter --net="/run/netns/$ns" env FLINT_E2E_DIR="$work" FLINT_E2E_ASSETS="$(cat
   FLINT_E2E_WORKER_KERNEL="$kroot/boot/vmlinuz-$kver" FLINT_E2E_WORKER_INITRD="$work/worker-initrd.gz" \
   FLINT_E2E_WORKER_MODULES="$kroot/lib/modules/$kver" FLINT_E2E_WORKER_BASE="$worker_base" \
   FLINT_E2E_IMAGES="$work/images" FLINT_E2E_VERSION="$version" FLINT_E2E_HELM="$work/bin/helm" FLINT_E2E_CHART="$repo/charts/flint" \
-  FLINT_E2E_SUITE="$suite_set" FLINT_E2E_SUITE_FOCUS="${E2E_SUITE_FOCUS:-}" FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
+  FLINT_E2E_SUITE="$suite_set" FLINT_E2E_SUITE_FOCUS="${E2E_SUITE_FOCUS:-}" FLINT_E2E_STORM_FAULTS="${E2E_STORM_FAULTS:-}" FLINT_E2E_STORM_SEED="${E2E_STORM_SEED:-}" FLINT_E2E_MULTUS="$work/bin/multus" FLINT_E2E_MULTUS_CRDS="$multus_crds" \
   "$work/bin/e2e.test" -test.v -test.timeout="${E2E_TIMEOUT:-$timeout}" ${E2E_ARGS:-}

@@ -58,15 +58,19 @@ var sidecarRepos = map[string]*sidecarSource{
 }
 
 // labImages are the e2e lab's images, which nothing else ships: the pod
-// sandbox and the CSI sidecars, named exactly as charts/flint/values.yaml
-// names them so that the chart installs unchanged and nothing is pulled.
+// sandbox, the kernel host storm's writer and the CSI sidecars, the
+// sidecars named exactly as charts/flint/values.yaml names them so that
+// the chart installs unchanged and nothing is pulled.
 // A sidecar whose sources are not given is skipped, with the reason in
 // the returned list; so are the storage suite's images (suite.go).
 func labImages(srcs labSources, cache string, created time.Time) ([]image, []string, error) {
 	pause := image{name: "pause", ref: lab.PauseImage, binary: "pause", compile: func(version string) ([]byte, error) {
 		return goBuild(version, ".", "./test/e2e/pause")
 	}}
-	all := []image{pause}
+	stormWriter := image{name: "storm-writer", ref: lab.StormWriterImage, binary: "stormwriter", user: "0:0", compile: func(version string) ([]byte, error) {
+		return goBuild(version, ".", "./test/e2e/stormwriter")
+	}}
+	all := []image{pause, stormWriter}
 	refs, err := chartSidecars()
 	if err != nil {
 		return nil, nil, err

@@ -42,6 +42,10 @@ const kubeletRoot = "/var/lib/kubelet"
 // PauseImage is the pod sandbox image, which hack/images -lab builds.
 const PauseImage = "flint-lab.local/pause:1"
 
+// StormWriterImage runs test/e2e/stormwriter, which hack/images -lab
+// builds: the kernel host storm's writer (root, to open a raw block PVC).
+const StormWriterImage = "flint-lab.local/storm-writer:1"
+
 // SnapshotControllerImage is external-snapshotter's snapshot controller,
 // which a cluster runs for VolumeSnapshots and the chart does not ship;
 // hack/images -lab builds it from the module pinned in
