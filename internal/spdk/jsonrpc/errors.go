@@ -39,7 +39,7 @@ const (
 	CodeMethodNotFound = -32601 // JSON-RPC method not found
 	CodeInvalidParams  = -32602 // JSON-RPC invalid params
 	CodeInternalError  = -32603 // JSON-RPC internal error
-	codeNVMeNotExist   = 22     // bdev_nvme_get_controllers answers +EINVAL for an unknown name
+	CodeNVMeNotExist   = 22     // bdev_nvme_get_controllers answers +EINVAL for an unknown name
 )
 
 // Sentinel errors that an *Error matches with errors.Is. They classify SPDK's
@@ -84,7 +84,7 @@ func (e *Error) Is(target error) bool {
 			strings.Contains(msg, "file exists") || strings.Contains(msg, "already exists")
 	case ErrNotFound:
 		return e.Code == CodeNoSuchDevice || e.Code == CodeNoEntry ||
-			(e.Code == codeNVMeNotExist && strings.Contains(msg, "does not exist")) ||
+			(e.Code == CodeNVMeNotExist && strings.Contains(msg, "does not exist")) ||
 			strings.Contains(msg, "not found")
 	case ErrNoSpace:
 		return e.Code == CodeNoSpace || strings.Contains(msg, "no space left")

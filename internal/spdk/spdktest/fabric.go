@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
 
 // CodeNotModeled answers a call the double does not model (-EOPNOTSUPP).
@@ -344,7 +346,7 @@ func (t *Target) handle(_ context.Context, method string, params json.RawMessage
 	f.refresh()
 	h, ok := handlers[method]
 	if !ok {
-		return nil, errf(-32601, "Method not found")
+		return nil, errf(jsonrpc.CodeMethodNotFound, "Method not found")
 	}
 	if len(params) > 0 && string(params) == "null" {
 		params = nil
@@ -363,7 +365,7 @@ func (t *Target) handle(_ context.Context, method string, params json.RawMessage
 		if errors.As(err, &re) {
 			return nil, re
 		}
-		return nil, errf(-32603, "%v", err)
+		return nil, errf(jsonrpc.CodeInternalError, "%v", err)
 	}
 	return res, nil
 }

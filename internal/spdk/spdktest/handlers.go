@@ -22,6 +22,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
 
 type handler func(t *Target, params json.RawMessage) (any, error)
@@ -98,8 +100,8 @@ func init() {
 
 // SPDK's decode failures: most methods answer -32603, the nvmf methods
 // -32602.
-func errDecode() *rpcError        { return errf(-32603, "spdk_json_decode_object failed") }
-func errInvalidParams() *rpcError { return errf(-32602, "Invalid parameters") }
+func errDecode() *rpcError        { return errf(jsonrpc.CodeInternalError, "spdk_json_decode_object failed") }
+func errInvalidParams() *rpcError { return errf(jsonrpc.CodeInvalidParams, "Invalid parameters") }
 
 // decode decodes params strictly into dst, as spdk_json_decode_object does:
 // unknown keys, wrong types and missing required keys fail with fail.
@@ -150,7 +152,7 @@ func logSetLevel(field func(*state) *string) handler {
 				return true, nil
 			}
 		}
-		return nil, errf(-32602, "invalid log level")
+		return nil, errf(jsonrpc.CodeInvalidParams, "invalid log level")
 	}
 }
 
@@ -169,13 +171,13 @@ func bdevMallocCreate(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if req.BlockSize == 0 || req.BlockSize%512 != 0 || req.NumBlocks == 0 {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	if req.Name == "" {
 		req.Name = nextName(t.st, "Malloc")
 	}
 	if t.st.bdev(req.Name) != nil {
-		return nil, errf(-17, "File exists")
+		return nil, errf(jsonrpc.CodeExists, "File exists")
 	}
 	if req.UUID == "" {
 		req.UUID = newUUID()
@@ -201,10 +203,10 @@ func bdevNullCreate(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if req.BlockSize == 0 || req.BlockSize%512 != 0 || req.NumBlocks == 0 {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	if t.st.bdev(req.Name) != nil {
-		return nil, errf(-17, "File exists")
+		return nil, errf(jsonrpc.CodeExists, "File exists")
 	}
 	if req.UUID == "" {
 		req.UUID = newUUID()
@@ -245,11 +247,11 @@ func bdevFileCreate(kind bdevKind) handler {
 			return nil, errDecode()
 		}
 		if t.st.bdev(req.Name) != nil {
-			return nil, errf(-17, "File exists")
+			return nil, errf(jsonrpc.CodeExists, "File exists")
 		}
 		fi, err := os.Stat(req.Filename)
 		if err != nil {
-			return nil, errf(-2, "No such file or directory")
+			return nil, errf(jsonrpc.CodeNoEntry, "No such file or directory")
 		}
 		size := uint64(fi.Size())
 		if fi.Mode()&os.ModeDevice != 0 {
@@ -259,7 +261,7 @@ func bdevFileCreate(kind bdevKind) handler {
 			req.BlockSize = 512
 		}
 		if req.BlockSize%512 != 0 || size < uint64(req.BlockSize) {
-			return nil, errf(-22, "Invalid argument")
+			return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 		}
 		key := fileKey(req.Filename)
 		d := t.fabric.disks[key]
@@ -293,7 +295,7 @@ func bdevDeleteOf(kind bdevKind) handler {
 		}
 		b := t.st.bdev(req.Name)
 		if b == nil || b.kind != kind {
-			return nil, errf(-19, "No such device")
+			return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 		}
 		t.unregister(b)
 		return true, nil
@@ -311,7 +313,7 @@ func bdevGetBdevs(t *Target, p json.RawMessage) (any, error) {
 	if req.Name != "" {
 		b := t.st.bdev(req.Name)
 		if b == nil {
-			return nil, errf(-19, "No such device")
+			return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 		}
 		return []any{t.renderBdev(b)}, nil
 	}
@@ -340,7 +342,7 @@ func bdevGetIostat(t *Target, p json.RawMessage) (any, error) {
 	}
 	if req.PerChannel {
 		if req.Name == "" {
-			return nil, errf(-22, "Invalid argument")
+			return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 		}
 		return nil, errf(CodeNotModeled, "the double does not model I/O channels")
 	}
@@ -348,7 +350,7 @@ func bdevGetIostat(t *Target, p json.RawMessage) (any, error) {
 	if req.Name != "" {
 		b := t.st.bdev(req.Name)
 		if b == nil {
-			return nil, errf(-19, "No such device")
+			return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 		}
 		bdevs = []*bdev{b}
 	}

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
@@ -60,10 +61,10 @@ func bdevEnableHistogram(t *Target, p json.RawMessage) (any, error) {
 	}
 	b := t.st.bdev(req.Name)
 	if b == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	if req.Opc != nil && !slices.Contains(histogramOpcs, *req.Opc) {
-		return nil, errf(-32603, "Invalid Io type")
+		return nil, errf(jsonrpc.CodeInternalError, "Invalid Io type")
 	}
 	// SPDK converts with 64-bit products that wrap: its own default
 	// maximum, 120 s, comes out near 6.5 s at 2.6 GHz.
@@ -77,7 +78,7 @@ func bdevEnableHistogram(t *Target, p json.RawMessage) (any, error) {
 	// sized fails the call and turns it off again.
 	if req.Enable && b.claimedBy != "" && h.minTicks >= h.maxTicks {
 		h.enabled = false
-		return nil, errf(-12, "Cannot allocate memory")
+		return nil, errf(jsonrpc.CodeNoMemory, "Cannot allocate memory")
 	}
 	return true, nil
 }
@@ -91,16 +92,16 @@ func bdevGetHistogram(t *Target, p json.RawMessage) (any, error) {
 	}
 	b := t.st.bdev(req.Name)
 	if b == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	h := b.histogram
 	if h == nil || h.minTicks >= h.maxTicks {
-		return nil, errf(-12, "Cannot allocate memory")
+		return nil, errf(jsonrpc.CodeNoMemory, "Cannot allocate memory")
 	}
 	// A consumer's channel without a histogram (it was turned off) fails
 	// the merge; a bdev nobody opened merges nothing and answers zeros.
 	if !h.enabled && b.claimedBy != "" {
-		return nil, errf(-32603, "Bad address")
+		return nil, errf(jsonrpc.CodeInternalError, "Bad address")
 	}
 	g := uint32(h.granularity)
 	lo, hi := types.HistogramRange(g, h.minTicks), types.HistogramRange(g, h.maxTicks-1)

@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
 
 const (
@@ -205,34 +207,34 @@ func bdevLvolCreateLvstore(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if !validClearMethod(req.ClearMethod) {
-		return nil, errf(-22, "Invalid clear_method parameter")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid clear_method parameter")
 	}
 	b := t.st.bdev(req.BdevName)
 	if b == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	if b.disk == nil {
 		return nil, errf(CodeNotModeled, "the double keeps lvstores on malloc, aio, uring and PCIe bdevs only")
 	}
 	if b.claimType != "" {
-		return nil, errf(-1, "Operation not permitted")
+		return nil, errf(jsonrpc.CodeNotPermitted, "Operation not permitted")
 	}
 	if req.LvsName == "" || len(req.LvsName) > maxNameLen {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	if t.st.lvstoreByName(req.LvsName) != nil {
-		return nil, errf(-17, "File exists")
+		return nil, errf(jsonrpc.CodeExists, "File exists")
 	}
 	cluster := uint64(req.ClusterSz)
 	if cluster == 0 {
 		cluster = defaultClust
 	}
 	if cluster < mdPageSize {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	data := dataClusters(b.numBlocks*uint64(b.blockSize), cluster)
 	if data == 0 {
-		return nil, errf(-32602, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid argument")
 	}
 	s := &lvstore{uuid: newUUID(), name: req.LvsName, clusterSize: cluster, blockSize: b.blockSize, dataTotal: data}
 	b.disk.lvs = s
@@ -244,14 +246,14 @@ func bdevLvolCreateLvstore(t *Target, p json.RawMessage) (any, error) {
 // neither is invalid.
 func (t *Target) selectLvstore(name, uuid string) (*lvstore, error) {
 	if (name == "") == (uuid == "") {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	s := t.st.lvstoreByName(name)
 	if uuid != "" {
 		s = t.st.lvstoreByUUID(uuid)
 	}
 	if s == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	return s, nil
 }
@@ -323,23 +325,23 @@ func bdevLvolCreate(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if !validClearMethod(req.ClearMethod) {
-		return nil, errf(-22, "Invalid clear_method parameter")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid clear_method parameter")
 	}
 	s, err := t.selectLvstore(req.LvsName, req.UUID)
 	if err != nil {
 		return nil, err
 	}
 	if req.LvolName == "" || len(req.LvolName) > maxNameLen {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	if s.lvol(req.LvolName) != nil {
-		return nil, errf(-17, "File exists")
+		return nil, errf(jsonrpc.CodeExists, "File exists")
 	}
 	clusters := s.clustersFor(req.SizeInMiB)
 	l := &lvol{uuid: newUUID(), name: req.LvolName, lvs: s, clusters: clusters, thin: req.ThinProvision}
 	if !l.thin {
 		if clusters > s.free() {
-			return nil, errf(-32602, "No space left on device")
+			return nil, errf(jsonrpc.CodeInvalidParams, "No space left on device")
 		}
 		l.allocated = clusters
 	}
@@ -358,15 +360,15 @@ func bdevLvolResize(t *Target, p json.RawMessage) (any, error) {
 	}
 	l := t.st.lvolOf(req.Name)
 	if l == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	if l.snapshot {
-		return nil, errf(-32602, "Operation not permitted")
+		return nil, errf(jsonrpc.CodeInvalidParams, "Operation not permitted")
 	}
 	clusters := l.lvs.clustersFor(req.SizeInMiB)
 	if !l.thin && clusters > l.allocated {
 		if clusters-l.allocated > l.lvs.free() {
-			return nil, errf(-32602, "No space left on device")
+			return nil, errf(jsonrpc.CodeInvalidParams, "No space left on device")
 		}
 		l.allocated = clusters
 	}
@@ -386,7 +388,7 @@ func bdevLvolSnapshot(t *Target, p json.RawMessage) (any, error) {
 	}
 	origin := t.st.lvolOf(req.LvolName)
 	if origin == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	s := origin.lvs
 	if err := checkNewName(req.SnapshotName, s.lvol(req.SnapshotName) != nil); err != nil {
@@ -415,13 +417,13 @@ func bdevLvolClone(t *Target, p json.RawMessage) (any, error) {
 	}
 	snap := t.st.lvolOf(req.SnapshotName)
 	if snap == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	if err := checkNewName(req.CloneName, snap.lvs.lvol(req.CloneName) != nil); err != nil {
 		return nil, err
 	}
 	if !snap.snapshot {
-		return nil, errf(-32602, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid argument")
 	}
 	c := &lvol{uuid: newUUID(), name: req.CloneName, lvs: snap.lvs, clusters: snap.clusters, thin: true, parent: snap, writes: slices.Clone(snap.writes)}
 	snap.lvs.lvols = append(snap.lvs.lvols, c)
@@ -438,13 +440,13 @@ func bdevLvolDelete(t *Target, p json.RawMessage) (any, error) {
 	}
 	l := t.st.lvolOf(req.Name)
 	if l == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	s := l.lvs
 	if l.snapshot {
 		clones := s.clonesOf(l)
 		if len(clones) > 1 {
-			return nil, errf(-32603, "Operation not permitted")
+			return nil, errf(jsonrpc.CodeInternalError, "Operation not permitted")
 		}
 		// A snapshot with one clone is merged into it: its clusters move.
 		if len(clones) == 1 {
@@ -466,7 +468,7 @@ func bdevLvolRename(t *Target, p json.RawMessage) (any, error) {
 	}
 	l := t.st.lvolOf(oldName)
 	if l == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	if err := checkNewName(newName, l.lvs.lvol(newName) != nil); err != nil {
 		return nil, err
@@ -509,7 +511,7 @@ func bdevLvolRenameLvstore(t *Target, p json.RawMessage) (any, error) {
 	}
 	s := t.st.lvstoreByName(oldName)
 	if s == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	if err := checkNewName(newName, t.st.lvstoreByName(newName) != nil); err != nil {
 		return nil, err
@@ -534,10 +536,10 @@ func decodeRename(p json.RawMessage) (oldName, newName string, err error) {
 // empty or too long one.
 func checkNewName(name string, taken bool) error {
 	if taken {
-		return errf(-32602, "File exists")
+		return errf(jsonrpc.CodeInvalidParams, "File exists")
 	}
 	if name == "" || len(name) > maxNameLen {
-		return errf(-32602, "Invalid argument")
+		return errf(jsonrpc.CodeInvalidParams, "Invalid argument")
 	}
 	return nil
 }
@@ -549,7 +551,7 @@ func bdevLvolInflate(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if l.clusters-l.allocated > l.lvs.free() {
-		return nil, errf(-32602, "No space left on device")
+		return nil, errf(jsonrpc.CodeInvalidParams, "No space left on device")
 	}
 	l.allocated, l.thin, l.parent = l.clusters, false, nil
 	return true, nil
@@ -563,11 +565,11 @@ func bdevLvolDecoupleParent(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if l.parent == nil {
-		return nil, errf(-32602, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid argument")
 	}
 	grow := min(l.parent.allocated, l.clusters-l.allocated)
 	if grow > l.lvs.free() {
-		return nil, errf(-32602, "No space left on device")
+		return nil, errf(jsonrpc.CodeInvalidParams, "No space left on device")
 	}
 	l.allocated += grow
 	l.parent = l.parent.parent
@@ -583,7 +585,7 @@ func lvolByNameParam(t *Target, p json.RawMessage) (*lvol, error) {
 	}
 	l := t.st.lvolOf(req.Name)
 	if l == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	return l, nil
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
@@ -140,10 +141,10 @@ func bdevNvmeSetOptions(t *Target, p json.RawMessage) (any, error) {
 		return nil, errDecode()
 	}
 	if req.BdevRetryCount < -1 || req.TimeoutUs == 0 && req.TimeoutAdminUs != 0 {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	if len(t.st.ctrlrs) > 0 {
-		return nil, errf(-1, "RPC not permitted with nvme controllers already attached")
+		return nil, errf(jsonrpc.CodeNotPermitted, "RPC not permitted with nvme controllers already attached")
 	}
 	return true, nil
 }
@@ -165,10 +166,10 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if t.st.ctrlr(req.Name) != nil {
-		return nil, errf(-114, "A controller named %s already exists with the specified network path", req.Name)
+		return nil, errf(jsonrpc.CodeAlready, "A controller named %s already exists with the specified network path", req.Name)
 	}
 	if !validReconnectOptions(req.CtrlrLossTimeoutSec, req.ReconnectDelaySec, req.FastIOFailTimeoutSec) {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	c := &ctrlr{
 		name: req.Name, lossTimeout: req.CtrlrLossTimeoutSec, reconnectDelay: req.ReconnectDelaySec,
@@ -179,14 +180,14 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 	}
 	trid, ok := normalizeListenAddr(listenAddr{Trtype: req.Trtype, Adrfam: req.Adrfam, Traddr: req.Traddr, Trsvcid: req.Trsvcid})
 	if !ok || (trid.Trtype != "TCP" && trid.Trtype != "RDMA") {
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	if req.Hostnqn == "" {
 		req.Hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + newUUID()
 	}
 	_, s := t.fabric.remote(trid, req.Subnqn, req.Hostnqn)
 	if s == nil {
-		return nil, errf(-5, "Input/output error")
+		return nil, errf(jsonrpc.CodeIOError, "Input/output error")
 	}
 	c.trid, c.subnqn, c.hostnqn = trid, req.Subnqn, req.Hostnqn
 	c.serial, c.model = s.serial, s.model
@@ -216,7 +217,7 @@ func uuidOfNGUID(nguid string) string {
 func (t *Target) attachPCIe(c *ctrlr, traddr string) (any, error) {
 	d := t.fabric.disks[pcieKey(traddr)]
 	if d == nil || t.fabric.pcieInUse(traddr) {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	c.pcie = true
 	c.disk = d
@@ -318,7 +319,7 @@ func bdevNvmeDetachController(t *Target, p json.RawMessage) (any, error) {
 	}
 	c := t.st.ctrlr(req.Name)
 	if c == nil {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	t.deleteCtrlr(c)
 	return true, nil
@@ -341,7 +342,7 @@ func bdevNvmeGetControllers(t *Target, p json.RawMessage) (any, error) {
 		}
 	}
 	if req.Name != "" && len(out) == 0 {
-		return nil, errf(22, "Controller %s does not exist", req.Name)
+		return nil, errf(jsonrpc.CodeNVMeNotExist, "Controller %s does not exist", req.Name)
 	}
 	return out, nil
 }
@@ -368,7 +369,7 @@ func bdevNvmeSendCmd(t *Target, p json.RawMessage) (any, error) {
 		TimeoutMs     uint32 `json:"timeout_ms"`
 		DataLen       uint32 `json:"data_len"`
 	}
-	invalid := errf(-32602, "Invalid argument")
+	invalid := errf(jsonrpc.CodeInvalidParams, "Invalid argument")
 	if err := decode(p, &req, invalid, "name", "cmd_type", "data_direction", "cmdbuf"); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
 
 const discoveryNQN = "nqn.2014-08.org.nvmexpress.discovery"
@@ -148,15 +150,15 @@ func nvmfCreateTransport(t *Target, p json.RawMessage) (any, error) {
 	}
 	trtype := strings.ToUpper(req.Trtype)
 	if trtype != "TCP" && trtype != "RDMA" {
-		return nil, errf(-32602, "Invalid transport type '%s'", req.Trtype)
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid transport type '%s'", req.Trtype)
 	}
 	// The SPDK Flint builds has RDMA; without an RDMA device it cannot
 	// create the transport.
 	if trtype == "RDMA" && !t.rdma {
-		return nil, errf(-32603, "Failed to create transport.")
+		return nil, errf(jsonrpc.CodeInternalError, "Failed to create transport.")
 	}
 	if t.st.transport(trtype) != nil {
-		return nil, errf(-32603, "Transport type '%s' already exists", trtype)
+		return nil, errf(jsonrpc.CodeInternalError, "Transport type '%s' already exists", trtype)
 	}
 	opts := map[string]any{"trtype": trtype}
 	for k, v := range transportDefaults[trtype] {
@@ -189,7 +191,7 @@ func nvmfGetTransports(t *Target, p json.RawMessage) (any, error) {
 		}
 	}
 	if req.Trtype != "" && len(out) == 0 {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	return out, nil
 }
@@ -210,22 +212,22 @@ func nvmfCreateSubsystem(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if !validNQN(req.NQN) || req.NQN == discoveryNQN || t.st.subsystem(req.NQN) != nil {
-		return nil, errf(-32603, "Unable to create subsystem %s", req.NQN)
+		return nil, errf(jsonrpc.CodeInternalError, "Unable to create subsystem %s", req.NQN)
 	}
 	if req.SerialNumber == "" {
 		req.SerialNumber = "00000000000000000000"
 	}
 	if len(req.SerialNumber) > 20 || !printable(req.SerialNumber) {
-		return nil, errf(-32602, "Invalid SN %s", req.SerialNumber)
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid SN %s", req.SerialNumber)
 	}
 	if req.ModelNumber == "" {
 		req.ModelNumber = "SPDK bdev Controller"
 	}
 	if len(req.ModelNumber) > 40 || !printable(req.ModelNumber) {
-		return nil, errf(-32602, "Invalid MN %s", req.ModelNumber)
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid MN %s", req.ModelNumber)
 	}
 	if req.MinCntlid < minCntlid || req.MaxCntlid > maxCntlid || req.MinCntlid > req.MaxCntlid {
-		return nil, errf(-32602, "Invalid cntlid range [%d-%d]", req.MinCntlid, req.MaxCntlid)
+		return nil, errf(jsonrpc.CodeInvalidParams, "Invalid cntlid range [%d-%d]", req.MinCntlid, req.MaxCntlid)
 	}
 	if req.MaxNamespaces == 0 {
 		req.MaxNamespaces = 32
@@ -302,7 +304,7 @@ func nvmfGetSubsystems(t *Target, p json.RawMessage) (any, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, errf(-19, "No such device")
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
 	}
 	return out, nil
 }
@@ -518,13 +520,13 @@ func nvmfSubsystemHost(add bool) handler {
 		has := slices.Contains(s.hosts, req.Host)
 		if add {
 			if has || !validNQN(req.Host) {
-				return nil, errf(-32603, "Internal error")
+				return nil, errf(jsonrpc.CodeInternalError, "Internal error")
 			}
 			s.hosts = append(s.hosts, req.Host)
 			return true, nil
 		}
 		if !has {
-			return nil, errf(-32603, "Internal error")
+			return nil, errf(jsonrpc.CodeInternalError, "Internal error")
 		}
 		s.hosts = slices.DeleteFunc(s.hosts, func(h string) bool { return h == req.Host })
 		return true, nil

@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
 
 const (
@@ -89,7 +91,7 @@ func bdevRaidCreate(t *Target, p json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if !raidLevels[req.RaidLevel] {
-		return nil, errf(-32700, "spdk_json_decode_object failed")
+		return nil, errf(jsonrpc.CodeParseError, "spdk_json_decode_object failed")
 	}
 	if req.RaidLevel != "raid1" && req.RaidLevel != "1" {
 		return nil, errf(CodeNotModeled, "the double models raid1 only")
@@ -228,7 +230,7 @@ func bdevRaidDelete(t *Target, p json.RawMessage) (any, error) {
 	}
 	r := t.st.raid(req.Name)
 	if r == nil {
-		return nil, errf(-19, "raid bdev %s not found", req.Name)
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "raid bdev %s not found", req.Name)
 	}
 	if err := t.quiesce(r); err != nil {
 		return nil, err
@@ -247,7 +249,7 @@ func bdevRaidAddBaseBdev(t *Target, p json.RawMessage) (any, error) {
 	}
 	r := t.st.raid(req.RaidBdev)
 	if r == nil {
-		return nil, errf(-19, "raid bdev %s is not found in config", req.RaidBdev)
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "raid bdev %s is not found in config", req.RaidBdev)
 	}
 	fail := func(code int, msg string) error {
 		return errf(code, "Failed to add base bdev %s to RAID bdev %s: %s", req.BaseBdev, req.RaidBdev, msg)
@@ -286,7 +288,7 @@ func bdevRaidRemoveBaseBdev(t *Target, p json.RawMessage) (any, error) {
 			return true, nil
 		}
 	}
-	return nil, errf(-19, "Failed to remove base bdev from raid bdev")
+	return nil, errf(jsonrpc.CodeNoSuchDevice, "Failed to remove base bdev from raid bdev")
 }
 
 // quiesce is SPDK's wait for r's I/O before a member leaves or r goes: it
@@ -309,7 +311,7 @@ func bdevRaidGetBdevs(t *Target, p json.RawMessage) (any, error) {
 	switch req.Category {
 	case "all", raidOnline, raidConfiguring, "offline":
 	default:
-		return nil, errf(-22, "Invalid argument")
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
 	}
 	out := []any{}
 	for _, r := range t.st.raids {
