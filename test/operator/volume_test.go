@@ -420,15 +420,17 @@ var _ = Describe("An OSD deleted while a Volume has a replica there", Ordered, f
 	BeforeAll(func() { makeZonedPool("osdgone") })
 
 	It("is deleted once the Volume is, though the Volume went after the OSD's last observation", func() {
-		Expect(k8sClient.Create(ctx, newVolume("vol-osdgone", "osdgone", "16Mi"))).To(Succeed())
+		// A replica on every OSD: none can move off the deleted one before
+		// it is observed holding it (with a spare OSD the move raced the
+		// observation, and CI once saw no HoldsReplicas).
+		vol := newVolume("vol-osdgone", "osdgone", "16Mi")
+		vol.Spec.Replicas = ptr.To[int32](4)
+		Expect(k8sClient.Create(ctx, vol)).To(Succeed())
 		Eventually(func() flintv1.VolumePhase { return getVolume("vol-osdgone").Status.Phase }, "30s").Should(Equal(flintv1.VolumePhaseReady))
 		held := otherThanTarget(getVolume("vol-osdgone"))
 		Eventually(func() int32 { return getOSD(held).Status.Replicas }, "60s").Should(BeEquivalentTo(1))
 		o := getOSD(held)
 		Expect(k8sClient.Delete(ctx, o)).To(Succeed())
-		// The Event, not the condition: the Volume controller moves the
-		// replica off the deleted OSD, which may then go, and its Pool
-		// make it anew, before a read of the condition.
 		Eventually(eventsFor(held)).Should(ContainElement("HoldsReplicas"))
 
 		deleteVolume("vol-osdgone")
