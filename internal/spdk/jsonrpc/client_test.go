@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,21 @@ func (f *fakeSPDK) listen() {
 			go f.serve(c)
 		}
 	}()
+}
+
+// waitFor waits until the fake has read a request whose method is
+// method (JSON-quoted).
+func (f *fakeSPDK) waitFor(method string) {
+	f.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		f.mu.Lock()
+		read := slices.ContainsFunc(f.seen, func(req map[string]json.RawMessage) bool { return string(req["method"]) == method })
+		f.mu.Unlock()
+		if read {
+			return
+		}
+	}
+	f.t.Fatalf("the fake read no %s request within 10s", method)
 }
 
 func (f *fakeSPDK) serve(c net.Conn) {
@@ -233,7 +249,7 @@ func TestCallRedialsAfterSPDKRestarts(t *testing.T) {
 	// A call in flight when SPDK dies fails as a lost connection.
 	inflight := make(chan error, 1)
 	go func() { inflight <- c.Call(context.Background(), "inflight", nil, nil) }()
-	time.Sleep(50 * time.Millisecond)
+	f.waitFor(`"inflight"`)
 	_ = f.ln.Close()
 	c.mu.Lock()
 	_ = c.conn.Close() // the process is gone: its end of every connection closes
