@@ -91,10 +91,10 @@ type Options struct {
 	APIBurst int
 }
 
-// FenceMargin is what a lapsed OSD takes to fence: the agent checks its
-// lease every second, and failing that the SPDK container's liveness probe
-// has the kubelet kill SPDK, which takes longer (osd.FenceTime: 4 s with
-// the default 2 s probe timeout).
+// FenceMargin is what a lapsed OSD takes to fence: the agent fences before
+// its lease's expiry, and failing that the SPDK container's liveness probe
+// has the kubelet kill SPDK after it (osd.FenceTime: 4 s with the default
+// 2 s probe timeout).
 func (o Options) FenceMargin() time.Duration {
 	return osd.FenceTime(osd.FenceProbe(o.FenceProbeTimeout))
 }

@@ -427,7 +427,10 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w", f.grpcAddress, err)
 	}
-	leases, err := lease.New(lease.File{Path: f.leaseFile}, o, time.Now)
+	// Checked every half probe interval, the lease counts as lapsed a
+	// whole interval early: the agent has fenced before the SPDK
+	// container's probe finds a host let in past the expiry.
+	leases, err := lease.New(lease.File{Path: f.leaseFile}, o, time.Now, f.probeInterval)
 	if err != nil {
 		return err
 	}

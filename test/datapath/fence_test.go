@@ -43,7 +43,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"), 1)
 	must(t, err)
 	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
-	keeper, err := lease.New(file, osds[0], time.Now)
+	keeper, err := lease.New(file, osds[0], time.Now, 0)
 	must(t, err)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []storage.Member{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}

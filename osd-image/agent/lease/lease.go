@@ -20,14 +20,15 @@ limitations under the License.
 // operator cannot reach it.
 //
 // The operator renews the lease on every observation that finds the OSD
-// serving. When it lapses the agent removes every host from its volume
-// targets (which drops their connections) and refuses to serve them again
-// until the operator renews the lease and confirms, from a live read of
-// the Volume, that the OSD is still its target. The expiry is kept in a
-// file that the SPDK container's liveness probe checks (Check): a lapsed
-// lease with a volume target that still allows a host, or with an SPDK
-// that does not answer, makes the kubelet kill SPDK. That covers an agent
-// that died or hangs and an SPDK that is frozen.
+// serving. A lead before it lapses the agent removes every host from its
+// volume targets (which drops their connections) and refuses to serve
+// them again until the operator renews the lease and confirms, from a
+// live read of the Volume, that the OSD is still its target. The expiry
+// is kept in a file that the SPDK container's liveness probe checks
+// (Probe): a lapsed lease with a volume target that still allows a host,
+// or with an SPDK that does not answer, makes the kubelet kill SPDK. That
+// covers an agent that died or hangs and an SPDK that is frozen; the lead
+// keeps the probe from killing an SPDK whose agent is about to fence it.
 package lease
 
 import (
@@ -111,6 +112,9 @@ type Keeper struct {
 	file    File
 	targets Targets
 	now     func() time.Time
+	// lead is how long before the expiry the keeper counts the lease
+	// lapsed: it fences, and stops serving, before the probe may act.
+	lead time.Duration
 
 	// serving is held (read) by every call that may let hosts in, and
 	// (write) by fencing, so a target change never crosses a fence.
@@ -128,11 +132,16 @@ type Keeper struct {
 	refence bool
 }
 
-// New returns a Keeper of the lease in file over targets. It starts from
-// the expiry and the fences in the file: a restarted agent keeps what its
-// predecessor was granted and no more, and serves no fenced target again
-// unconfirmed.
-func New(file File, targets Targets, now func() time.Time) (*Keeper, error) {
+// New returns a Keeper of the lease in file over targets that counts the
+// lease lapsed lead before its expiry. lead must exceed the interval
+// between Checks plus the time a fence takes: the SPDK container's probe
+// kills SPDK when it finds a host let in after the expiry, and a kill
+// that the agent's own fence would have made needless drops every
+// replica and target on the OSD (and, on a device that does not keep
+// its data across a restart, the data). It starts from the expiry and
+// the fences in the file: a restarted agent keeps what its predecessor
+// was granted and no more, and serves no fenced target again unconfirmed.
+func New(file File, targets Targets, now func() time.Time, lead time.Duration) (*Keeper, error) {
 	expiry, err := file.Read()
 	if err != nil {
 		return nil, err
@@ -141,8 +150,8 @@ func New(file File, targets Targets, now func() time.Time) (*Keeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	lapsed := !expiry.IsZero() && !now().Before(expiry)
-	return &Keeper{file: file, targets: targets, now: now, expiry: expiry, fenced: fenced, refence: lapsed}, nil
+	lapsed := !expiry.IsZero() && !now().Before(expiry.Add(-lead))
+	return &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced, refence: lapsed}, nil
 }
 
 // ErrLate means a renewal arrived after the latest instant it may grant.
@@ -180,6 +189,9 @@ func (k *Keeper) Expiry() time.Time {
 	return k.expiry
 }
 
+// lapsed says whether the lease counts as lapsed at now; k.mu held.
+func (k *Keeper) lapsed(now time.Time) bool { return !now.Before(k.expiry.Add(-k.lead)) }
+
 // Fenced lists the volumes fenced at a lapse and not confirmed since.
 func (k *Keeper) Fenced() map[string]time.Time {
 	k.mu.Lock()
@@ -194,11 +206,11 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 	k.serving.RLock()
 	defer k.serving.RUnlock()
 	k.mu.Lock()
-	expiry, refence := k.expiry, k.refence
+	lapsed, expiry, refence := k.lapsed(k.now()), k.expiry, k.refence
 	fencedAt, fenced := k.fenced[volume]
 	k.mu.Unlock()
-	if !k.now().Before(expiry) {
-		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, expiry.Format(time.RFC3339))
+	if lapsed {
+		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, expiry.Add(-k.lead).Format(time.RFC3339))
 	}
 	if refence && !confirmed {
 		return fmt.Errorf("%w: the agent started with its lease lapsed and fences every target again first; re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced)
@@ -229,7 +241,7 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 // retries on the next Check until fencing succeeded.
 func (k *Keeper) Check(ctx context.Context) error {
 	k.mu.Lock()
-	due := k.refence || !k.now().Before(k.expiry) && !k.fencedLapse
+	due := k.refence || k.lapsed(k.now()) && !k.fencedLapse
 	k.mu.Unlock()
 	if !due {
 		return nil
@@ -255,10 +267,10 @@ func (k *Keeper) Check(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.expiry.Format(time.RFC3339), err)
+		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.expiry.Add(-k.lead).Format(time.RFC3339), err)
 	}
 	k.refence = false
-	if now.Before(k.expiry) {
+	if !k.lapsed(now) {
 		return nil // renewed meanwhile: the fence stands for those volumes
 	}
 	k.fencedLapse = true

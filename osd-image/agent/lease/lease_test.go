@@ -103,7 +103,7 @@ func TestKeeperFencesOncePerLapse(t *testing.T) {
 		t.Fatal(err)
 	}
 	targets := &fakeTargets{volumes: []string{"pvc-1"}, err: errors.New("SPDK busy")}
-	k, err := New(f, targets, clock)
+	k, err := New(f, targets, clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,43 @@ func TestKeeperFencesOncePerLapse(t *testing.T) {
 	}
 	if len(k.Fenced()) != 0 {
 		t.Fatalf("a confirmed change lifts the fence: fenced %v", k.Fenced())
+	}
+}
+
+// The agent fences a lead before the expiry, so the SPDK container's
+// probe, which acts at the expiry, never finds a host it was about to
+// remove: that probe would kill SPDK (on the 2026-11-27 kernel host's
+// storm it ran first and took the target's replica with it).
+func TestKeeperFencesALeadBeforeTheProbeActs(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	targets := &fakeTargets{volumes: []string{"pvc-1"}}
+	k, err := New(f, targets, clock, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry, err := k.Renew(10*time.Second, now.Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = expiry.Add(-3 * time.Second)
+	if err := k.Check(context.Background()); err != nil || targets.calls != 0 {
+		t.Fatalf("3 s before the expiry, with a 2 s lead: %v, %d fences; want none", err, targets.calls)
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); err != nil {
+		t.Fatalf("3 s before the expiry the target is refused: %v", err)
+	}
+	now = expiry.Add(-time.Second)
+	if err := k.Check(context.Background()); err != nil || targets.calls != 1 {
+		t.Fatalf("1 s before the expiry, with a 2 s lead: %v, %d fences; want one", err, targets.calls)
+	}
+	if err := k.Serve("pvc-1", true, func() error { return nil }); !errors.Is(err, ErrLapsed) {
+		t.Fatalf("a change within the lead: %v, want ErrLapsed", err)
+	}
+	noHosts := func(context.Context) ([]string, error) { return nil, nil }
+	if err := Probe(context.Background(), f, expiry, noHosts); err != nil {
+		t.Fatalf("the probe at the expiry, the agent having fenced: %v", err)
 	}
 }
 
@@ -198,7 +235,7 @@ func TestProbesHandler(t *testing.T) {
 func TestRenewalHoldsNoLongerThanSent(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	f := File{Path: filepath.Join(t.TempDir(), "lease")}
-	k, err := New(f, &fakeTargets{}, func() time.Time { return now })
+	k, err := New(f, &fakeTargets{}, func() time.Time { return now }, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,14 +264,14 @@ func TestFenceOutlivesTheAgent(t *testing.T) {
 	if err := f.Write(now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	k, err := New(f, &fakeTargets{volumes: []string{"pvc-1"}}, clock)
+	k, err := New(f, &fakeTargets{volumes: []string{"pvc-1"}}, clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	restarted, err := New(f, &fakeTargets{}, clock)
+	restarted, err := New(f, &fakeTargets{}, clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +284,7 @@ func TestFenceOutlivesTheAgent(t *testing.T) {
 	if err := restarted.Serve("pvc-1", true, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	again, err := New(f, &fakeTargets{}, clock)
+	again, err := New(f, &fakeTargets{}, clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +304,7 @@ func TestAgentStartedInALapseFencesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	targets := &fakeTargets{volumes: []string{"pvc-1"}}
-	k, err := New(f, targets, clock)
+	k, err := New(f, targets, clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func start(t *testing.T) *fixture {
 	}
 	c := &clock{now: time.Now()}
 	file := lease.File{Path: filepath.Join(dir, "lease")}
-	leases, err := lease.New(file, o, c.Now)
+	leases, err := lease.New(file, o, c.Now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
