@@ -113,18 +113,14 @@ func kernelHostStorm(t *testing.T) {
 	for round := 1; round <= faults; round++ {
 		kind := stormKind(order[(round-1)%len(order)])
 		onTarget := rng.IntN(2) == 0
-		if kind == stormKillSPDK {
-			// A replica's SPDK killed, coming back with an empty device,
-			// stalled the host's writes for over 5 minutes (2026-11-27,
-			// issue #33's note): left out until that is fixed.
-			onTarget = true
-		}
 		hold := time.Second + time.Duration(rng.Int64N(int64(7*time.Second)))
 		if rng.IntN(4) == 0 {
 			hold = time.Minute // beyond the target grace and the fence probe
 		}
 		waitWrites(t, clients, acked, time.Minute, "before the fault")
-		desc, heal := injectStormFault(t, clients, c, vol, kind, onTarget)
+		before := noteStormMarks(t, clients)
+		struck := time.Now()
+		desc, killed, heal := injectStormFault(t, clients, c, vol, kind, onTarget)
 		if kind.held() {
 			desc += fmt.Sprintf(" for %s", hold.Round(100*time.Millisecond))
 			time.Sleep(hold)
@@ -136,6 +132,7 @@ func kernelHostStorm(t *testing.T) {
 		atHeal, _ := lastAcked(t, clients)
 		acked = waitWrites(t, clients, atHeal, 5*time.Minute, fmt.Sprintf("after round %d (%s)", round, desc))
 		writesAgain := time.Since(healed)
+		recovered(t, clients, c, vol, before, struck, killed)
 		volumeWhole(t, c, vol, 10*time.Minute)
 		t.Logf("round %d: %s; writes again %.1fs after; whole again %s after: %s", round, desc, writesAgain.Seconds(), time.Since(healed).Round(time.Second), volumeState(vol))
 	}
@@ -228,9 +225,10 @@ func startStormWriter(t *testing.T, clients *kubernetes.Clientset, seed uint64) 
 }
 
 // injectStormFault starts a fault on the target's OSD (onTarget) or the
-// replica's, or on the operator, and returns what it hit and what heals
-// it (a no-op for a kill: the kubelet restarts the container).
-func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Client, vol *flintv1.Volume, kind stormKind, onTarget bool) (string, func()) {
+// replica's, or on the operator, and returns what it hit, the container
+// it killed ("pod/container", for a kill) and what heals it (a no-op for
+// a kill: the kubelet restarts the container).
+func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Client, vol *flintv1.Volume, kind stormKind, onTarget bool) (desc, killed string, heal func()) {
 	t.Helper()
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(vol), vol); err != nil {
 		t.Fatal(err)
@@ -242,7 +240,7 @@ func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Clie
 		}
 		pid := podProcess(t, &pods.Items[0], func(argv []string) bool { return filepath.Base(argv[0]) == "operator" })
 		signal(t, pid, syscall.SIGKILL)
-		return fmt.Sprintf("SIGKILL operator (pod %s)", pods.Items[0].Name), func() {}
+		return fmt.Sprintf("SIGKILL operator (pod %s)", pods.Items[0].Name), pods.Items[0].Name + "/operator", func() {}
 	}
 	if kind == stormPartitionHost {
 		addr := vol.Status.Target.Endpoints[0].Address
@@ -250,7 +248,7 @@ func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Clie
 		for _, r := range rules {
 			iptables(t, append([]string{"-I", "FORWARD"}, r...))
 		}
-		return fmt.Sprintf("%s at %s (OSD %s)", kind, addr, vol.Status.Target.OSD), func() {
+		return fmt.Sprintf("%s at %s (OSD %s)", kind, addr, vol.Status.Target.OSD), "", func() {
 			for _, r := range rules {
 				iptables(t, append([]string{"-D", "FORWARD"}, r...))
 			}
@@ -268,21 +266,113 @@ func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	desc := fmt.Sprintf("%s on the %s's OSD %s", kind, role, osd)
+	desc = fmt.Sprintf("%s on the %s's OSD %s", kind, role, osd)
 	isSPDK := func(argv []string) bool { return filepath.Base(argv[0]) == "nvmf_tgt" }
 	switch kind {
 	case stormKillSPDK:
 		signal(t, podProcess(t, pod, isSPDK), syscall.SIGKILL)
+		return desc, pod.Name + "/spdk", func() {}
 	case stormStopSPDK:
 		pid := podProcess(t, pod, isSPDK)
 		signal(t, pid, syscall.SIGSTOP)
-		return desc, func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+		return desc, "", func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
 	case stormKillAgent:
 		signal(t, podProcess(t, pod, func(argv []string) bool {
 			return filepath.Base(argv[0]) == "osd-agent" && (len(argv) < 2 || argv[1] != "exec-spdk")
 		}), syscall.SIGKILL)
+		return desc, pod.Name + "/agent", func() {}
 	}
-	return desc, func() {}
+	t.Fatalf("no fault of kind %s", kind)
+	return "", "", nil
+}
+
+// stormMarks is what a fault may restart, noted before it strikes.
+type stormMarks struct {
+	// restarts counts the restarts of each container of Flint's
+	// namespace, by "pod/container".
+	restarts map[string]int32
+	// leader holds the operator's leader election.
+	leader string
+}
+
+func noteStormMarks(t *testing.T, clients *kubernetes.Clientset) stormMarks {
+	t.Helper()
+	m := stormMarks{restarts: map[string]int32{}}
+	pods, err := clients.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			m.restarts[p.Name+"/"+cs.Name] = cs.RestartCount
+		}
+	}
+	m.leader = operatorLeader(t, clients)
+	return m
+}
+
+// operatorLeader is who holds the operator's leader election: a killed
+// operator comes back under a new identity.
+func operatorLeader(t *testing.T, clients *kubernetes.Clientset) string {
+	t.Helper()
+	l, err := clients.CoordinationV1().Leases(namespace).Get(t.Context(), "flint-operator.flint.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the operator's leader election: %v", err)
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, "")
+}
+
+// recovered waits until the lab is back from a fault struck at struck:
+// the container it killed restarted and ready (the operator also leading
+// again), and the replica on each OSD whose SPDK restarted (the lab's
+// malloc device comes back empty) rebuilt since. The Volume's status alone
+// could pass at once, written before the operator saw the fault, and the
+// next fault would then strike a lab still down a part.
+func recovered(t *testing.T, clients *kubernetes.Clientset, c client.Client, vol *flintv1.Volume, before stormMarks, struck time.Time, killed string) {
+	t.Helper()
+	eventually(t, 10*time.Minute, func() error {
+		pods, err := clients.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var emptied []string
+		killedBack := killed == ""
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				key := p.Name + "/" + cs.Name
+				if cs.RestartCount <= before.restarts[key] {
+					continue
+				}
+				if !cs.Ready {
+					return fmt.Errorf("container %s restarted and is not ready yet", key)
+				}
+				killedBack = killedBack || key == killed
+				if osd, ok := strings.CutPrefix(p.Name, "osd-"); ok && cs.Name == "spdk" {
+					emptied = append(emptied, osd)
+				}
+			}
+		}
+		if !killedBack {
+			return fmt.Errorf("the kubelet has not restarted container %s yet", killed)
+		}
+		if strings.HasSuffix(killed, "/operator") && operatorLeader(t, clients) == before.leader {
+			return fmt.Errorf("the restarted operator does not lead yet: %s still holds the election", before.leader)
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(vol), vol); err != nil {
+			return err
+		}
+		// Whole seconds: a transition in the fault's own second is taken
+		// for an earlier one; a rebuild takes longer than that.
+		since := struck.Truncate(time.Second)
+		for _, osd := range emptied {
+			for _, r := range vol.Status.Replicas {
+				if r.OSD == osd && (r.LastTransitionTime == nil || !r.LastTransitionTime.After(since)) {
+					return fmt.Errorf("SPDK on OSD %s restarted with an empty device, and its replica has not been rebuilt since: %s", osd, volumeState(vol))
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // podProcess finds the process of pod that match picks by its argv: the
