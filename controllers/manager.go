@@ -17,11 +17,16 @@ limitations under the License.
 package controllers
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +47,31 @@ func SecureMetrics(addr string) metricsserver.Options {
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// LeaderElectionID names the Lease the operators elect their leader by.
+const LeaderElectionID = "flint-operator.flint.io"
+
+// leaderLock is the operators' election Lease in namespace, held as
+// identity. Two live processes never share one: a pod's name is unique
+// while it exists, and the kubelet starts a container again only once
+// the last one has stopped.
+func leaderLock(cs kubernetes.Interface, namespace, identity string) (resourcelock.Interface, error) {
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, LeaderElectionID,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+}
+
+// leaderClient is the leader election's own client: its requests time
+// out below the renew deadline (controller-runtime's 10 s), so that one
+// hung request does not cost the lead.
+func leaderClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	cfg.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the leader election's client: %w", err)
+	}
+	return cs, nil
+}
 
 // NewManager is the operator's manager on cfg with its controllers; mo
 // brings the serving choices. It always elects a leader, whatever mo
@@ -65,8 +95,19 @@ func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, err
 	}
 	mo.Scheme = scheme
 	mo.LeaderElection = true
-	mo.LeaderElectionID = "flint-operator.flint.io"
+	mo.LeaderElectionID = LeaderElectionID
 	mo.LeaderElectionNamespace = o.Namespace
+	if o.LeaderIdentity != "" {
+		cs, err := leaderClient(cfg)
+		if err != nil {
+			return nil, err
+		}
+		lock, err := leaderLock(cs, o.Namespace, o.LeaderIdentity)
+		if err != nil {
+			return nil, err
+		}
+		mo.LeaderElectionResourceLockInterface = lock
+	}
 	// Pods, Secrets and NetworkPolicies are watched in the operator's
 	// namespace only.
 	// Managed fields are dropped from the cache: nothing reads them, and

@@ -51,6 +51,12 @@ import (
 type Options struct {
 	// Namespace holds OSD pods, their Secrets and the CA.
 	Namespace string
+	// LeaderIdentity is who this operator is in its leader election: its
+	// pod's name, so that a process the kubelet restarts in the same pod
+	// leads again at once instead of waiting out its predecessor's lease
+	// (which, longer than the agent lease, would fence every target).
+	// Empty: the host name and a random suffix, controller-runtime's.
+	LeaderIdentity string
 	// OSDImage holds SPDK and osd-agent.
 	OSDImage string
 	// PriorityClass of OSD pods; created when missing.

@@ -40,6 +40,7 @@ func main() {
 		namespace = "flint-system"
 	}
 	fs.StringVar(&o.Namespace, "namespace", namespace, "the namespace of OSD pods, their Secrets and the CA (default: $POD_NAMESPACE)")
+	fs.StringVar(&o.LeaderIdentity, "leader-identity", os.Getenv("POD_NAME"), "who this operator is in the leader election, unique among live operators; a restart under the same identity leads again at once (default: $POD_NAME; empty: the host name and a random suffix)")
 	fs.StringVar(&o.OSDImage, "osd-image", "ghcr.io/flint-io/flint-osd:latest", "the image with SPDK and osd-agent")
 	fs.StringVar(&o.PriorityClass, "osd-priority-class", "flint-osd", "the PriorityClass of OSD pods; created when missing")
 	fs.StringVar(&o.ServiceAccount, "osd-service-account", "flint-osd", "the ServiceAccount of OSD pods (they need no API access)")
@@ -76,6 +77,9 @@ func main() {
 		mgr, err := controllers.NewManager(cfg, o, ctrl.Options{
 			Metrics:                controllers.SecureMetrics(*metricsAddr),
 			HealthProbeBindAddress: *probeAddr,
+			// A successor leads at once after a clean stop: main returns
+			// as soon as the manager has stopped, so nothing acts after.
+			LeaderElectionReleaseOnCancel: true,
 		})
 		if err != nil {
 			return err

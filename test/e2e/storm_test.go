@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers"
 	"github.com/flint-io/flint/test/e2e/lab"
 	"github.com/flint-io/flint/test/ledger"
 )
@@ -286,45 +287,44 @@ func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Clie
 	return "", "", nil
 }
 
-// stormMarks is what a fault may restart, noted before it strikes.
-type stormMarks struct {
-	// restarts counts the restarts of each container of Flint's
-	// namespace, by "pod/container".
-	restarts map[string]int32
-	// leader holds the operator's leader election.
-	leader string
-}
+// stormMarks counts the restarts of each container of Flint's namespace,
+// by "pod/container", before a fault strikes.
+type stormMarks map[string]int32
 
 func noteStormMarks(t *testing.T, clients *kubernetes.Clientset) stormMarks {
 	t.Helper()
-	m := stormMarks{restarts: map[string]int32{}}
+	m := stormMarks{}
 	pods, err := clients.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
-			m.restarts[p.Name+"/"+cs.Name] = cs.RestartCount
+			m[p.Name+"/"+cs.Name] = cs.RestartCount
 		}
 	}
-	m.leader = operatorLeader(t, clients)
 	return m
 }
 
-// operatorLeader is who holds the operator's leader election: a killed
-// operator comes back under a new identity.
-func operatorLeader(t *testing.T, clients *kubernetes.Clientset) string {
+// operatorLeads says whether the operator's leader election was renewed
+// after started, a whole second late since started is in whole seconds:
+// by a process that started then.
+func operatorLeads(t *testing.T, clients *kubernetes.Clientset, started time.Time) error {
 	t.Helper()
-	l, err := clients.CoordinationV1().Leases(namespace).Get(t.Context(), "flint-operator.flint.io", metav1.GetOptions{})
+	l, err := clients.CoordinationV1().Leases(namespace).Get(t.Context(), controllers.LeaderElectionID, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("the operator's leader election: %v", err)
+		return fmt.Errorf("the operator's leader election: %w", err)
 	}
-	return ptr.Deref(l.Spec.HolderIdentity, "")
+	if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(started.Add(time.Second)) {
+		return fmt.Errorf("the operator restarted at %s does not lead yet (the election last renewed at %v by %s)",
+			started.Format(time.RFC3339), l.Spec.RenewTime, ptr.Deref(l.Spec.HolderIdentity, "nobody"))
+	}
+	return nil
 }
 
 // recovered waits until the lab is back from a fault struck at struck:
 // the container it killed restarted and ready (the operator also leading
-// again), and the replica on each OSD whose SPDK restarted (the lab's
+// again: under its pod's name it does not wait out its own lease), and the replica on each OSD whose SPDK restarted (the lab's
 // malloc device comes back empty) rebuilt since. The Volume's status alone
 // could pass at once, written before the operator saw the fault, and the
 // next fault would then strike a lab still down a part.
@@ -340,11 +340,16 @@ func recovered(t *testing.T, clients *kubernetes.Clientset, c client.Client, vol
 		for _, p := range pods.Items {
 			for _, cs := range p.Status.ContainerStatuses {
 				key := p.Name + "/" + cs.Name
-				if cs.RestartCount <= before.restarts[key] {
+				if cs.RestartCount <= before[key] {
 					continue
 				}
-				if !cs.Ready {
+				if !cs.Ready || cs.State.Running == nil {
 					return fmt.Errorf("container %s restarted and is not ready yet", key)
+				}
+				if key == killed && cs.Name == "operator" {
+					if err := operatorLeads(t, clients, cs.State.Running.StartedAt.Time); err != nil {
+						return err
+					}
 				}
 				killedBack = killedBack || key == killed
 				if osd, ok := strings.CutPrefix(p.Name, "osd-"); ok && cs.Name == "spdk" {
@@ -354,9 +359,6 @@ func recovered(t *testing.T, clients *kubernetes.Clientset, c client.Client, vol
 		}
 		if !killedBack {
 			return fmt.Errorf("the kubelet has not restarted container %s yet", killed)
-		}
-		if strings.HasSuffix(killed, "/operator") && operatorLeader(t, clients) == before.leader {
-			return fmt.Errorf("the restarted operator does not lead yet: %s still holds the election", before.leader)
 		}
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(vol), vol); err != nil {
 			return err
