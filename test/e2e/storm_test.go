@@ -278,8 +278,10 @@ func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Clie
 		signal(t, pid, syscall.SIGSTOP)
 		return desc, "", func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
 	case stormKillAgent:
+		// The agent container's osd-agent runs with flags only; the SPDK
+		// container's (exec-spdk, serve-fence) with a subcommand.
 		signal(t, podProcess(t, pod, func(argv []string) bool {
-			return filepath.Base(argv[0]) == "osd-agent" && (len(argv) < 2 || argv[1] != "exec-spdk")
+			return filepath.Base(argv[0]) == "osd-agent" && len(argv) > 1 && strings.HasPrefix(argv[1], "-")
 		}), syscall.SIGKILL)
 		return desc, pod.Name + "/agent", func() {}
 	}
