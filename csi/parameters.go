@@ -24,6 +24,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
 // StorageClass parameters.
@@ -31,6 +33,12 @@ const (
 	ParamPool     = "pool"
 	ParamReplicas = "replicas"
 	ParamFsType   = "fsType"
+)
+
+// Parameters external-provisioner adds with --extra-create-metadata.
+const (
+	ParamClaimName      = "csi.storage.k8s.io/pvc/name"
+	ParamClaimNamespace = "csi.storage.k8s.io/pvc/namespace"
 )
 
 // Volume context keys the node service reads.
@@ -44,6 +52,8 @@ type parameters struct {
 	pool     string
 	replicas *int32
 	fsType   string
+	// claim is the PVC the Volume is for, when the provisioner says.
+	claim *flintv1.ClaimReference
 }
 
 // parseParameters validates CreateVolume's parameters; each mistake is an
@@ -66,11 +76,16 @@ func parseParameters(in map[string]string) (parameters, error) {
 				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter fsType=%q: use one of %v", v, FsTypes)
 			}
 			p.fsType = v
+		case k == ParamClaimName || k == ParamClaimNamespace:
+			// Taken below, as a pair.
 		case strings.HasPrefix(k, "csi.storage.k8s.io/"):
 			// Set by external-provisioner for itself.
 		default:
 			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join([]string{ParamPool, ParamReplicas, ParamFsType}, ", "))
 		}
+	}
+	if name, ns := in[ParamClaimName], in[ParamClaimNamespace]; name != "" && ns != "" {
+		p.claim = &flintv1.ClaimReference{Namespace: ns, Name: name}
 	}
 	if p.pool == "" {
 		return p, status.Error(codes.InvalidArgument, fmt.Sprintf("StorageClass parameter %s missing: name the Pool to provision from (kubectl get pools)", ParamPool))

@@ -22,6 +22,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
 func TestParseParameters(t *testing.T) {
@@ -34,6 +36,9 @@ func TestParseParameters(t *testing.T) {
 	}{
 		{"pool only", map[string]string{"pool": "fast"}, parameters{pool: "fast"}, codes.OK},
 		{"all, and the provisioner's own keys", map[string]string{"pool": "fast", "replicas": "3", "fsType": "xfs", "csi.storage.k8s.io/fstype": "ext4"}, parameters{pool: "fast", replicas: &three, fsType: "xfs"}, codes.OK},
+		{"the provisioner's claim", map[string]string{"pool": "fast", "csi.storage.k8s.io/pvc/name": "data", "csi.storage.k8s.io/pvc/namespace": "shop", "csi.storage.k8s.io/pv/name": "pvc-1"},
+			parameters{pool: "fast", claim: &flintv1.ClaimReference{Namespace: "shop", Name: "data"}}, codes.OK},
+		{"half a claim is none", map[string]string{"pool": "fast", "csi.storage.k8s.io/pvc/name": "data"}, parameters{pool: "fast"}, codes.OK},
 		{"no pool", map[string]string{"replicas": "3"}, parameters{}, codes.InvalidArgument},
 		{"replicas 0", map[string]string{"pool": "p", "replicas": "0"}, parameters{}, codes.InvalidArgument},
 		{"replicas 6", map[string]string{"pool": "p", "replicas": "6"}, parameters{}, codes.InvalidArgument},

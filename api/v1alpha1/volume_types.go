@@ -24,6 +24,7 @@ import (
 // VolumeSpec is the desired state of a Volume.
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas is immutable: it cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: it cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="has(self.claim) == has(oldSelf.claim)",message="claim is immutable: it cannot be added or removed after creation"
 type VolumeSpec struct {
 	// pool is the name of the Pool the Volume is provisioned from.
 	// Required. Immutable.
@@ -56,6 +57,13 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
 	Source *VolumeSource `json:"source,omitempty"`
 
+	// claim is the PersistentVolumeClaim the Volume was provisioned for,
+	// as the CSI provisioner names it: the name people know the Volume by.
+	// Optional (a Volume made by hand has none). Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="claim is immutable: it names the claim the Volume was provisioned for"
+	Claim *ClaimReference `json:"claim,omitempty"`
+
 	// publishedHosts are the NVMe host NQNs allowed to connect to the
 	// Volume's subsystem: the nodes it is published to. Optional.
 	// +optional
@@ -64,6 +72,28 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:items:MaxLength=223
 	// +kubebuilder:validation:items:Pattern=`^nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9.-]+(:.+)?$`
 	PublishedHosts []string `json:"publishedHosts,omitempty"`
+}
+
+// ClaimReference names a PersistentVolumeClaim.
+type ClaimReference struct {
+	// namespace of the claim.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// name of the claim.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// String is the claim as namespace/name.
+func (c *ClaimReference) String() string {
+	if c == nil {
+		return ""
+	}
+	return c.Namespace + "/" + c.Name
 }
 
 // VolumeSource is the content a Volume starts from: exactly one of a
@@ -206,6 +236,8 @@ type VolumeStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=fvol,categories=flint
+// +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.claim.name`
+// +kubebuilder:printcolumn:name="Claim-Namespace",type=string,JSONPath=`.spec.claim.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

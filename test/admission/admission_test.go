@@ -190,6 +190,7 @@ var immutables = []mutation{
 	{"volume shrink", volumeBase, `spec: {size: 5Gi}`, "size cannot shrink"},
 	{"volume replicas added", volumeBase, `spec: {replicas: 2}`, "replicas is immutable: it cannot be added or removed"},
 	{"volume source added", volumeBase, `spec: {source: {snapshot: s1}}`, "source is immutable: it cannot be added or removed after creation"},
+	{"volume claim added", volumeBase, `spec: {claim: {namespace: shop, name: orders}}`, "claim is immutable: it cannot be added or removed after creation"},
 	{"snapshot volume", snapshotBase, `spec: {volume: v2}`, "volume is immutable: a Snapshot is of the Volume it was taken of"},
 }
 
@@ -206,6 +207,7 @@ var changes = []mutation{
 var immutablesOnSetFields = []mutation{
 	{"volume replicas changed", volumeBase + "  replicas: 3\n", `spec: {replicas: 2}`, "replicas is immutable"},
 	{"volume source changed", volumeBase + "  source: {snapshot: s1}\n", `spec: {source: {snapshot: s2}}`, "source is immutable"},
+	{"volume claim changed", volumeBase + "  claim: {namespace: shop, name: orders}\n", `spec: {claim: {name: payments}}`, "claim is immutable: it names the claim"},
 }
 
 var _ = Describe("Admission", func() {
