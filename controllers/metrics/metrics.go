@@ -40,7 +40,13 @@ var (
 	// ReplicaRebuild is the progress of every replica being rebuilt.
 	ReplicaRebuild = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_volume_replica_rebuild_percent", Help: "Rebuild progress of a Volume's replica, by the OSD it is on; no series when none rebuilds.",
-	}, []string{"volume", "pool", "osd"})
+	}, []string{"volume", "pool", "claim_namespace", "claim", "osd"})
+	// VolumeInfo names every Volume beside its uid, which is how the
+	// agents' per-volume series (flint_volume_io_latency_seconds) know it:
+	// they serve by uid and know nothing of Kubernetes names.
+	VolumeInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_volume_info", Help: "1 for every Volume: its uid (the label the agents' per-volume series carry as volume), name, Pool and the PersistentVolumeClaim it was provisioned for (empty for a Volume made by hand). Join on uid to name the agents' series: ... * on(volume) group_left(claim_namespace, claim) label_replace(flint_volume_info, \"volume\", \"$1\", \"uid\", \"(.*)\").",
+	}, []string{"volume", "uid", "pool", "claim_namespace", "claim"})
 	// PreflightFailures is 1 for every preflight reason that blocks a Pool.
 	PreflightFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_pool_preflight_failures", Help: "1 while a preflight check fails for a Pool, by reason.",
@@ -69,15 +75,31 @@ func init() {
 
 // Collectors are the operator's own metrics.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild, OSDOrphans, AgentRequests, AgentRequestSeconds}
+	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild, VolumeInfo, OSDOrphans, AgentRequests, AgentRequestSeconds}
 }
 
-// ObserveRebuilds sets the rebuild progress of volume's replicas: one
-// series per replica that rebuilds (OSD to percent), none for the others.
-func ObserveRebuilds(volume, pool string, rebuilding map[string]int32) {
-	ReplicaRebuild.DeletePartialMatch(prometheus.Labels{"volume": volume})
+// Volume is what the metrics say of a Volume: its names.
+type Volume struct {
+	Name, UID, Pool string
+	// ClaimNamespace and Claim name its PersistentVolumeClaim, if any.
+	ClaimNamespace, Claim string
+}
+
+// ObserveVolume records v's names, and the rebuild progress of its
+// replicas: one series per replica that rebuilds (OSD to percent), none
+// for the others.
+func ObserveVolume(v Volume, rebuilding map[string]int32) {
+	ForgetVolume(v.Name)
+	VolumeInfo.WithLabelValues(v.Name, v.UID, v.Pool, v.ClaimNamespace, v.Claim).Set(1)
 	for osd, percent := range rebuilding {
-		ReplicaRebuild.WithLabelValues(volume, pool, osd).Set(float64(percent))
+		ReplicaRebuild.WithLabelValues(v.Name, v.Pool, v.ClaimNamespace, v.Claim, osd).Set(float64(percent))
+	}
+}
+
+// ForgetVolume drops a deleted Volume's series.
+func ForgetVolume(name string) {
+	for _, g := range []*prometheus.GaugeVec{VolumeInfo, ReplicaRebuild} {
+		g.DeletePartialMatch(prometheus.Labels{"volume": name})
 	}
 }
 

@@ -178,7 +178,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volum
 			return ctrl.Result{}, err
 		}
 	}
-	metrics.ObserveRebuilds(vol.Name, vol.Spec.Pool, rebuilding(vol))
+	names := metrics.Volume{Name: vol.Name, UID: string(vol.UID), Pool: vol.Spec.Pool}
+	if c := vol.Spec.Claim; c != nil {
+		names.ClaimNamespace, names.Claim = c.Namespace, c.Name
+	}
+	metrics.ObserveVolume(names, rebuilding(vol))
 	if vol.Status.Phase == flintv1.VolumePhaseReady {
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}

@@ -329,7 +329,7 @@ func (r *Reconciler) notePlaced(vol *flintv1.Volume) {
 }
 
 func (r *Reconciler) forget(name string) {
-	metrics.ObserveRebuilds(name, "", nil)
+	metrics.ForgetVolume(name)
 	r.wrote.Delete(name)
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
