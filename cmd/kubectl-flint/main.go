@@ -20,12 +20,14 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,13 +45,25 @@ import (
 
 const commands = `Commands:
   status [-o json|yaml]    Pools, OSDs and the Volumes that need attention, and why
-  volume describe NAME     a Volume's replicas (OSD, node, failure domain, state,
-                           rebuild), target, hosts, conditions and recent Events
+  volume describe NAME|NAMESPACE/CLAIM [-o json|yaml]
+                           a Volume's claim, replicas (OSD, node, failure
+                           domain, state, rebuild), target, hosts, conditions
+                           and recent Events
+  osd describe NAME [-o json|yaml]
+                           an OSD's device, listener, space, the Volumes it
+                           holds a replica or the target of, conditions, Events
+  pool describe NAME [-o json|yaml]
+                           a Pool's placement, OSDs by failure domain, space,
+                           conditions and Events
+  snapshot describe NAME [-o json|yaml]
+                           a Snapshot's Volume, cut time, write pause, copies,
+                           conditions and Events
   drain OSD                move an OSD's replicas and targets to other OSDs
   undrain OSD              let a drained OSD take replicas again
   cordon OSD               keep an OSD's replicas but place no new ones on it
   uncordon OSD             let a cordoned OSD take replicas again
-  diagnose [NODE]          what each storage node offers the OSDs of its Pools
+  diagnose [NODE] [-o json|yaml]
+                           what each storage node offers the OSDs of its Pools
                            (cores, hugepages, NVMe devices, RDMA functions) and
                            the operator's preflight verdicts, with the fix
   bench --storage-class SC [--size 10Gi] [--runtime 30s] [--namespace NS]
@@ -107,34 +121,54 @@ func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
 	defer cancel()
 	switch {
 	case args[0] == "status":
-		sub := flag.NewFlagSet("status", flag.ContinueOnError)
-		format := sub.String("o", "", "json or yaml; tables when unset")
-		if err := sub.Parse(args[1:]); err != nil {
-			return err
+		format, rest, err := outputFormat(args[1:])
+		if err != nil || len(rest) > 0 {
+			return cmp.Or(err, fmt.Errorf("status takes no arguments, not %q", rest))
 		}
 		s, err := p.ReadStatus(ctx)
 		if err != nil {
 			return err
 		}
-		return p.PrintStatus(s, *format)
-	case len(args) == 3 && args[0] == "volume" && args[1] == "describe":
-		return p.DescribeVolume(ctx, args[2], time.Now())
+		return p.PrintStatus(s, format)
+	case len(args) >= 2 && args[1] == "describe":
+		format, rest, err := outputFormat(args[2:])
+		if err != nil || len(rest) != 1 {
+			return cmp.Or(err, fmt.Errorf("%s describe takes one name, not %q", args[0], rest))
+		}
+		return p.Describe(ctx, args[0], rest[0], format, time.Now())
 	case len(args) == 2 && (args[0] == "drain" || args[0] == "undrain"):
 		return p.Drain(ctx, args[1], args[0] == "drain")
 	case len(args) == 2 && (args[0] == "cordon" || args[0] == "uncordon"):
 		return p.Cordon(ctx, args[1], args[0] == "cordon")
-	case args[0] == "diagnose" && len(args) <= 2:
-		node := ""
-		if len(args) == 2 {
-			node = args[1]
+	case args[0] == "diagnose":
+		format, rest, err := outputFormat(args[1:])
+		if err != nil || len(rest) > 1 {
+			return cmp.Or(err, fmt.Errorf("diagnose takes at most a node, not %q", rest))
 		}
-		checks, err := p.Diagnose(ctx, node)
+		checks, err := p.Diagnose(ctx, strings.Join(rest, ""))
 		if err != nil {
 			return err
 		}
-		return p.PrintChecks(checks)
+		return p.PrintChecks(checks, format)
 	}
 	return fmt.Errorf("unknown command %q\n\n%s", args, commands)
+}
+
+// outputFormat takes -o (json or yaml) from anywhere in args and returns
+// the rest: flag parsing alone stops at the first name.
+func outputFormat(args []string) (format string, rest []string, err error) {
+	fs := flag.NewFlagSet("output", flag.ContinueOnError)
+	o := fs.String("o", "", "json or yaml; tables when unset")
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", nil, err
+		}
+		if fs.NArg() == 0 {
+			return *o, rest, nil
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 func runBench(ctx context.Context, p *kubectl.Plugin, args []string) error {

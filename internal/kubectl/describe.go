@@ -23,101 +23,122 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
-// DescribeVolume prints a Volume: its replicas with where they live and
-// how they are, its target and who may connect, its conditions and its
-// recent Events.
-func (p *Plugin) DescribeVolume(ctx context.Context, name string, now time.Time) error {
-	var v flintv1.Volume
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &v); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no Volume %s: `kubectl get volumes.flint.io` lists them (a PV's volumeHandle names its Volume)", name)
-		}
-		return err
+// Describe prints the object of kind (volume, osd, pool or snapshot)
+// named name: as a table for people, or as format (json or yaml) says.
+func (p *Plugin) Describe(ctx context.Context, kind, name, format string, now time.Time) error {
+	var d description
+	var err error
+	switch kind {
+	case "volume":
+		d, err = p.describeVolume(ctx, name)
+	case "osd":
+		d, err = p.describeOSD(ctx, name)
+	case "pool":
+		d, err = p.describePool(ctx, name)
+	case "snapshot":
+		d, err = p.describeSnapshot(ctx, name)
+	default:
+		return fmt.Errorf("cannot describe a %q: describe a volume, osd, pool or snapshot", kind)
 	}
-	domain := corev1.LabelTopologyZone
-	var pool flintv1.Pool
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: v.Spec.Pool}, &pool); err == nil && pool.Spec.FailureDomain != "" {
-		domain = pool.Spec.FailureDomain
-	}
-	w := newTable(p.Out)
-	line := w.row
-	line("Name:", v.Name)
-	line("Pool:", v.Spec.Pool)
-	line("Size:", v.Spec.Size.String())
-	line("Phase:", orUnknown(string(v.Status.Phase)))
-	if t := v.Status.Target; t != nil {
-		var eps []string
-		for _, e := range t.Endpoints {
-			eps = append(eps, fmt.Sprintf("%s %s:%d", e.Transport, e.Address, e.Port))
-		}
-		line("Target:", fmt.Sprintf("OSD %s, epoch %d", t.OSD, t.Epoch))
-		line("  NQN:", t.NQN)
-		line("  Endpoints:", dash(strings.Join(eps, ", ")))
-		line("  Allowed hosts:", dash(strings.Join(t.AllowedHosts, ", ")))
-	} else {
-		line("Target:", "-")
-	}
-	line("Published to:", dash(strings.Join(v.Spec.PublishedHosts, ", ")))
-	line("Replicas:")
-	line("  OSD", "NODE", strings.ToUpper(domainName(domain)), "STATE", "REBUILD", "SINCE")
-	for _, r := range v.Status.Replicas {
-		node, zone := "-", "-"
-		var o flintv1.OSD
-		if err := p.Client.Get(ctx, client.ObjectKey{Name: r.OSD}, &o); err == nil {
-			node = o.Spec.NodeName
-			var n corev1.Node
-			if err := p.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err == nil && n.Labels[domain] != "" {
-				zone = n.Labels[domain]
-			}
-		}
-		rebuild, since := "-", "-"
-		if r.RebuildPercent != nil {
-			rebuild = fmt.Sprintf("%d%%", *r.RebuildPercent)
-		}
-		if r.LastTransitionTime != nil {
-			since = duration.HumanDuration(now.Sub(r.LastTransitionTime.Time))
-		}
-		line("  "+r.OSD, node, zone, string(r.State), rebuild, since)
-	}
-	line("Conditions:")
-	line("  TYPE", "STATUS", "REASON", "MESSAGE")
-	for _, c := range v.Status.Conditions {
-		line("  "+c.Type, string(c.Status), c.Reason, c.Message)
-	}
-	events, err := p.volumeEvents(ctx, &v)
 	if err != nil {
 		return err
 	}
-	line("Events:")
-	if len(events) == 0 {
-		line("  <none>")
-	} else {
-		line("  AGE", "TYPE", "REASON", "MESSAGE")
+	if done, err := p.printAs(d, format); done || err != nil {
+		return err
 	}
-	for _, e := range events {
-		line("  "+duration.HumanDuration(now.Sub(eventTime(&e))), e.Type, e.Reason, e.Note)
-	}
+	w := newTable(p.Out)
+	d.printTable(w.row, now)
+	printConditions(w.row, d.common().Conditions)
+	printEvents(w.row, d.common().Events, now)
 	return w.Flush()
 }
 
-// volumeEvents are the Events about v, oldest first, the last 20.
-func (p *Plugin) volumeEvents(ctx context.Context, v *flintv1.Volume) ([]eventsv1.Event, error) {
-	var l eventsv1.EventList
-	if err := p.Client.List(ctx, &l, client.MatchingFields{"regarding.name": v.Name, "regarding.kind": "Volume"}); err != nil {
-		return nil, fmt.Errorf("read the Volume's Events: %w", err)
+// description is an object as describe shows it.
+type description interface {
+	// printTable prints its own fields, one row each.
+	printTable(line func(...string), now time.Time)
+	common() *Described
+}
+
+// Described is what every description ends with.
+type Described struct {
+	Conditions []Condition `json:"conditions"`
+	// Events are the last 20 about the object, oldest first.
+	Events []Event `json:"events"`
+}
+
+func (d *Described) common() *Described { return d }
+
+// Condition is one of an object's conditions.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Event is an Event about an object.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+}
+
+// described reads obj's conditions and its Events (kind is its Kind).
+func (p *Plugin) described(ctx context.Context, kind string, obj client.Object, conds []metav1.Condition) (Described, error) {
+	d := Described{Conditions: []Condition{}, Events: []Event{}}
+	for _, c := range conds {
+		d.Conditions = append(d.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
-	events := slices.DeleteFunc(l.Items, func(e eventsv1.Event) bool { return e.Regarding.UID != v.UID })
+	var l eventsv1.EventList
+	if err := p.Client.List(ctx, &l, client.MatchingFields{"regarding.name": obj.GetName(), "regarding.kind": kind}); err != nil {
+		return d, fmt.Errorf("read the %s's Events: %w", kind, err)
+	}
+	events := slices.DeleteFunc(l.Items, func(e eventsv1.Event) bool { return e.Regarding.UID != obj.GetUID() })
 	slices.SortFunc(events, func(a, b eventsv1.Event) int { return eventTime(&a).Compare(eventTime(&b)) })
-	return events[max(0, len(events)-20):], nil
+	for _, e := range events[max(0, len(events)-20):] {
+		d.Events = append(d.Events, Event{Time: eventTime(&e), Type: e.Type, Reason: e.Reason, Message: e.Note})
+	}
+	return d, nil
+}
+
+func printConditions(line func(...string), conds []Condition) {
+	line("Conditions:")
+	if len(conds) == 0 {
+		line("  <none>")
+		return
+	}
+	line("  TYPE", "STATUS", "REASON", "MESSAGE")
+	for _, c := range conds {
+		line("  "+c.Type, c.Status, c.Reason, c.Message)
+	}
+}
+
+func printEvents(line func(...string), events []Event, now time.Time) {
+	line("Events:")
+	if len(events) == 0 {
+		line("  <none>")
+		return
+	}
+	line("  AGE", "TYPE", "REASON", "MESSAGE")
+	for _, e := range events {
+		line("  "+duration.HumanDuration(now.Sub(e.Time)), e.Type, e.Reason, e.Message)
+	}
+}
+
+// since is how long ago t was, "-" when never.
+func since(t *time.Time, now time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return duration.HumanDuration(now.Sub(*t))
 }
 
 // eventTime is when an Event last happened.

@@ -35,9 +35,11 @@ import (
 // Check is one verdict of diagnose: whether a storage node gives one OSD
 // of a Pool what it asks for, and what to do when it does not.
 type Check struct {
-	Node, Pool, What string
-	OK               bool
-	Detail           string
+	Node   string `json:"node"`
+	Pool   string `json:"pool"`
+	What   string `json:"what"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
 }
 
 // Diagnose checks every node a Pool selects (or only node, when set):
@@ -152,20 +154,30 @@ func preflightChecks(pool *flintv1.Pool) []Check {
 	return out
 }
 
-// PrintChecks prints checks as a table and returns an error when one
-// failed, so that `kubectl flint diagnose` exits non-zero.
-func (p *Plugin) PrintChecks(checks []Check) error {
-	w := newTable(p.Out)
-	w.row("NODE", "POOL", "CHECK", "RESULT", "DETAIL")
+// PrintChecks prints checks, as a table or as format (json or yaml) says,
+// and returns an error when one failed, so that `kubectl flint diagnose`
+// exits non-zero.
+func (p *Plugin) PrintChecks(checks []Check, format string) error {
 	failed := 0
 	for _, c := range checks {
-		result := "ok"
 		if !c.OK {
-			result, failed = "FAIL", failed+1
+			failed++
 		}
-		w.row(c.Node, c.Pool, c.What, result, c.Detail)
 	}
-	if err := w.Flush(); err != nil {
+	done, err := p.printAs(append([]Check{}, checks...), format)
+	if !done {
+		w := newTable(p.Out)
+		w.row("NODE", "POOL", "CHECK", "RESULT", "DETAIL")
+		for _, c := range checks {
+			result := "ok"
+			if !c.OK {
+				result = "FAIL"
+			}
+			w.row(c.Node, c.Pool, c.What, result, c.Detail)
+		}
+		err = w.Flush()
+	}
+	if err != nil {
 		return err
 	}
 	if failed > 0 {

@@ -184,24 +184,8 @@ func orUnknown(s string) string {
 
 // PrintStatus prints s as tables (format ""), or as json or yaml.
 func (p *Plugin) PrintStatus(s *Status, format string) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(s, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(p.Out, string(b))
+	if done, err := p.printAs(s, format); done || err != nil {
 		return err
-	case "yaml":
-		b, err := yaml.Marshal(s)
-		if err != nil {
-			return err
-		}
-		_, err = p.Out.Write(b)
-		return err
-	case "":
-	default:
-		return fmt.Errorf("unknown output format %q: use json or yaml, or none for tables", format)
 	}
 	w := newTable(p.Out)
 	tab := w.row
@@ -235,6 +219,30 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 		}
 	}
 	return w.Flush()
+}
+
+// printAs prints v as format says, json or yaml, and says it did; for no
+// format it leaves the table to the caller.
+func (p *Plugin) printAs(v any, format string) (done bool, err error) {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return true, err
+		}
+		_, err = fmt.Fprintln(p.Out, string(b))
+		return true, err
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return true, err
+		}
+		_, err = p.Out.Write(b)
+		return true, err
+	case "":
+		return false, nil
+	}
+	return true, fmt.Errorf("unknown output format %q: use json or yaml, or none for tables", format)
 }
 
 // table writes rows of cells aligned in columns, as kubectl prints.

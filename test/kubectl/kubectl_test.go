@@ -119,6 +119,7 @@ func cluster(t *testing.T) {
 	})
 	since := metav1.NewTime(now.Add(-90 * time.Second))
 	degraded := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "vol-degraded"}, Spec: flintv1.VolumeSpec{Pool: "fast", Size: resource.MustParse("1Gi"),
+		Claim:          &flintv1.ClaimReference{Namespace: "shop", Name: "orders"},
 		PublishedHosts: []string{"nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"}}}
 	create(t, degraded, func() {
 		degraded.Status = flintv1.VolumeStatus{Phase: flintv1.VolumePhaseDegraded,
@@ -133,6 +134,23 @@ func cluster(t *testing.T) {
 				condition(flintv1.ReadyCondition, metav1.ConditionTrue, "Serving", "the target serves"),
 				condition(flintv1.DegradedCondition, metav1.ConditionTrue, "ReplicaRebuilding", "the replica on osd-b rebuilds"),
 			},
+		}
+	})
+	// vol-ok predates recorded claims: its claim is found through its PV.
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, nil)
+	create(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-ok"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.flint.io", VolumeHandle: "vol-ok"}},
+	}}, nil)
+	create(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv-ok",
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}, nil)
+	snap := &flintv1.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap-1"}, Spec: flintv1.SnapshotSpec{Volume: "vol-degraded"}}
+	create(t, snap, func() {
+		snap.Status = flintv1.SnapshotStatus{Phase: flintv1.SnapshotPhaseDegraded, ReadyToUse: true, Size: ptr.To(resource.MustParse("1Gi")),
+			CreationTime: &since, PauseDuration: &metav1.Duration{Duration: 400 * time.Millisecond},
+			Copies: []flintv1.SnapshotCopy{{OSD: "osd-a", Lvol: "snap_1", State: flintv1.SnapshotCopyReady}, {OSD: "osd-b", State: flintv1.SnapshotCopyLost}},
 		}
 	})
 	create(t, &eventsv1.Event{
@@ -196,7 +214,7 @@ func TestCommands(t *testing.T) {
 
 	t.Run("volume describe", func(t *testing.T) {
 		out.Reset()
-		if err := p.DescribeVolume(ctx, "vol-degraded", now); err != nil {
+		if err := p.Describe(ctx, "volume", "vol-degraded", "", now); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("kubectl flint volume describe vol-degraded:\n%s", out.String())
@@ -210,8 +228,90 @@ func TestCommands(t *testing.T) {
 				t.Errorf("describe lacks %q", want)
 			}
 		}
-		if err := p.DescribeVolume(ctx, "vol-none", now); err == nil || !strings.Contains(err.Error(), "no Volume vol-none") {
+		if err := p.Describe(ctx, "volume", "vol-none", "", now); err == nil || !strings.Contains(err.Error(), "no Volume vol-none") {
 			t.Errorf("describe of a missing Volume: %v", err)
+		}
+	})
+
+	t.Run("volume describe -o json", func(t *testing.T) {
+		out.Reset()
+		if err := p.Describe(ctx, "volume", "shop/orders", "json", now); err != nil {
+			t.Fatal(err)
+		}
+		var got kubectl.VolumeDescription
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "vol-degraded" || got.Claim != "shop/orders" || len(got.Replicas) != 2 || got.Replicas[1].Domain != "b" ||
+			ptr.Deref(got.Replicas[1].Rebuild, 0) != 42 || got.Target == nil || got.Target.Epoch != 2 || len(got.Conditions) != 2 || len(got.Events) != 1 {
+			t.Fatalf("volume describe -o json:\n%s", out.String())
+		}
+		out.Reset()
+		if err := p.Describe(ctx, "volume", "vol-degraded", "yaml", now); err != nil || !strings.Contains(out.String(), "claim: shop/orders") {
+			t.Errorf("volume describe -o yaml (%v):\n%s", err, out.String())
+		}
+	})
+
+	t.Run("osd, pool and snapshot describe", func(t *testing.T) {
+		for _, tc := range []struct {
+			kind, name string
+			want       []string
+		}{
+			{"osd", "osd-b", []string{"Device:", "malloc 2Gi", "Free:", "1Gi", "vol-degraded  shop/orders  Rebuilding  -", "vol-ok        -            Online      -"}},
+			{"osd", "osd-a", []string{"vol-degraded  shop/orders  Online   yes"}},
+			{"pool", "fast", []string{"Failure domain:", "topology.kubernetes.io/zone", "osd-a  node-a  a     Ready", "OSDsReady"}},
+			{"snapshot", "snap-1", []string{"Volume:", "vol-degraded", "Write pause:", "400ms", "osd-a  snap_1  Ready", "osd-b  -       Lost", "Created:", "90s ago"}},
+		} {
+			out.Reset()
+			if err := p.Describe(ctx, tc.kind, tc.name, "", now); err != nil {
+				t.Fatalf("%s describe %s: %v", tc.kind, tc.name, err)
+			}
+			t.Logf("kubectl flint %s describe %s:\n%s", tc.kind, tc.name, out.String())
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("%s describe %s lacks %q", tc.kind, tc.name, want)
+				}
+			}
+			if err := p.Describe(ctx, tc.kind, "nothing", "", now); err == nil || !strings.Contains(err.Error(), "nothing") {
+				t.Errorf("%s describe of a missing one: %v", tc.kind, err)
+			}
+		}
+		out.Reset()
+		var got kubectl.SnapshotDescription
+		if err := p.Describe(ctx, "snapshot", "snap-1", "json", now); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Copies) != 2 || got.Pause != "400ms" {
+			t.Fatalf("snapshot describe -o json (%v):\n%s", err, out.String())
+		}
+		if err := p.Describe(ctx, "node", "node-a", "", now); err == nil {
+			t.Error("describe of a kind Flint does not have is accepted")
+		}
+	})
+
+	t.Run("volume describe by claim", func(t *testing.T) {
+		field := func(name string) string {
+			for l := range strings.Lines(out.String()) {
+				if rest, ok := strings.CutPrefix(l, name+":"); ok {
+					return strings.TrimSpace(rest)
+				}
+			}
+			return ""
+		}
+		for claim, want := range map[string]struct{ name, claim string }{
+			"shop/orders": {"vol-degraded", "shop/orders"}, // recorded
+			"shop/legacy": {"vol-ok", "-"},                 // through its PV
+		} {
+			out.Reset()
+			if err := p.Describe(ctx, "volume", claim, "", now); err != nil {
+				t.Fatalf("describe %s: %v", claim, err)
+			}
+			if field("Name") != want.name || field("Claim") != want.claim {
+				t.Errorf("describe %s: Name %q, Claim %q; want %q, %q", claim, field("Name"), field("Claim"), want.name, want.claim)
+			}
+		}
+		if err := p.Describe(ctx, "volume", "shop/missing", "", now); err == nil || !strings.Contains(err.Error(), "no Volume records claim shop/missing") {
+			t.Errorf("describe of a missing claim: %v", err)
 		}
 	})
 
@@ -245,10 +345,18 @@ func TestCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.Reset()
-		err = p.PrintChecks(checks)
+		err = p.PrintChecks(checks, "")
 		t.Logf("kubectl flint diagnose:\n%s", out.String())
 		if err == nil || !strings.Contains(err.Error(), "checks failed") {
 			t.Errorf("diagnose with failing checks returned %v, want an error counting them", err)
+		}
+		out.Reset()
+		var asJSON []kubectl.Check
+		if err := p.PrintChecks(checks, "json"); err == nil || !strings.Contains(err.Error(), "checks failed") {
+			t.Errorf("diagnose -o json with failing checks returned %v, want an error counting them", err)
+		}
+		if err := json.Unmarshal(out.Bytes(), &asJSON); err != nil || len(asJSON) != len(checks) {
+			t.Errorf("diagnose -o json (%v):\n%s", err, out.String())
 		}
 		verdict := func(node, pool, what string) *kubectl.Check {
 			for i := range checks {

@@ -1,0 +1,201 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+)
+
+// VolumeDescription is a Volume: where its replicas live and how they
+// are, its target and who may connect.
+type VolumeDescription struct {
+	Name  string `json:"name"`
+	Claim string `json:"claim,omitempty"`
+	Pool  string `json:"pool"`
+	Size  string `json:"size"`
+	Phase string `json:"phase"`
+	// Target is nil until the Volume has one.
+	Target      *TargetDescription `json:"target,omitempty"`
+	PublishedTo []string           `json:"publishedTo"`
+	// FailureDomain is the node label each replica's Domain is the value of.
+	FailureDomain string               `json:"failureDomain"`
+	Replicas      []ReplicaDescription `json:"replicas"`
+	Described
+}
+
+// TargetDescription is a Volume's target.
+type TargetDescription struct {
+	OSD          string   `json:"osd"`
+	Epoch        int32    `json:"epoch"`
+	NQN          string   `json:"nqn"`
+	Endpoints    []string `json:"endpoints"`
+	AllowedHosts []string `json:"allowedHosts"`
+}
+
+// ReplicaDescription is one replica of a Volume.
+type ReplicaDescription struct {
+	OSD    string `json:"osd"`
+	Node   string `json:"node,omitempty"`
+	Domain string `json:"domain,omitempty"`
+	State  string `json:"state"`
+	// Rebuild is its rebuild progress in percent, while it rebuilds.
+	Rebuild *int32 `json:"rebuild,omitempty"`
+	// Since is when it entered State.
+	Since *time.Time `json:"since,omitempty"`
+}
+
+// describeVolume reads a Volume, named as itself or as its claim
+// (NAMESPACE/CLAIM).
+func (p *Plugin) describeVolume(ctx context.Context, name string) (*VolumeDescription, error) {
+	v, err := p.findVolume(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	d := &VolumeDescription{
+		Name: v.Name, Claim: v.Spec.Claim.String(), Pool: v.Spec.Pool, Size: v.Spec.Size.String(), Phase: orUnknown(string(v.Status.Phase)),
+		PublishedTo: nonNil(v.Spec.PublishedHosts), FailureDomain: corev1.LabelTopologyZone, Replicas: []ReplicaDescription{},
+	}
+	var pool flintv1.Pool
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: v.Spec.Pool}, &pool); err == nil && pool.Spec.FailureDomain != "" {
+		d.FailureDomain = pool.Spec.FailureDomain
+	}
+	if t := v.Status.Target; t != nil {
+		d.Target = &TargetDescription{OSD: t.OSD, Epoch: t.Epoch, NQN: t.NQN, Endpoints: []string{}, AllowedHosts: nonNil(t.AllowedHosts)}
+		for _, e := range t.Endpoints {
+			d.Target.Endpoints = append(d.Target.Endpoints, endpoint(e))
+		}
+	}
+	for _, r := range v.Status.Replicas {
+		rd := ReplicaDescription{OSD: r.OSD, State: string(r.State), Rebuild: r.RebuildPercent}
+		rd.Node, rd.Domain = p.whereIs(ctx, r.OSD, d.FailureDomain)
+		if r.LastTransitionTime != nil {
+			rd.Since = &r.LastTransitionTime.Time
+		}
+		d.Replicas = append(d.Replicas, rd)
+	}
+	d.Described, err = p.described(ctx, "Volume", v, v.Status.Conditions)
+	return d, err
+}
+
+func (d *VolumeDescription) printTable(line func(...string), now time.Time) {
+	line("Name:", d.Name)
+	line("Claim:", dash(d.Claim))
+	line("Pool:", d.Pool)
+	line("Size:", d.Size)
+	line("Phase:", d.Phase)
+	if t := d.Target; t != nil {
+		line("Target:", fmt.Sprintf("OSD %s, epoch %d", t.OSD, t.Epoch))
+		line("  NQN:", t.NQN)
+		line("  Endpoints:", dash(strings.Join(t.Endpoints, ", ")))
+		line("  Allowed hosts:", dash(strings.Join(t.AllowedHosts, ", ")))
+	} else {
+		line("Target:", "-")
+	}
+	line("Published to:", dash(strings.Join(d.PublishedTo, ", ")))
+	line("Replicas:")
+	line("  OSD", "NODE", strings.ToUpper(domainName(d.FailureDomain)), "STATE", "REBUILD", "SINCE")
+	for _, r := range d.Replicas {
+		rebuild := "-"
+		if r.Rebuild != nil {
+			rebuild = fmt.Sprintf("%d%%", *r.Rebuild)
+		}
+		line("  "+r.OSD, dash(r.Node), dash(r.Domain), r.State, rebuild, since(r.Since, now))
+	}
+}
+
+// whereIs is the node of OSD osd and that node's value of the label
+// domain, empty where unknown.
+func (p *Plugin) whereIs(ctx context.Context, osd, domain string) (node, value string) {
+	var o flintv1.OSD
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: osd}, &o); err != nil {
+		return "", ""
+	}
+	var n corev1.Node
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: o.Spec.NodeName}, &n); err != nil {
+		return o.Spec.NodeName, ""
+	}
+	return o.Spec.NodeName, n.Labels[domain]
+}
+
+func endpoint(e flintv1.Endpoint) string {
+	return fmt.Sprintf("%s %s:%d", e.Transport, e.Address, e.Port)
+}
+
+// nonNil is s, or an empty list: JSON shows [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// findVolume reads the Volume named name, or, for NAMESPACE/CLAIM, the
+// one provisioned for that claim: the one that records it, else the one
+// its bound PersistentVolume's handle names (a Volume from before Volumes
+// recorded their claim).
+func (p *Plugin) findVolume(ctx context.Context, name string) (*flintv1.Volume, error) {
+	var v flintv1.Volume
+	namespace, claim, isClaim := strings.Cut(name, "/")
+	if !isClaim {
+		if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &v); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("no Volume %s: `kubectl get volumes.flint.io` lists them; name a claim as NAMESPACE/CLAIM", name)
+			}
+			return nil, err
+		}
+		return &v, nil
+	}
+	var vols flintv1.VolumeList
+	if err := p.Client.List(ctx, &vols); err != nil {
+		return nil, err
+	}
+	for i := range vols.Items {
+		if c := vols.Items[i].Spec.Claim; c != nil && c.Namespace == namespace && c.Name == claim {
+			return &vols.Items[i], nil
+		}
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claim}, &pvc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no Volume records claim %s, and there is no such PersistentVolumeClaim", name)
+		}
+		return nil, err
+	}
+	var pv corev1.PersistentVolume
+	if pvc.Spec.VolumeName == "" {
+		return nil, fmt.Errorf("claim %s is not bound yet (%s): it has no Volume", name, pvc.Status.Phase)
+	}
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv); err != nil {
+		return nil, fmt.Errorf("claim %s is bound to PersistentVolume %s: %w", name, pvc.Spec.VolumeName, err)
+	}
+	if pv.Spec.CSI == nil {
+		return nil, fmt.Errorf("claim %s is bound to PersistentVolume %s, which no CSI driver serves: it is not Flint's", name, pv.Name)
+	}
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: pv.Spec.CSI.VolumeHandle}, &v); err != nil {
+		return nil, fmt.Errorf("claim %s: PersistentVolume %s names Volume %s: %w", name, pv.Name, pv.Spec.CSI.VolumeHandle, err)
+	}
+	return &v, nil
+}
