@@ -30,11 +30,6 @@ func (c *Client) BdevMallocCreate(ctx context.Context, req types.BdevMallocCreat
 	return name, err
 }
 
-// BdevMallocDelete deletes a malloc bdev.
-func (c *Client) BdevMallocDelete(ctx context.Context, name string) error {
-	return c.rpc.Call(ctx, "bdev_malloc_delete", types.BdevNameRequest{Name: name}, nil)
-}
-
 // BdevAioCreate creates an AIO bdev on a file or block device and returns
 // its name. An lvstore on it is loaded by examine: call BdevWaitForExamine.
 func (c *Client) BdevAioCreate(ctx context.Context, req types.BdevAioCreateRequest) (string, error) {
@@ -43,22 +38,11 @@ func (c *Client) BdevAioCreate(ctx context.Context, req types.BdevAioCreateReque
 	return name, err
 }
 
-// BdevAioDelete deletes an AIO bdev; an lvstore on it is unloaded, not
-// destroyed.
-func (c *Client) BdevAioDelete(ctx context.Context, name string) error {
-	return c.rpc.Call(ctx, "bdev_aio_delete", types.BdevNameRequest{Name: name}, nil)
-}
-
 // BdevUringCreate creates an io_uring bdev and returns its name.
 func (c *Client) BdevUringCreate(ctx context.Context, req types.BdevUringCreateRequest) (string, error) {
 	var name string
 	err := c.rpc.Call(ctx, "bdev_uring_create", req, &name)
 	return name, err
-}
-
-// BdevUringDelete deletes an io_uring bdev.
-func (c *Client) BdevUringDelete(ctx context.Context, name string) error {
-	return c.rpc.Call(ctx, "bdev_uring_delete", types.BdevNameRequest{Name: name}, nil)
 }
 
 // BdevNvmeAttachController attaches a PCIe NVMe device or a remote

@@ -69,11 +69,6 @@ func (c *Client) NvmfSubsystemAddNs(ctx context.Context, nqn string, ns types.Nv
 	return nsid, err
 }
 
-// NvmfSubsystemRemoveNs removes a namespace.
-func (c *Client) NvmfSubsystemRemoveNs(ctx context.Context, nqn string, nsid uint32) error {
-	return c.rpc.Call(ctx, "nvmf_subsystem_remove_ns", types.NvmfSubsystemRemoveNsRequest{NQN: nqn, NSID: nsid}, nil)
-}
-
 // NvmfSubsystemAddListener adds a listener.
 func (c *Client) NvmfSubsystemAddListener(ctx context.Context, nqn string, addr types.ListenAddress) error {
 	return c.rpc.Call(ctx, "nvmf_subsystem_add_listener", types.NvmfSubsystemListenerRequest{NQN: nqn, ListenAddress: addr}, nil)

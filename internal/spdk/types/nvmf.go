@@ -151,12 +151,6 @@ type NvmfNamespaceRequest struct {
 	UUID     string `json:"uuid,omitempty"`
 }
 
-// NvmfSubsystemRemoveNsRequest removes a namespace.
-type NvmfSubsystemRemoveNsRequest struct {
-	NQN  string `json:"nqn"`
-	NSID uint32 `json:"nsid"`
-}
-
 // NvmfSubsystemListenerRequest adds or removes a listener.
 type NvmfSubsystemListenerRequest struct {
 	NQN           string        `json:"nqn"`
