@@ -18,12 +18,14 @@ package kubectl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,6 +93,16 @@ type Event struct {
 	Message string    `json:"message"`
 }
 
+// get reads the object at key into obj; a missing one is the error
+// missing, which says where to look.
+func (p *Plugin) get(ctx context.Context, key client.ObjectKey, obj client.Object, missing string) error {
+	err := p.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return errors.New(missing)
+	}
+	return err
+}
+
 // described reads obj's conditions and its Events (kind is its Kind).
 func (p *Plugin) described(ctx context.Context, kind string, obj client.Object, conds []metav1.Condition) (Described, error) {
 	d := Described{Conditions: []Condition{}, Events: []Event{}}
@@ -110,26 +122,31 @@ func (p *Plugin) described(ctx context.Context, kind string, obj client.Object, 
 }
 
 func printConditions(line func(...string), conds []Condition) {
-	line("Conditions:")
-	if len(conds) == 0 {
-		line("  <none>")
-		return
-	}
-	line("  TYPE", "STATUS", "REASON", "MESSAGE")
+	var rows [][]string
 	for _, c := range conds {
-		line("  "+c.Type, c.Status, c.Reason, c.Message)
+		rows = append(rows, []string{c.Type, c.Status, c.Reason, c.Message})
 	}
+	printList(line, "Conditions:", []string{"TYPE", "STATUS", "REASON", "MESSAGE"}, rows)
 }
 
 func printEvents(line func(...string), events []Event, now time.Time) {
-	line("Events:")
-	if len(events) == 0 {
+	var rows [][]string
+	for _, e := range events {
+		rows = append(rows, []string{duration.HumanDuration(now.Sub(e.Time)), e.Type, e.Reason, e.Message})
+	}
+	printList(line, "Events:", []string{"AGE", "TYPE", "REASON", "MESSAGE"}, rows)
+}
+
+// printList prints title and, indented under it, header and rows, or
+// <none> when there are no rows.
+func printList(line func(...string), title string, header []string, rows [][]string) {
+	line(title)
+	if len(rows) == 0 {
 		line("  <none>")
 		return
 	}
-	line("  AGE", "TYPE", "REASON", "MESSAGE")
-	for _, e := range events {
-		line("  "+duration.HumanDuration(now.Sub(e.Time)), e.Type, e.Reason, e.Message)
+	for _, cells := range append([][]string{header}, rows...) {
+		line(append([]string{"  " + cells[0]}, cells[1:]...)...)
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -59,10 +58,7 @@ type OSDVolume struct {
 
 func (p *Plugin) describeOSD(ctx context.Context, name string) (*OSDDescription, error) {
 	var o flintv1.OSD
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no OSD %s: `kubectl get osds` lists them", name)
-		}
+	if err := p.get(ctx, client.ObjectKey{Name: name}, &o, fmt.Sprintf("no OSD %s: `kubectl get osds` lists them", name)); err != nil {
 		return nil, err
 	}
 	d := &OSDDescription{
@@ -128,15 +124,11 @@ func (d *OSDDescription) printTable(line func(...string), _ time.Time) {
 	line("SPDK:", dash(d.SPDKVersion))
 	line("Drain:", fmt.Sprint(d.Drain))
 	line("Cordon:", fmt.Sprint(d.Cordon))
-	line("Volumes:")
-	if len(d.Volumes) == 0 {
-		line("  <none>")
-	} else {
-		line("  VOLUME", "CLAIM", "REPLICA", "TARGET")
-	}
+	var rows [][]string
 	for _, v := range d.Volumes {
-		line("  "+v.Name, dash(v.Claim), dash(v.Replica), yesNo(v.Target))
+		rows = append(rows, []string{v.Name, dash(v.Claim), dash(v.Replica), yesNo(v.Target)})
 	}
+	printList(line, "Volumes:", []string{"VOLUME", "CLAIM", "REPLICA", "TARGET"}, rows)
 }
 
 func yesNo(b bool) string {

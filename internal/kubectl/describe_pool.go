@@ -23,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -56,10 +55,7 @@ type PoolOSD struct {
 
 func (p *Plugin) describePool(ctx context.Context, name string) (*PoolDescription, error) {
 	var pool flintv1.Pool
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &pool); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no Pool %s: `kubectl get pools` lists them", name)
-		}
+	if err := p.get(ctx, client.ObjectKey{Name: name}, &pool, fmt.Sprintf("no Pool %s: `kubectl get pools` lists them", name)); err != nil {
 		return nil, err
 	}
 	d := &PoolDescription{
@@ -80,8 +76,7 @@ func (p *Plugin) describePool(ctx context.Context, name string) (*PoolDescriptio
 		if o.Spec.Pool != pool.Name {
 			continue // an OSD counts for the Pool its spec names, labelled or not
 		}
-		po := PoolOSD{Name: o.Name, Node: o.Spec.NodeName, Phase: orUnknown(string(o.Status.Phase))}
-		_, po.Domain = p.whereIs(ctx, o.Name, d.FailureDomain)
+		po := PoolOSD{Name: o.Name, Node: o.Spec.NodeName, Domain: p.domainOf(ctx, o.Spec.NodeName, d.FailureDomain), Phase: orUnknown(string(o.Status.Phase))}
 		if c := o.Status.Capacity; c != nil {
 			po.Free = c.Free.String()
 		}
@@ -100,13 +95,9 @@ func (d *PoolDescription) printTable(line func(...string), _ time.Time) {
 	line("Overcommit:", fmt.Sprintf("%d%%", d.Overcommit))
 	line("Capacity:", fmt.Sprintf("raw %s, usable %s, allocated %s", dash(d.Raw), dash(d.Usable), dash(d.Allocated)))
 	line("Volumes:", fmt.Sprint(d.Volumes))
-	line("OSDs:")
-	if len(d.OSDs) == 0 {
-		line("  <none>")
-	} else {
-		line("  OSD", "NODE", strings.ToUpper(domainName(d.FailureDomain)), "PHASE", "FREE")
-	}
+	var rows [][]string
 	for _, o := range d.OSDs {
-		line("  "+o.Name, o.Node, dash(o.Domain), o.Phase, dash(o.Free))
+		rows = append(rows, []string{o.Name, o.Node, dash(o.Domain), o.Phase, dash(o.Free)})
 	}
+	printList(line, "OSDs:", []string{"OSD", "NODE", strings.ToUpper(domainName(d.FailureDomain)), "PHASE", "FREE"}, rows)
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -52,10 +51,7 @@ type CopyDescription struct {
 
 func (p *Plugin) describeSnapshot(ctx context.Context, name string) (*SnapshotDescription, error) {
 	var s flintv1.Snapshot
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no Snapshot %s: `kubectl get snapshots.flint.io` lists them (a VolumeSnapshotContent's snapshotHandle names its Snapshot)", name)
-		}
+	if err := p.get(ctx, client.ObjectKey{Name: name}, &s, fmt.Sprintf("no Snapshot %s: `kubectl get snapshots.flint.io` lists them (a VolumeSnapshotContent's snapshotHandle names its Snapshot)", name)); err != nil {
 		return nil, err
 	}
 	d := &SnapshotDescription{Name: s.Name, Volume: s.Spec.Volume, Phase: orUnknown(string(s.Status.Phase)), ReadyToUse: s.Status.ReadyToUse, Copies: []CopyDescription{}}
@@ -88,13 +84,9 @@ func (d *SnapshotDescription) printTable(line func(...string), now time.Time) {
 	}
 	line("Created:", created)
 	line("Write pause:", dash(d.Pause))
-	line("Copies:")
-	if len(d.Copies) == 0 {
-		line("  <none>")
-	} else {
-		line("  OSD", "LVOL", "STATE")
-	}
+	var rows [][]string
 	for _, c := range d.Copies {
-		line("  "+c.OSD, dash(c.Lvol), c.State)
+		rows = append(rows, []string{c.OSD, dash(c.Lvol), c.State})
 	}
+	printList(line, "Copies:", []string{"OSD", "LVOL", "STATE"}, rows)
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -133,11 +132,16 @@ func (p *Plugin) whereIs(ctx context.Context, osd, domain string) (node, value s
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: osd}, &o); err != nil {
 		return "", ""
 	}
+	return o.Spec.NodeName, p.domainOf(ctx, o.Spec.NodeName, domain)
+}
+
+// domainOf is node's value of the label domain, empty where unknown.
+func (p *Plugin) domainOf(ctx context.Context, node, domain string) string {
 	var n corev1.Node
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: o.Spec.NodeName}, &n); err != nil {
-		return o.Spec.NodeName, ""
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return ""
 	}
-	return o.Spec.NodeName, n.Labels[domain]
+	return n.Labels[domain]
 }
 
 func endpoint(e flintv1.Endpoint) string {
@@ -160,10 +164,7 @@ func (p *Plugin) findVolume(ctx context.Context, name string) (*flintv1.Volume, 
 	var v flintv1.Volume
 	namespace, claim, isClaim := strings.Cut(name, "/")
 	if !isClaim {
-		if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &v); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("no Volume %s: `kubectl get volumes.flint.io` lists them; name a claim as NAMESPACE/CLAIM", name)
-			}
+		if err := p.get(ctx, client.ObjectKey{Name: name}, &v, fmt.Sprintf("no Volume %s: `kubectl get volumes.flint.io` lists them; name a claim as NAMESPACE/CLAIM", name)); err != nil {
 			return nil, err
 		}
 		return &v, nil
@@ -178,10 +179,7 @@ func (p *Plugin) findVolume(ctx context.Context, name string) (*flintv1.Volume, 
 		}
 	}
 	var pvc corev1.PersistentVolumeClaim
-	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claim}, &pvc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no Volume records claim %s, and there is no such PersistentVolumeClaim", name)
-		}
+	if err := p.get(ctx, client.ObjectKey{Namespace: namespace, Name: claim}, &pvc, fmt.Sprintf("no Volume records claim %s, and there is no such PersistentVolumeClaim", name)); err != nil {
 		return nil, err
 	}
 	var pv corev1.PersistentVolume

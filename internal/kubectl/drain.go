@@ -21,7 +21,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -61,10 +60,7 @@ func (p *Plugin) Cordon(ctx context.Context, name string, cordon bool) error {
 // setOSD changes OSD name's spec with set, writing only a change.
 func (p *Plugin) setOSD(ctx context.Context, name string, set func(*flintv1.OSD)) (*flintv1.OSD, error) {
 	var o flintv1.OSD
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no OSD %s: `kubectl flint status` lists them", name)
-		}
+	if err := p.get(ctx, client.ObjectKey{Name: name}, &o, fmt.Sprintf("no OSD %s: `kubectl flint status` lists them", name)); err != nil {
 		return nil, err
 	}
 	before := o.DeepCopy()
