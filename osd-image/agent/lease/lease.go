@@ -150,8 +150,9 @@ func New(file File, targets Targets, now func() time.Time, lead time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	lapsed := !expiry.IsZero() && !now().Before(expiry.Add(-lead))
-	return &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced, refence: lapsed}, nil
+	k := &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced}
+	k.refence = !expiry.IsZero() && k.lapsed(now())
+	return k, nil
 }
 
 // ErrLate means a renewal arrived after the latest instant it may grant.
@@ -189,8 +190,11 @@ func (k *Keeper) Expiry() time.Time {
 	return k.expiry
 }
 
+// lapsesAt is when the keeper counts the lease lapsed; k.mu held.
+func (k *Keeper) lapsesAt() time.Time { return k.expiry.Add(-k.lead) }
+
 // lapsed says whether the lease counts as lapsed at now; k.mu held.
-func (k *Keeper) lapsed(now time.Time) bool { return !now.Before(k.expiry.Add(-k.lead)) }
+func (k *Keeper) lapsed(now time.Time) bool { return !now.Before(k.lapsesAt()) }
 
 // Fenced lists the volumes fenced at a lapse and not confirmed since.
 func (k *Keeper) Fenced() map[string]time.Time {
@@ -206,11 +210,11 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 	k.serving.RLock()
 	defer k.serving.RUnlock()
 	k.mu.Lock()
-	lapsed, expiry, refence := k.lapsed(k.now()), k.expiry, k.refence
+	lapsed, lapsesAt, refence := k.lapsed(k.now()), k.lapsesAt(), k.refence
 	fencedAt, fenced := k.fenced[volume]
 	k.mu.Unlock()
 	if lapsed {
-		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, expiry.Add(-k.lead).Format(time.RFC3339))
+		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, lapsesAt.Format(time.RFC3339))
 	}
 	if refence && !confirmed {
 		return fmt.Errorf("%w: the agent started with its lease lapsed and fences every target again first; re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced)
@@ -267,7 +271,7 @@ func (k *Keeper) Check(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.expiry.Add(-k.lead).Format(time.RFC3339), err)
+		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.lapsesAt().Format(time.RFC3339), err)
 	}
 	k.refence = false
 	if !k.lapsed(now) {
