@@ -87,10 +87,11 @@ type Volume struct {
 
 // ObserveVolume records v's names, and the rebuild progress of its
 // replicas: one series per replica that rebuilds (OSD to percent), none
-// for the others.
+// for the others. The names never change (they are immutable), so their
+// series is set in place, never dropped between two scrapes.
 func ObserveVolume(v Volume, rebuilding map[string]int32) {
-	ForgetVolume(v.Name)
 	VolumeInfo.WithLabelValues(v.Name, v.UID, v.Pool, v.ClaimNamespace, v.Claim).Set(1)
+	ReplicaRebuild.DeletePartialMatch(prometheus.Labels{"volume": v.Name})
 	for osd, percent := range rebuilding {
 		ReplicaRebuild.WithLabelValues(v.Name, v.Pool, v.ClaimNamespace, v.Claim, osd).Set(float64(percent))
 	}
