@@ -326,10 +326,11 @@ func operatorLeads(t *testing.T, clients *kubernetes.Clientset, started time.Tim
 
 // recovered waits until the lab is back from a fault struck at struck:
 // the container it killed restarted and ready (the operator also leading
-// again: under its pod's name it does not wait out its own lease), and the replica on each OSD whose SPDK restarted (the lab's
-// malloc device comes back empty) rebuilt since. The Volume's status alone
-// could pass at once, written before the operator saw the fault, and the
-// next fault would then strike a lab still down a part.
+// again: under its pod's name it does not wait out its own lease), and
+// the replica on each OSD whose SPDK restarted (the lab's malloc device
+// comes back empty) rebuilt since. The Volume's status alone could pass
+// at once, written before the operator saw the fault, and the next fault
+// would then strike a lab still down a part.
 func recovered(t *testing.T, clients *kubernetes.Clientset, c client.Client, vol *flintv1.Volume, before stormMarks, struck time.Time, killed string) {
 	t.Helper()
 	eventually(t, 10*time.Minute, func() error {
