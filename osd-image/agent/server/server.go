@@ -260,7 +260,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
 		spec.Members = append(spec.Members, storage.Member{
-			OSD: m.GetOsd(), InSync: m.GetInSync(),
+			OSD: m.GetOsd(), InSync: m.GetInSync(), Leaving: m.GetLeaving(),
 			Export: storage.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
 		})
 	}

@@ -54,6 +54,10 @@ type Member struct {
 	// Only in-sync replicas assemble a raid; the others are rebuilt from
 	// them, one at a time.
 	InSync bool
+	// Leaving says the replica's OSD is about to stop: a member that is
+	// not in sync is detached (its slot stays) and not attached again
+	// while it leaves, so the OSD's stop holds no write.
+	Leaving bool
 }
 
 // TargetSpec is the volume a target serves.
@@ -126,6 +130,14 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 	for _, m := range spec.Members {
 		if m.OSD == o.cfg.UID {
 			bdevs[m.OSD] = localBdev.Name
+			continue
+		}
+		if m.Leaving && !m.InSync {
+			// Neither reachable nor held: letGo detaches it from the raid,
+			// and a rebuild onto it stops with its controller.
+			if err := o.detachLeaving(ctx, spec.Volume, m.OSD); err != nil {
+				return TargetStatus{}, err
+			}
 			continue
 		}
 		b, connected, err := o.attachRemote(ctx, spec.Volume, m)
@@ -254,6 +266,27 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 		return "", false, fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
 	}
 	return bdev, true, nil
+}
+
+// detachLeaving detaches the controller of a leaving member that is not
+// in the raid (the one a rebuild writes to, or one attached and not yet
+// rebuilt onto); a raid member is left to letGo, which takes it out.
+func (o *OSD) detachLeaving(ctx context.Context, volume, osd string) error {
+	name, bdev := remoteName(volume, osd), remoteBdev(volume, osd)
+	r, err := o.raid(ctx, raidName(volume))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err == nil && slices.Contains(members(r), bdev) {
+		return nil
+	}
+	if _, err := o.spdk.BdevNvmeGetControllers(ctx, name); errors.Is(err, jsonrpc.ErrNotFound) {
+		return nil
+	}
+	if err := o.detachController(ctx, name, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		return fmt.Errorf("detach the leaving replica %s: %w", name, err)
+	}
+	return nil
 }
 
 // holdsIO reports whether I/O to remote replica bdev is held: its

@@ -413,6 +413,37 @@ func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 	wantStates(t, c.ensure(m0, m1, m3), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 }
 
+// A replica whose OSD is about to stop leaves the raid before it goes: its
+// controller is detached, its slot kept, and a write is acknowledged by
+// the others at once; back, it is rebuilt into the slot it left.
+func TestALeavingMemberKeepsItsSlot(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 3)
+	c.createReplicas(64 << 20)
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+
+	leaving := Member{OSD: m2.OSD, Leaving: true}
+	wantStates(t, c.ensure(m0, m1, leaving), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
+	if _, err := c.spdks[0].BdevNvmeGetControllers(ctx, remoteName(volume, m2.OSD)); err == nil {
+		t.Error("the leaving replica's controller is still attached")
+	}
+	r, err := c.osds[0].raid(ctx, raidName(volume))
+	if err != nil || r.NumBaseBdevs != 3 || len(members(r)) != 2 {
+		t.Fatalf("raid = %+v, %v; want 3 slots, 2 members", r, err)
+	}
+	if _, out := c.write(); out != spdktest.WriteAcked {
+		t.Fatalf("a write once the replica left: %s, want acknowledged at once", out)
+	}
+	// Told again while it leaves, the target attaches it no more.
+	wantStates(t, c.ensure(m0, m1, Member{OSD: m2.OSD, Export: m2.Export, Leaving: true}), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
+
+	back := c.exportReplica(2, false)
+	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
+	c.clock.Advance(5 * time.Second)
+	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+}
+
 // Moving the target: OSD 1 becomes the target with its own replica as the
 // one in-sync source. Its replica's export, through which the old target
 // wrote, is deleted; the other replica is exported to the new target only,

@@ -1341,7 +1341,12 @@ type Member struct {
 	// export is where a remote replica is reached; unset for the local one.
 	Export *Export `protobuf:"bytes,2,opt,name=export,proto3" json:"export,omitempty"`
 	// in_sync says the replica holds every acknowledged write.
-	InSync        bool `protobuf:"varint,3,opt,name=in_sync,json=inSync,proto3" json:"in_sync,omitempty"`
+	InSync bool `protobuf:"varint,3,opt,name=in_sync,json=inSync,proto3" json:"in_sync,omitempty"`
+	// leaving says the replica's OSD is about to stop (a rolling update, a
+	// drain of its node) and the replica is not in sync: the target keeps
+	// its slot in the raid, but detaches it and attaches it no more, so no
+	// write waits for it when the OSD goes. It is reported MISSING.
+	Leaving       bool `protobuf:"varint,4,opt,name=leaving,proto3" json:"leaving,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1393,6 +1398,13 @@ func (x *Member) GetExport() *Export {
 func (x *Member) GetInSync() bool {
 	if x != nil {
 		return x.InSync
+	}
+	return false
+}
+
+func (x *Member) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
 	}
 	return false
 }
@@ -2031,11 +2043,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x03nqn\x18\x01 \x01(\tR\x03nqn\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x18\n" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x12\n" +
-	"\x04port\x18\x04 \x01(\rR\x04port\"c\n" +
+	"\x04port\x18\x04 \x01(\rR\x04port\"}\n" +
 	"\x06Member\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12.\n" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
-	"\ain_sync\x18\x03 \x01(\bR\x06inSync\"\xce\x01\n" +
+	"\ain_sync\x18\x03 \x01(\bR\x06inSync\x12\x18\n" +
+	"\aleaving\x18\x04 \x01(\bR\aleaving\"\xce\x01\n" +
 	"\x13EnsureTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x120\n" +
