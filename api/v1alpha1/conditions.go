@@ -33,6 +33,18 @@ const (
 	// ReplacementBlockedCondition is True on a Volume while a replica that
 	// must be replaced finds no OSD to go to.
 	ReplacementBlockedCondition = "ReplacementBlocked"
+	// UpToDateCondition is True on an OSD whose pod runs the pod spec its
+	// OSD renders today; False while an older one runs and waits for the
+	// Pool's rollout.
+	UpToDateCondition = "UpToDate"
+	// StoppingCondition is True on an OSD that the Pool's rollout stops:
+	// its targets move off and its replicas are let go before its pod is
+	// replaced or evicted. Volumes place nothing on it meanwhile.
+	StoppingCondition = "Stopping"
+	// RollingOutCondition is True on a Pool while OSDs wait to stop or
+	// stop (a rolling update, a drain); its reason says whether the
+	// rollout progresses or waits, and why.
+	RollingOutCondition = "RollingOut"
 )
 
 // SpaceLowCondition is True on an OSD whose lvstore has less than

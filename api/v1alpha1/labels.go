@@ -24,6 +24,10 @@ const (
 	LabelNode = "flint.io/node"
 	// LabelOSD names the OSD a pod or Secret belongs to.
 	LabelOSD = "flint.io/osd"
+	// LabelStopReady is set on an OSD pod once its OSD stopped cleanly
+	// (no target, no replica in any raid): the Pool's
+	// PodDisruptionBudget then lets a drain evict it.
+	LabelStopReady = "flint.io/stop-ready"
 )
 
 // AnnotationPlaced is set on a Volume, to when its replicas were first

@@ -16,7 +16,11 @@ limitations under the License.
 
 package v1alpha1
 
-import "slices"
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
 
 // SpaceReservePercent is the share of an OSD's lvstore kept free: below
 // it the OSD takes no new replica (SpaceLowCondition), long before a thin
@@ -82,4 +86,17 @@ func (o *OSD) SnapshotsHeld(snaps []Snapshot) []string {
 // or Draining (it still serves what it holds while that moves away).
 func (p OSDPhase) Serving() bool {
 	return p == OSDPhaseReady || p == OSDPhaseDegraded || p == OSDPhaseDraining
+}
+
+// Stopping reports whether the Pool's rollout stops the OSD
+// (StoppingCondition): it still serves, but takes no target and no new
+// replica, and its replicas are let go.
+func (o *OSD) Stopping() bool {
+	return meta.IsStatusConditionTrue(o.Status.Conditions, StoppingCondition)
+}
+
+// Leaving reports whether the OSD is on its way out, for good (it drains
+// or is deleted) or for a while (it stops).
+func (o *OSD) Leaving() bool {
+	return o.Spec.Drain || !o.DeletionTimestamp.IsZero() || o.Stopping()
 }

@@ -77,6 +77,30 @@ type PoolSpec struct {
 	// +kubebuilder:validation:Minimum=100
 	// +kubebuilder:validation:Maximum=1000
 	OvercommitPercent int32 `json:"overcommitPercent,omitempty"`
+
+	// rollout says how a change to the OSD pods (a new OSD image, a
+	// changed osd or network setting) and a node drain reach running
+	// OSDs: a failure domain at a time, each OSD stopped cleanly.
+	// Optional.
+	// +optional
+	// +kubebuilder:default={}
+	Rollout RolloutPolicy `json:"rollout"`
+}
+
+// RolloutPolicy bounds how many failure domains stop their OSDs at once,
+// for a rolling update or a drain.
+type RolloutPolicy struct {
+	// maxUnavailableDomains is how many failure domains may have OSDs
+	// stopped at once. A domain stops only while every Volume with a
+	// replica there keeps, outside the stopped domains, at least replicas
+	// minus this many in-sync replicas (and at least one); the next domain
+	// starts once every replica in the last one is back in sync. Optional;
+	// defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4
+	MaxUnavailableDomains int32 `json:"maxUnavailableDomains,omitempty"`
 }
 
 // PoolDevices says which devices of the selected nodes become OSDs: either
@@ -195,12 +219,37 @@ type PoolStatus struct {
 	// volumes is the number of Volumes in the Pool.
 	// +optional
 	Volumes int32 `json:"volumes,omitempty"`
+	// rollout is the OSD stops under way: pods replaced to run a changed
+	// spec, and OSDs of cordoned nodes readied for their drain. Absent
+	// when none is.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// conditions: Ready (volumes can be provisioned), Degraded (some OSDs
 	// or volumes need attention), and one per failed precondition.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RolloutStatus is the progress of stopping a Pool's OSDs a failure domain
+// at a time.
+type RolloutStatus struct {
+	// domains are the failure domains whose OSDs stop now.
+	// +optional
+	// +listType=set
+	Domains []string `json:"domains,omitempty"`
+	// osds are the OSDs that stop now: their targets move off and their
+	// replicas are let go, then the pod is replaced (or, on a cordoned
+	// node, may be evicted). Each stays listed until it serves again, runs
+	// its current spec on an uncordoned node, and every replica on it is
+	// back in sync.
+	// +optional
+	// +listType=set
+	OSDs []string `json:"osds,omitempty"`
+	// pending counts the OSDs still to stop: their pods run an older spec,
+	// or their node is cordoned.
+	Pending int32 `json:"pending"`
 }
 
 // Pool is a set of OSDs on NVMe devices of the selected nodes, and the
@@ -217,6 +266,7 @@ type PoolStatus struct {
 // +kubebuilder:printcolumn:name="Allocated",type=string,JSONPath=`.status.capacity.allocated`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`,priority=1
+// +kubebuilder:printcolumn:name="Rolling",type=string,JSONPath=`.status.rollout.domains`,priority=1
 // +kubebuilder:printcolumn:name="Volumes",type=integer,JSONPath=`.status.volumes`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Pool struct {

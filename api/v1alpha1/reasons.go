@@ -81,6 +81,15 @@ const (
 	OSDSpaceAvailableReason = "SpaceAvailable"
 	// OSDHoldsReplicasReason says deletion waits: the OSD holds replicas.
 	OSDHoldsReplicasReason = "HoldsReplicas"
+	// OSDPodCurrentReason says the OSD's pod runs its current spec.
+	OSDPodCurrentReason = "PodCurrent"
+	// OSDPodOutdatedReason says the OSD's pod runs an older spec and waits
+	// for the Pool's rollout to reach it.
+	OSDPodOutdatedReason = "PodOutdated"
+	// OSDRollingUpdateReason says the OSD stops to have its pod replaced.
+	OSDRollingUpdateReason = "RollingUpdate"
+	// OSDNodeCordonedReason says the OSD stops for its node's drain.
+	OSDNodeCordonedReason = "NodeCordoned"
 	// OSDHoldsSnapshotCopiesReason says deletion waits: the OSD holds
 	// copies of Snapshots, which cannot move.
 	OSDHoldsSnapshotCopiesReason = "HoldsSnapshotCopies"
@@ -100,6 +109,14 @@ const (
 	PoolNoOSDsReason = "NoOSDs"
 	// PoolVolumesExistReason says deletion waits: Volumes use the Pool.
 	PoolVolumesExistReason = "VolumesExist"
+	// PoolRollingReason says OSDs of the rollout's domains stop now.
+	PoolRollingReason = "Rolling"
+	// PoolRolloutBlockedReason says OSDs wait to stop: stopping the next
+	// domain would leave a Volume with too few in-sync replicas.
+	PoolRolloutBlockedReason = "RolloutBlocked"
+	// PoolUpToDateReason says every OSD runs its current spec on an
+	// uncordoned node.
+	PoolUpToDateReason = "UpToDate"
 )
 
 // Reasons of Snapshot conditions and of the Events that go with them.

@@ -200,6 +200,13 @@ type VolumeTarget struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// members are the OSDs whose replicas the target's raid holds, as it
+	// last reported: one left out holds none of the writes since. An OSD
+	// that stops waits until its replicas are out of every raid.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	Members []string `json:"members,omitempty"`
 }
 
 // VolumeStatus is the observed state of a Volume.
