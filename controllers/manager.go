@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -113,9 +114,10 @@ func NewManager(cfg *rest.Config, o Options, mo ctrl.Options) (ctrl.Manager, err
 	// Managed fields are dropped from the cache: nothing reads them, and
 	// every Volume read would copy them.
 	mo.Cache = cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                 {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-		&corev1.Secret{}:              {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-		&networkingv1.NetworkPolicy{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&corev1.Pod{}:                   {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&corev1.Secret{}:                {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&networkingv1.NetworkPolicy{}:   {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&policyv1.PodDisruptionBudget{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 	}}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {

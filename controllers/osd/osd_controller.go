@@ -72,7 +72,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=osds/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=flint.io,resources=osds/finalizers,verbs=update
-// +kubebuilder:rbac:groups=flint.io,resources=volumes;snapshots,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flint.io,resources=volumes;snapshots;pools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=flint-system,resources=pods;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -94,11 +95,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ensureCertificate(ctx, &osd); err != nil {
 		return ctrl.Result{}, fmt.Errorf("issue the agent's certificate: %w", err)
 	}
-	pod, err := r.ensurePod(ctx, &osd)
+	pod, outdated, err := r.ensurePod(ctx, &osd)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	obs := r.observe(ctx, &osd, pod)
+	stop, err := r.stop(ctx, &osd, pod, outdated, obs.inventory)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	wasServing := r.Leases.Serving(osd.Name)
 	r.Leases.SetServing(osd.Name, obs.agent != nil)
 	if obs.agent != nil && !wasServing && r.Renewer != nil {
@@ -106,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// volume targets as soon as its status says it serves.
 		r.Renewer.renew(ctx, &osd)
 	}
-	if err := r.writeStatus(ctx, &osd, obs); err != nil {
+	if err := r.writeStatus(ctx, &osd, obs, stop); err != nil {
 		return ctrl.Result{}, err
 	}
 	if obs.agent != nil {
@@ -114,10 +119,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	if obs.agent == nil {
+	switch {
+	case obs.agent == nil:
 		// Its lease is not renewed meanwhile: look again soon, so that an
 		// agent that restarted is renewed before its lease lapses.
 		return ctrl.Result{RequeueAfter: min(r.Resync, notServingResync)}, nil
+	case stop.reason != "":
+		return ctrl.Result{RequeueAfter: min(r.Resync, stopPoll)}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
@@ -161,37 +169,29 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, osd *flintv1.OSD) er
 	return err
 }
 
-// ensurePod creates the OSD's pod, and deletes one rendered from an older
-// spec: at most one SPDK ever claims the device, so the new pod is only
-// created once the old one is gone.
-func (r *Reconciler) ensurePod(ctx context.Context, osd *flintv1.OSD) (*corev1.Pod, error) {
+// ensurePod creates the OSD's pod, and says whether the one there was
+// rendered from an older spec; stop replaces it when its turn comes.
+func (r *Reconciler) ensurePod(ctx context.Context, osd *flintv1.OSD) (*corev1.Pod, bool, error) {
 	want, err := RenderPod(osd, r.Pods)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var have corev1.Pod
 	err = r.Get(ctx, client.ObjectKeyFromObject(want), &have)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := controllerutil.SetControllerReference(osd, want, r.Scheme()); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := r.Create(ctx, want); err != nil {
-			return nil, fmt.Errorf("create pod %s: %w", want.Name, err)
+			return nil, false, fmt.Errorf("create pod %s: %w", want.Name, err)
 		}
 		r.Recorder.Eventf(osd, want, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s/%s on node %s", want.Namespace, want.Name, osd.Spec.NodeName)
-		return want, nil
+		return want, false, nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
-	if have.DeletionTimestamp.IsZero() && have.Annotations[annotationSpecHash] != want.Annotations[annotationSpecHash] {
-		if err := r.Delete(ctx, &have); client.IgnoreNotFound(err) != nil {
-			return nil, err
-		}
-		r.Agents.Forget(osd.Name)
-		r.Recorder.Eventf(osd, &have, corev1.EventTypeNormal, "PodReplaced", "DeletePod", "the OSD's spec changed: pod %s is replaced (SPDK restarts; its volumes' targets are re-driven)", have.Name)
-	}
-	return &have, nil
+	return &have, have.Annotations[annotationSpecHash] != want.Annotations[annotationSpecHash], nil
 }
 
 // observation is what the pod and the agent say about the OSD.

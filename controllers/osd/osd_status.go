@@ -27,10 +27,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -59,7 +62,7 @@ func statusFromAgent(st *agentv1.OSDStatus) *flintv1.OSDStatus {
 
 // writeStatus records the observation, keeping what the agent last said
 // while it does not answer, and emits an Event when the phase changes.
-func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs observation) error {
+func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs observation, stop stopState) error {
 	before := osd.DeepCopy()
 	st := &osd.Status
 	if obs.status != nil {
@@ -78,6 +81,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	if st.Capacity != nil {
 		r.setSpaceLow(osd)
 	}
+	r.setStopping(osd, stop)
 	meta.RemoveStatusCondition(&st.Conditions, flintv1.DeletionBlockedCondition)
 	st.ObservedGeneration = osd.Generation
 	if st.Phase != obs.phase {
@@ -89,6 +93,28 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	}
 	st.Phase = obs.phase
 	return r.Status().Patch(ctx, osd, client.MergeFrom(before))
+}
+
+// setStopping records whether the pod runs the current spec and whether
+// the Pool's rollout stops the OSD; a stop that starts is an Event.
+func (r *Reconciler) setStopping(osd *flintv1.OSD, stop stopState) {
+	upToDate := metav1.Condition{Type: flintv1.UpToDateCondition, Status: metav1.ConditionTrue, Reason: flintv1.OSDPodCurrentReason, ObservedGeneration: osd.Generation,
+		Message: "the pod runs the OSD's current spec"}
+	if stop.outdated {
+		upToDate.Status, upToDate.Reason = metav1.ConditionFalse, flintv1.OSDPodOutdatedReason
+		upToDate.Message = "the pod runs an older spec; it is replaced once the Pool's rollout reaches the OSD's failure domain and the OSD stopped cleanly"
+	}
+	meta.SetStatusCondition(&osd.Status.Conditions, upToDate)
+	if stop.reason == "" {
+		meta.RemoveStatusCondition(&osd.Status.Conditions, flintv1.StoppingCondition)
+		return
+	}
+	if !osd.Stopping() {
+		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, stop.reason, "Stop", "%s", stop.message)
+	}
+	meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
+		Type: flintv1.StoppingCondition, Status: metav1.ConditionTrue, Reason: stop.reason, Message: stop.message, ObservedGeneration: osd.Generation,
+	})
 }
 
 // setPreflightWarnings sets a condition per warning the agent reports and
@@ -230,8 +256,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&flintv1.OSD{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Secret{}).
+		Watches(&flintv1.Pool{}, rolloutOSDs()).
 		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// rolloutOSDs enqueues the OSDs a Pool's rollout lists, before and after
+// a change: one it starts to stop, and one it lets go.
+func rolloutOSDs() handler.Funcs {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if p, ok := o.(*flintv1.Pool); ok && p.Status.Rollout != nil {
+			for _, name := range p.Status.Rollout.OSDs {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+			}
+		}
+	}
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectOld, q)
+			enqueue(e.ObjectNew, q)
+		},
+	}
 }
 
 // writeCacheOf is the status' name of the agent's write cache state.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -65,6 +66,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=flint.io,resources=osds,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=flint.io,resources=volumes;snapshots,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,namespace=flint-system,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -108,7 +110,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeStatus(ctx, &pool, pf, w, draining); err != nil {
+	if err := r.ensureDisruptionBudget(ctx, &pool); err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := planRollout(&pool, w.osds, w.volumes, byName(nodeList.Items))
+	if err := r.writeStatus(ctx, &pool, pf, w, draining, plan); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	if pf.allBlocked {
@@ -118,6 +126,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return ctrl.Result{}, nil
 }
+
+func byName(nodes []corev1.Node) map[string]*corev1.Node {
+	out := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		out[nodes[i].Name] = &nodes[i]
+	}
+	return out
+}
+
+// conflictRetry is how soon a Pool whose status write lost to another
+// writer is looked at again, once the cache has caught up.
+const conflictRetry = 200 * time.Millisecond
 
 // attachmentRecheck is how often a Pool whose NetworkAttachmentDefinition
 // is missing looks for it.
@@ -344,6 +364,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pool").
 		For(&flintv1.Pool{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&flintv1.OSD{}, osdPool).
 		Watches(&corev1.Node{}, allPools).
 		Watches(&flintv1.Volume{}, volumePool).

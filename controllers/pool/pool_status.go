@@ -36,7 +36,7 @@ import (
 // writeStatus sums up the Pool's OSDs and Volumes, sets a condition per
 // failed preflight and Ready/Degraded, and emits an Event for every
 // condition that starts failing.
-func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *preflight, w world, draining []string) error {
+func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *preflight, w world, draining []string, plan rollout) error {
 	before := pool.DeepCopy()
 	st := &pool.Status
 	st.ObservedGeneration = pool.Generation
@@ -87,11 +87,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *pr
 	}
 	r.setReady(pool, pf, w)
 	r.setDegraded(pool, draining)
+	announce := setRollout(pool, plan, r.Recorder)
 	r.exportMetrics(pool, pf, phases, volPhases)
 	if equalStatus(before, pool) {
 		return nil
 	}
-	return r.Status().Patch(ctx, pool, client.MergeFrom(before))
+	// Locked: the rollout is a decision read back from this status, and a
+	// pass from a stale cache must not start a second domain.
+	if err := r.Status().Patch(ctx, pool, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	announce()
+	return nil
 }
 
 func equalStatus(a, b *flintv1.Pool) bool {

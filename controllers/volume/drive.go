@@ -74,6 +74,9 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 			continue // replaced by replaceReplicas
 		}
 		m := &agentv1.Member{Osd: string(o.UID), Export: ensured[i].export}
+		// A replica let go for its OSD's stop is detached, its slot kept
+		// for when it returns (letGoStopping).
+		m.Leaving = o.Stopping() && o != t
 		if ensured[i].err != nil {
 			failures = append(failures, ensured[i].err.Error())
 		}
@@ -180,7 +183,7 @@ func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w 
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		o := w.osds[rep.OSD]
-		if o == nil || !o.Status.Phase.Serving() {
+		if o == nil || !o.Status.Phase.Serving() || o.Stopping() && o != target {
 			continue
 		}
 		wg.Go(func() {

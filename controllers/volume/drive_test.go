@@ -81,7 +81,7 @@ func (b *blackHole) first() (time.Time, bool) {
 // once, not one after the other's budget ran out: a pass costs one call
 // budget, however many of them hang.
 // servingOSDs is a world of Ready OSDs osd-0, osd-1… whose agents' pods
-// have ips, and a Volume with an Online replica on each, whose target
+// have ips (made in builder, when given), and a Volume with an Online replica on each, whose target
 // served on osd-0.
 func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Volume) {
 	w := &world{osds: map[string]*flintv1.OSD{}}
@@ -97,10 +97,12 @@ func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Vo
 				Endpoint: flintv1.Endpoint{Transport: flintv1.TransportTCP, Address: ip, Port: 4420}}},
 		}
 		w.osds[name] = o
-		builder.WithObjects(&corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "flint", Name: agentclient.PodName(o)},
-			Status:     corev1.PodStatus{PodIP: ip},
-		})
+		if builder != nil {
+			builder.WithObjects(&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "flint", Name: agentclient.PodName(o)},
+				Status:     corev1.PodStatus{PodIP: ip},
+			})
+		}
 		vol.Status.Replicas = append(vol.Status.Replicas, flintv1.ReplicaStatus{OSD: name, State: flintv1.ReplicaStateOnline})
 	}
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: "osd-0", Epoch: 1,

@@ -250,6 +250,9 @@ func offer(w *world, size int64, exclude map[string]bool) placement {
 		case o.Spec.Drain:
 			refuse("draining")
 			continue
+		case o.Stopping():
+			refuse("stopping for the Pool's rollout")
+			continue
 		case o.Spec.Cordon:
 			refuse("cordoned")
 			continue

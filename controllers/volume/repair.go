@@ -33,9 +33,9 @@ import (
 )
 
 // usable reports whether o can hold a target or a new replica: it serves
-// and is not on its way out.
+// and is not on its way out (draining, deleted, or stopping).
 func usable(o *flintv1.OSD) bool {
-	return o != nil && o.Status.Phase.Serving() && !o.Spec.Drain && o.DeletionTimestamp.IsZero()
+	return o != nil && o.Status.Phase.Serving() && !o.Leaving()
 }
 
 // notServingFor is how long o has not served, zero while it serves.
@@ -90,7 +90,7 @@ func newTarget(vol *flintv1.Volume, w *world) string {
 	return ""
 }
 
-// moveTarget moves the target off an OSD that drains or is deleted (a
+// moveTarget moves the target off an OSD that drains, stops or is deleted (a
 // planned move: the old target is stopped cleanly first, so every replica
 // stays in sync), or that stopped serving for longer than TargetGrace (an
 // unplanned one: the new target assembles from its own replica alone and
@@ -136,7 +136,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		if next == "" {
 			return nil
 		}
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetMoved", "MoveTarget", "OSD %s is leaving: the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, next)
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetMoved", "MoveTarget", "OSD %s is leaving (%s): the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, leavingWhy(old), next)
 	} else {
 		for i := range vol.Status.Replicas {
 			rep := &vol.Status.Replicas[i]
@@ -154,6 +154,58 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: epoch(t) + 1}
 	log.FromContext(ctx).Info("Target moves", "from", t.OSD, "to", next, "planned", planned, "epoch", vol.Status.Target.Epoch)
 	return nil
+}
+
+// leavingWhy says why a serving OSD takes no target.
+func leavingWhy(o *flintv1.OSD) string {
+	switch {
+	case !o.DeletionTimestamp.IsZero():
+		return "deleted"
+	case o.Spec.Drain:
+		return "it drains"
+	}
+	return "it stops for the Pool's rollout"
+}
+
+// letGoStopping records out of sync each replica on an OSD that stops (a
+// rolling update or a drain reached it) but the target's: the drive that
+// follows leaves it out of the target's raid, which detaches it, so the
+// OSD's stop holds no write; it is rebuilt once the OSD serves again. The
+// last in-sync replica elsewhere is never let go (the Pool's rollout does
+// not stop a domain that would need it).
+func (r *Reconciler) letGoStopping(vol *flintv1.Volume, w *world) {
+	now := r.now()
+	for i := range vol.Status.Replicas {
+		rep := &vol.Status.Replicas[i]
+		o := w.osds[rep.OSD]
+		if o == nil || !o.Stopping() || rep.OSD == vol.Status.Target.OSD {
+			continue
+		}
+		switch rep.State {
+		case flintv1.ReplicaStateOnline:
+			if inSyncElsewhere(vol, w) == 0 {
+				continue
+			}
+		case flintv1.ReplicaStateRebuilding:
+		default:
+			continue
+		}
+		setState(rep, flintv1.ReplicaStateStale, now)
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "ReplicaStopped", "LetGo",
+			"OSD %s stops for the Pool's rollout: the target lets its replica go, and it is rebuilt once the OSD serves again", rep.OSD)
+	}
+}
+
+// inSyncElsewhere counts the in-sync replicas on OSDs that serve and do
+// not stop.
+func inSyncElsewhere(vol *flintv1.Volume, w *world) int {
+	n := 0
+	for _, rep := range vol.Status.Replicas {
+		if o := w.osds[rep.OSD]; inSync(rep.State) && o != nil && o.Status.Phase.Serving() && !o.Stopping() {
+			n++
+		}
+	}
+	return n
 }
 
 // epoch is the incarnation of target t: a target recorded before epochs

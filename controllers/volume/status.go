@@ -49,6 +49,7 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 		for _, m := range ts.GetMembers() {
 			byUID[m.GetOsd()] = m
 		}
+		st.Target.Members = nil
 		for i := range st.Replicas {
 			rep := &st.Replicas[i]
 			o := w.osds[rep.OSD]
@@ -58,6 +59,10 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 			m, ok := byUID[string(o.UID)]
 			if !ok {
 				continue
+			}
+			switch m.GetState() {
+			case agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING, agentv1.MemberState_MEMBER_STATE_HELD:
+				st.Target.Members = append(st.Target.Members, rep.OSD)
 			}
 			switch m.GetState() {
 			case agentv1.MemberState_MEMBER_STATE_ONLINE:

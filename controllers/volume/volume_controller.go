@@ -198,6 +198,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.moveTarget(ctx, &vol, w); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.letGoStopping(&vol, w)
 	if err := r.replaceReplicas(ctx, &vol, w); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -402,6 +403,7 @@ func osdChangeMatters(old, osd *flintv1.OSD) bool {
 		!old.DeletionTimestamp.Equal(osd.DeletionTimestamp) ||
 		old.Labels[flintv1.LabelPool] != osd.Labels[flintv1.LabelPool] ||
 		old.Status.Phase != osd.Status.Phase ||
+		old.Stopping() != osd.Stopping() ||
 		!equality.Semantic.DeepEqual(old.Status.Endpoint, osd.Status.Endpoint) ||
 		totalBytes(old) != totalBytes(osd) ||
 		readySince(old) != readySince(osd)
