@@ -61,6 +61,9 @@ type PoolSummary struct {
 	// Problem is the reason and message of a Pool that is not Ready, or
 	// is Degraded.
 	Problem string `json:"problem,omitempty"`
+	// Rollout is the reason and message of a rollout under way or
+	// waiting (OSD pods to replace, cordoned nodes).
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // OSDSummary is one OSD's state and capacity.
@@ -74,6 +77,10 @@ type OSDSummary struct {
 	Replicas int32  `json:"replicas"`
 	Drain    bool   `json:"drain,omitempty"`
 	Cordon   bool   `json:"cordon,omitempty"`
+	// Outdated: its pod runs an older spec. Stopping: the Pool's rollout
+	// stops it.
+	Outdated bool   `json:"outdated,omitempty"`
+	Stopping bool   `json:"stopping,omitempty"`
 	Problem  string `json:"problem,omitempty"`
 }
 
@@ -114,6 +121,9 @@ func (p *Plugin) ReadStatus(ctx context.Context) (*Status, error) {
 			Name: pool.Name, OSDsReady: pool.Status.OSDs.Ready, OSDs: pool.Status.OSDs.Total, Volumes: pool.Status.Volumes,
 			Ready: meta.IsStatusConditionTrue(pool.Status.Conditions, flintv1.ReadyCondition), Problem: problem(pool.Status.Conditions),
 		}
+		if c := meta.FindStatusCondition(pool.Status.Conditions, flintv1.RollingOutCondition); c != nil && c.Status == metav1.ConditionTrue {
+			ps.Rollout = c.Reason + ": " + c.Message
+		}
 		if c := pool.Status.Capacity; c != nil {
 			ps.Usable, ps.Allocated = c.Usable.String(), c.Allocated.String()
 		}
@@ -123,6 +133,7 @@ func (p *Plugin) ReadStatus(ctx context.Context) (*Status, error) {
 		summary := OSDSummary{
 			Name: o.Name, Pool: o.Spec.Pool, Node: o.Spec.NodeName, Phase: orUnknown(string(o.Status.Phase)),
 			Replicas: o.Status.Replicas, Drain: o.Spec.Drain, Cordon: o.Spec.Cordon, Problem: problem(o.Status.Conditions),
+			Outdated: meta.IsStatusConditionFalse(o.Status.Conditions, flintv1.UpToDateCondition), Stopping: o.Stopping(),
 		}
 		if c := o.Status.Capacity; c != nil {
 			summary.Capacity, summary.Free = c.Total.String(), c.Free.String()
@@ -193,6 +204,12 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 	for _, ps := range s.Pools {
 		tab(ps.Name, fmt.Sprintf("%d/%d", ps.OSDsReady, ps.OSDs), fmt.Sprint(ps.Volumes), dash(ps.Usable), dash(ps.Allocated), fmt.Sprint(ps.Ready), ps.Problem)
 	}
+	for _, ps := range s.Pools {
+		if ps.Rollout != "" {
+			tab("")
+			tab("ROLLOUT " + ps.Name + ": " + ps.Rollout)
+		}
+	}
 	tab("")
 	tab("OSD", "POOL", "NODE", "PHASE", "CAPACITY", "FREE", "REPLICAS", "PROBLEM")
 	for _, o := range s.OSDs {
@@ -202,6 +219,11 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 		}
 		if o.Cordon {
 			phase += ",Cordoned"
+		}
+		if o.Stopping {
+			phase += ",Stopping"
+		} else if o.Outdated {
+			phase += ",Outdated"
 		}
 		tab(o.Name, o.Pool, o.Node, phase, dash(o.Capacity), dash(o.Free), fmt.Sprint(o.Replicas), o.Problem)
 	}

@@ -96,8 +96,12 @@ func cluster(t *testing.T) {
 	create(t, pool, func() {
 		pool.Status = flintv1.PoolStatus{
 			OSDs: flintv1.OSDCounts{Total: 2, Ready: 2}, Volumes: 2,
-			Capacity:   &flintv1.PoolCapacity{Raw: resource.MustParse("4Gi"), Usable: resource.MustParse("2Gi"), Allocated: resource.MustParse("2Gi")},
-			Conditions: []metav1.Condition{condition(flintv1.ReadyCondition, metav1.ConditionTrue, "OSDsReady", "2 of 2 OSDs are Ready")},
+			Capacity: &flintv1.PoolCapacity{Raw: resource.MustParse("4Gi"), Usable: resource.MustParse("2Gi"), Allocated: resource.MustParse("2Gi")},
+			Conditions: []metav1.Condition{
+				condition(flintv1.ReadyCondition, metav1.ConditionTrue, "OSDsReady", "2 of 2 OSDs are Ready"),
+				condition(flintv1.RollingOutCondition, metav1.ConditionTrue, flintv1.PoolRollingReason, "stopping OSDs in topology.kubernetes.io/zone b: osd-b"),
+			},
+			Rollout: &flintv1.RolloutStatus{Domains: []string{"b"}, OSDs: []string{"osd-b"}},
 		}
 	})
 	for _, o := range []struct{ name, node string }{{"osd-a", "node-a"}, {"osd-b", "node-b"}} {
@@ -107,6 +111,12 @@ func cluster(t *testing.T) {
 		create(t, osd, func() {
 			osd.Status = flintv1.OSDStatus{Phase: flintv1.OSDPhaseReady, Replicas: 2,
 				Capacity: &flintv1.OSDCapacity{Total: resource.MustParse("2Gi"), Free: resource.MustParse("1Gi")}}
+			if o.name == "osd-b" { // the rollout replaces its pod
+				osd.Status.Conditions = []metav1.Condition{
+					condition(flintv1.UpToDateCondition, metav1.ConditionFalse, flintv1.OSDPodOutdatedReason, "the pod runs an older spec"),
+					condition(flintv1.StoppingCondition, metav1.ConditionTrue, flintv1.OSDRollingUpdateReason, "1 targets move off first"),
+				}
+			}
 		})
 	}
 	ok := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "vol-ok"}, Spec: flintv1.VolumeSpec{Pool: "fast", Size: resource.MustParse("1Gi")}}
@@ -179,7 +189,8 @@ func TestCommands(t *testing.T) {
 		}
 		t.Logf("kubectl flint status:\n%s", out.String())
 		for _, want := range []string{
-			"fast  2/2   2        2Gi     2Gi        true", "osd-a  fast  node-a  Ready", "VOLUMES: 2, 1 healthy",
+			"fast  2/2   2        2Gi     2Gi        true", "osd-a  fast  node-a  Ready ", "VOLUMES: 2, 1 healthy",
+			"ROLLOUT fast: Rolling: stopping OSDs in topology.kubernetes.io/zone b: osd-b", "osd-b  fast  node-b  Ready,Stopping",
 			"vol-degraded  fast  1Gi   Degraded  1/2       42%      osd-a   ReplicaRebuilding: the replica on osd-b rebuilds",
 		} {
 			if !strings.Contains(out.String(), want) {
