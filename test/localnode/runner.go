@@ -214,13 +214,26 @@ func (r *Runner) Sync(ctx context.Context) error {
 	if r.pods == nil {
 		r.pods = map[types.UID]*pod{}
 	}
+	// Pods that are gone or deleted stop first: a pod re-created under the
+	// same name runs in the same directory, and the old SPDK's socket,
+	// unlinked as it closes, must not take the new one's with it (the
+	// apiserver deletes a pod no node took at once, so the old pod and its
+	// successor can show in the same pass).
 	seen := map[types.UID]bool{}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() {
+			seen[p.UID] = true
+		}
+	}
+	for uid := range r.pods {
+		if !seen[uid] {
+			r.stop(uid)
+		}
+	}
 	var errs []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		seen[p.UID] = true
 		if !p.DeletionTimestamp.IsZero() {
-			r.stop(p.UID)
 			zero := int64(0)
 			_ = r.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: &zero})
 			continue
@@ -230,11 +243,6 @@ func (r *Runner) Sync(ctx context.Context) error {
 		}
 		if err := r.start(ctx, p); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", p.Name, err))
-		}
-	}
-	for uid := range r.pods {
-		if !seen[uid] {
-			r.stop(uid)
 		}
 	}
 	if len(errs) > 0 {
@@ -314,7 +322,13 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 	before := p.DeepCopy()
 	p.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, HostIP: "127.0.0.1", StartTime: &now,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+		// Ready as a kubelet reports it: an eviction then meets the
+		// PodDisruptionBudgets that guard healthy pods.
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
 	}
 	for _, c := range p.Spec.Containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{

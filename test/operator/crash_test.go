@@ -115,8 +115,12 @@ var _ = Describe("An operator that dies in the middle of a target move", Ordered
 type writer struct {
 	mu   sync.Mutex
 	seqs []uint64
-	quit chan struct{}
-	done chan struct{}
+	// held counts the writes a member held (a replica lost unplanned);
+	// longest is the longest time between two acknowledgements.
+	held    int
+	longest time.Duration
+	quit    chan struct{}
+	done    chan struct{}
 }
 
 // startWriter writes every 20 ms, at most 20000 times.
@@ -126,6 +130,7 @@ func startWriter(name string) *writer {
 		defer GinkgoRecover()
 		defer close(w.done)
 		var target *flintv1.VolumeTarget
+		lastAck := time.Now()
 		for i := range 20000 {
 			select {
 			case <-w.quit:
@@ -140,6 +145,11 @@ func startWriter(name string) *writer {
 			}
 			e := target.Endpoints[0]
 			seq, out := fabric.Write(e.Address, int(e.Port), target.NQN, hostA)
+			if out == spdktest.WriteHeld {
+				w.mu.Lock()
+				w.held++
+				w.mu.Unlock()
+			}
 			// One write at a time: a held write is waited for.
 			for out == spdktest.WriteHeld {
 				select {
@@ -152,7 +162,9 @@ func startWriter(name string) *writer {
 			if out == spdktest.WriteAcked {
 				w.mu.Lock()
 				w.seqs = append(w.seqs, seq)
+				w.longest = max(w.longest, time.Since(lastAck))
 				w.mu.Unlock()
+				lastAck = time.Now()
 			}
 		}
 	}()
@@ -164,6 +176,14 @@ func (w *writer) acked() []uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.seqs)
+}
+
+// stalls is how many writes were held, and the longest time between two
+// acknowledgements.
+func (w *writer) stalls() (held int, longest time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.held, w.longest
 }
 
 // stop ends the writes and returns the acknowledged ones.

@@ -52,7 +52,7 @@ import (
 
 const namespace = "flint-system"
 
-var localPools = []string{"local", "vols", "crash", "osdgone", "snaps", "byhand"}
+var localPools = []string{"local", "vols", "crash", "osdgone", "snaps", "byhand", "roll"}
 
 var (
 	testEnv   *envtest.Environment
