@@ -320,6 +320,12 @@ func TestTargetMovesUnderAWriter(t *testing.T) {
 // storage node's cores; it is written in storm_test.go.
 func TestAKernelHostWritesThroughAStorm(t *testing.T) { kernelHostStorm(t) }
 
+// A Pod on the workload node writes through the kernel's NVMe-oF host while
+// the replicated Pool's OSD pods are replaced, a storage node at a time:
+// no write fails or waits long. Here for the same reason as the storm; it
+// is written in rollout_test.go.
+func TestARollingUpdateUnderAWriter(t *testing.T) { rollingUpdate(t) }
+
 // replicatedPoolReady creates the 2-replica Pool (the dev Pool's sample,
 // polling, over both storage nodes) and its StorageClass, and waits for an
 // OSD on each to be Ready.

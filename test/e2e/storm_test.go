@@ -95,12 +95,11 @@ func kernelHostStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("seed %d, %d faults; replay with E2E_STORM_SEED=%d E2E_STORM_FAULTS=%d", seed, faults, seed, faults)
-	ctx := t.Context()
 	c := flintClient(t)
 	t.Cleanup(func() { removeReplicatedPool(t, clients, c, []string{stormWriter}, stormClaim) })
 	replicatedPoolReady(t, clients, c)
 	createClaim(t, clients, stormClaim, replicatedClass, corev1.PersistentVolumeBlock)
-	startStormWriter(t, clients, seed)
+	startStormWriter(t, clients, seed, 20*time.Second)
 	began := time.Now()
 	acked := waitWrites(t, clients, 20, 20*time.Minute, "before the faults (20 of them)")
 	vol := volumeOfClaim(t, clients, c, stormClaim)
@@ -138,36 +137,8 @@ func kernelHostStorm(t *testing.T) {
 		t.Logf("round %d: %s; writes again %.1fs after; whole again %s after: %s", round, desc, writesAgain.Seconds(), time.Since(healed).Round(time.Second), volumeState(vol))
 	}
 
-	// Stop the writer: it reads the region a last time and exits.
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, stormStopAnnotation)
-	if _, err := clients.CoreV1().Pods("default").Patch(ctx, stormWriter, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Not waitSucceeded: it would print the whole journal.
-	eventually(t, 10*time.Minute, func() error {
-		p, err := clients.CoreV1().Pods("default").Get(ctx, stormWriter, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase == corev1.PodFailed {
-			_, tail := lastAcked(t, clients)
-			t.Fatalf("the writer failed; its last lines: %s", tail)
-		}
-		if p.Status.Phase != corev1.PodSucceeded {
-			return fmt.Errorf("the writer, told to stop, is %s", p.Status.Phase)
-		}
-		return nil
-	})
-	j := readJournal(t, clients)
-	if j.final == nil {
-		t.Fatalf("the writer read nothing back after its last write; its last lines: %s", j.tail)
-	}
-	if j.bad > 0 {
-		t.Errorf("%d reads found acknowledged writes lost or corrupted, or phantom blocks; the first: %s", j.bad, j.firstBad)
-	}
-	if j.failed > 0 {
-		t.Errorf("%d writes failed (the first: %s): a fault reached the application", j.failed, j.firstFailure)
-	}
+	stopStormWriter(t, clients)
+	j := checkedJournal(t, clients)
 	var kinds []string
 	for k := range stormKinds {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, byKind[k]))
@@ -194,9 +165,54 @@ func stormBudget() (faults int, seed uint64, err error) {
 	return faults, seed, nil
 }
 
+// stopStormWriter tells the writer to stop and waits until it read the
+// region a last time and exited.
+func stopStormWriter(t *testing.T, clients *kubernetes.Clientset) {
+	t.Helper()
+	ctx := t.Context()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, stormStopAnnotation)
+	if _, err := clients.CoreV1().Pods("default").Patch(ctx, stormWriter, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Not waitSucceeded: it would print the whole journal.
+	eventually(t, 10*time.Minute, func() error {
+		p, err := clients.CoreV1().Pods("default").Get(ctx, stormWriter, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			_, tail := lastAcked(t, clients)
+			t.Fatalf("the writer failed; its last lines: %s", tail)
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("the writer, told to stop, is %s", p.Status.Phase)
+		}
+		return nil
+	})
+}
+
+// checkedJournal reads the stopped writer's journal and fails the test on
+// a read that found an acknowledged write lost or corrupted or a phantom
+// block, and on a write that failed.
+func checkedJournal(t *testing.T, clients *kubernetes.Clientset) stormJournal {
+	t.Helper()
+	j := readJournal(t, clients)
+	if j.final == nil {
+		t.Fatalf("the writer read nothing back after its last write; its last lines: %s", j.tail)
+	}
+	if j.bad > 0 {
+		t.Errorf("%d reads found acknowledged writes lost or corrupted, or phantom blocks; the first: %s", j.bad, j.firstBad)
+	}
+	if j.failed > 0 {
+		t.Errorf("%d writes failed (the first: %s): a fault reached the application", j.failed, j.firstFailure)
+	}
+	return j
+}
+
 // startStormWriter starts the writer on the workload node, on the storm's
-// claim as /dev/storm, with its annotations at /podinfo/annotations.
-func startStormWriter(t *testing.T, clients *kubernetes.Clientset, seed uint64) {
+// claim as /dev/storm, with its annotations at /podinfo/annotations; it
+// reads the region back every checkEvery.
+func startStormWriter(t *testing.T, clients *kubernetes.Clientset, seed uint64, checkEvery time.Duration) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: stormWriter, Namespace: "default"},
@@ -205,7 +221,7 @@ func startStormWriter(t *testing.T, clients *kubernetes.Clientset, seed uint64) 
 			NodeSelector:  map[string]string{corev1.LabelHostname: lab.WorkerNode},
 			Containers: []corev1.Container{{
 				Name: stormWriter, Image: lab.StormWriterImage,
-				Args: []string{"--device=/dev/storm", fmt.Sprintf("--blocks=%d", stormBlocks), "--check-every=20s",
+				Args: []string{"--device=/dev/storm", fmt.Sprintf("--blocks=%d", stormBlocks), "--check-every=" + checkEvery.String(),
 					fmt.Sprintf("--seed=%d", seed), "--stop-file=/podinfo/annotations", "--stop-word=" + stormStopAnnotation,
 					// A bound, should the test never stop it.
 					fmt.Sprintf("--until=%d", time.Now().Add(2*time.Hour).Unix())},
