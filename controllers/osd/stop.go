@@ -55,7 +55,10 @@ func (r *Reconciler) stop(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod
 	if !pod.DeletionTimestamp.IsZero() {
 		return st, nil
 	}
-	if outdated && !osd.Status.Phase.Serving() {
+	// Not serving by this pass (no inventory: the agent did not answer
+	// ready) nor by the last: a moment's silence of a serving agent does
+	// not skip the rollout.
+	if outdated && inv == nil && !osd.Status.Phase.Serving() {
 		return st, r.replacePod(ctx, osd, pod, "the OSD does not serve, so nothing waits for it")
 	}
 	chosen, cordoned, err := r.rolloutReached(ctx, osd)

@@ -68,9 +68,6 @@ func TestStopWaitsForTheRolloutAndTheVolumes(t *testing.T) {
 			_ = clientgoscheme.AddToScheme(scheme)
 			_ = flintv1.AddToScheme(scheme)
 			osd := &flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-a"}, Spec: flintv1.OSDSpec{Pool: "p", NodeName: "n-a"}}
-			if tc.serving {
-				osd.Status.Phase = flintv1.OSDPhaseReady
-			}
 			pool := &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 			if tc.chosen {
 				pool.Status.Rollout = &flintv1.RolloutStatus{Domains: []string{"a"}, OSDs: []string{"osd-a"}}
@@ -79,9 +76,13 @@ func TestStopWaitsForTheRolloutAndTheVolumes(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "flint", Name: "osd-osd-a", Labels: map[string]string{flintv1.LabelOSD: "osd-a"}}}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(osd, pool, node, pod, tc.vol).Build()
 			r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Pods: PodConfig{Namespace: "flint"}, Agents: &agentclient.Agents{Dialer: &agentclient.Dialer{}}}
-			inv := &agentv1.OSDStatus{}
-			for range tc.targetsOnAgent {
-				inv.Targets = append(inv.Targets, &agentv1.TargetSummary{})
+			var inv *agentv1.OSDStatus // the agent did not answer ready
+			if tc.serving {
+				osd.Status.Phase = flintv1.OSDPhaseReady
+				inv = &agentv1.OSDStatus{Ready: true}
+				for range tc.targetsOnAgent {
+					inv.Targets = append(inv.Targets, &agentv1.TargetSummary{})
+				}
 			}
 			st, err := r.stop(context.Background(), osd, pod, tc.outdated, inv)
 			if err != nil {
