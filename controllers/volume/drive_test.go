@@ -81,8 +81,8 @@ func (b *blackHole) first() (time.Time, bool) {
 // once, not one after the other's budget ran out: a pass costs one call
 // budget, however many of them hang.
 // servingOSDs is a world of Ready OSDs osd-0, osd-1… whose agents' pods
-// have ips (made in builder, when given), and a Volume with an Online replica on each, whose target
-// served on osd-0.
+// have ips (made in builder, when given), and a Volume with an Online
+// replica on each, whose target served on osd-0.
 func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Volume) {
 	w := &world{osds: map[string]*flintv1.OSD{}}
 	vol := &flintv1.Volume{
