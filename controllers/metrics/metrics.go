@@ -37,6 +37,16 @@ var (
 	PoolVolumes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_pool_volumes", Help: "Volumes of a Pool by phase.",
 	}, []string{"pool", "phase"})
+	// PoolRolloutOSDs counts the OSDs a Pool's rollout stops now and those
+	// that wait their turn.
+	PoolRolloutOSDs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_pool_rollout_osds", Help: "OSDs of a Pool that its rollout stops now (state stopping) or that wait to stop (state waiting).",
+	}, []string{"pool", "state"})
+	// PoolRolloutBlocked is 1 while OSDs wait to stop and none can: a
+	// Volume would keep too few in-sync replicas.
+	PoolRolloutBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flint_pool_rollout_blocked", Help: "1 while a Pool's OSDs wait to stop and the rollout cannot stop any (condition RollingOut, reason RolloutBlocked).",
+	}, []string{"pool"})
 	// ReplicaRebuild is the progress of every replica being rebuilt.
 	ReplicaRebuild = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_volume_replica_rebuild_percent", Help: "Rebuild progress of a Volume's replica, by the OSD it is on; no series when none rebuilds.",
@@ -75,7 +85,7 @@ func init() {
 
 // Collectors are the operator's own metrics.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures, ReplicaRebuild, VolumeInfo, OSDOrphans, AgentRequests, AgentRequestSeconds}
+	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PoolRolloutOSDs, PoolRolloutBlocked, PreflightFailures, ReplicaRebuild, VolumeInfo, OSDOrphans, AgentRequests, AgentRequestSeconds}
 }
 
 // Volume is what the metrics say of a Volume: its names.
@@ -111,7 +121,7 @@ func ForgetOSD(osd string) {
 
 // ForgetPool drops a deleted Pool's series.
 func ForgetPool(pool string) {
-	for _, v := range []*prometheus.GaugeVec{PoolCapacity, PoolOSDs, PoolVolumes, PreflightFailures} {
+	for _, v := range []*prometheus.GaugeVec{PoolCapacity, PoolOSDs, PoolVolumes, PoolRolloutOSDs, PoolRolloutBlocked, PreflightFailures} {
 		v.DeletePartialMatch(prometheus.Labels{"pool": pool})
 	}
 }

@@ -183,6 +183,16 @@ func (r *Reconciler) exportMetrics(pool *flintv1.Pool, pf *preflight, osds map[f
 	for p, n := range vols {
 		metrics.PoolVolumes.WithLabelValues(pool.Name, string(p)).Set(float64(n))
 	}
+	var stopping, waiting, blocked float64
+	if r := pool.Status.Rollout; r != nil {
+		stopping, waiting = float64(len(r.OSDs)), float64(r.Pending)
+	}
+	if c := meta.FindStatusCondition(pool.Status.Conditions, flintv1.RollingOutCondition); c != nil && c.Reason == flintv1.PoolRolloutBlockedReason {
+		blocked = 1
+	}
+	metrics.PoolRolloutOSDs.WithLabelValues(pool.Name, "stopping").Set(stopping)
+	metrics.PoolRolloutOSDs.WithLabelValues(pool.Name, "waiting").Set(waiting)
+	metrics.PoolRolloutBlocked.WithLabelValues(pool.Name).Set(blocked)
 	for _, reason := range flintv1.PoolPreflightConditions {
 		v := 0.0
 		if pf.message(reason) != "" {
