@@ -146,10 +146,7 @@ func checkFailureDomains(pool *flintv1.Pool, nodes []corev1.Node, want []desired
 	if p.message(flintv1.PoolNoNodesSelectedCondition) != "" {
 		return
 	}
-	key := pool.Spec.FailureDomain
-	if key == "" {
-		key = corev1.LabelHostname
-	}
+	key := pool.FailureDomainKey()
 	byName := map[string]corev1.Node{}
 	for _, n := range nodes {
 		byName[n.Name] = n

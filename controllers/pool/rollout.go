@@ -18,8 +18,8 @@ package pool
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +63,7 @@ func planRollout(pool *flintv1.Pool, osds map[string]*flintv1.OSD, vols []flintv
 		domains[p.domainOf(osds[name])] = true
 	}
 	waiting := map[string][]string{} // by domain, OSDs that want to stop
-	for _, name := range sortedNames(osds) {
+	for _, name := range slices.Sorted(maps.Keys(osds)) {
 		if o := osds[name]; p.wantsToStop(o) && o.Status.Phase.Serving() && !slices.Contains(stopping, name) {
 			waiting[p.domainOf(o)] = append(waiting[p.domainOf(o)], name)
 		}
@@ -71,7 +71,7 @@ func planRollout(pool *flintv1.Pool, osds map[string]*flintv1.OSD, vols []flintv
 	out := rollout{}
 	limit := int(max(pool.Spec.Rollout.MaxUnavailableDomains, 1))
 	var blocked string
-	for _, d := range sortedKeys(waiting) {
+	for _, d := range slices.Sorted(maps.Keys(waiting)) {
 		if !domains[d] && len(domains) >= limit {
 			continue
 		}
@@ -101,7 +101,7 @@ func planRollout(pool *flintv1.Pool, osds map[string]*flintv1.OSD, vols []flintv
 		return out
 	}
 	slices.Sort(stopping)
-	out.status = &flintv1.RolloutStatus{Domains: sortedKeys(domains), OSDs: stopping, Pending: int32(pending)}
+	out.status = &flintv1.RolloutStatus{Domains: slices.Sorted(maps.Keys(domains)), OSDs: stopping, Pending: int32(pending)}
 	if len(stopping) == 0 {
 		out.reason, out.message = flintv1.PoolRolloutBlockedReason, blocked
 		return out
@@ -125,12 +125,7 @@ type rolloutPass struct {
 	nodes map[string]*corev1.Node
 }
 
-func (p rolloutPass) key() string {
-	if k := p.pool.Spec.FailureDomain; k != "" {
-		return k
-	}
-	return corev1.LabelHostname
-}
+func (p rolloutPass) key() string { return p.pool.FailureDomainKey() }
 
 // domainOf is the failure domain of o's node; a node without the label
 // is a domain of its own.
@@ -217,22 +212,4 @@ func setRollout(pool *flintv1.Pool, plan rollout, recorder events.EventRecorder)
 			recorder.Eventf(pool, nil, corev1.EventTypeWarning, plan.reason, "Rollout", "%s", plan.message)
 		}
 	}
-}
-
-func sortedNames(osds map[string]*flintv1.OSD) []string {
-	names := make([]string, 0, len(osds))
-	for n := range osds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -222,10 +222,7 @@ type placement struct {
 // free space above the reserve, in a labelled failure domain, and with
 // room under the overcommit limit.
 func offer(w *world, size int64, exclude map[string]bool) placement {
-	p := placement{key: w.pool.Spec.FailureDomain}
-	if p.key == "" {
-		p.key = corev1.LabelHostname
-	}
+	p := placement{key: w.pool.FailureDomainKey()}
 	overcommit := int64(w.pool.Spec.OvercommitPercent)
 	if overcommit == 0 {
 		overcommit = 100
