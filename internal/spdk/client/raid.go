@@ -38,6 +38,12 @@ func (c *Client) BdevRaidAddBaseBdev(ctx context.Context, raid, base string) err
 	return c.rpc.Call(ctx, "bdev_raid_add_base_bdev", types.BdevRaidAddBaseBdevRequest{RaidBdev: raid, BaseBdev: base}, nil)
 }
 
+// BdevRaidSetOptions sets the raid module's options; a rebuild takes the
+// bandwidth cap set when it starts.
+func (c *Client) BdevRaidSetOptions(ctx context.Context, req types.BdevRaidSetOptionsRequest) error {
+	return c.rpc.Call(ctx, "bdev_raid_set_options", req, nil)
+}
+
 // BdevRaidRemoveBaseBdev removes a base bdev from its raid; removing the
 // last one deletes the raid.
 func (c *Client) BdevRaidRemoveBaseBdev(ctx context.Context, base string) error {

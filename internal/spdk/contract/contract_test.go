@@ -53,6 +53,7 @@ var scenarios = []struct {
 	{"raid1 over a local and two remote replicas", 3, raid1AcrossTargets},
 	{"raid1 created degraded, with a placeholder", 1, raid1CreatedDegraded},
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
+	{"a rebuild keeps the bandwidth cap set when it started", 1, rebuildCappedByOptions},
 	{"latency histogram of an exported bdev", 1, latencyHistogram},
 	{"NVMe options are taken only before the first controller", 2, nvmeOptionsBeforeControllers},
 	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
@@ -533,8 +534,20 @@ func raid1AcrossTargets(t *testing.T, l *spdklab.Lab) {
 func raid1CreatedDegraded(t *testing.T, l *spdklab.Lab) {
 	c := l.Targets[0].Client
 	aioLvstore(t, l, c, "lvs0")
-	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "a", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
-	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "b", SizeInMiB: 32, ThinProvision: true, LvsName: "lvs0"}))
+	degradedRaid1(t, c, 32)
+	wantErr(t, c.BdevNullDelete(ctx(t), "placeholder"), jsonrpc.ErrNotFound, 0)
+	ok(t, c.BdevRaidAddBaseBdev(ctx(t), "vol", "lvs0/b"))
+	eventually(t, 60*time.Second, "the rebuild onto the empty slot finishing", func() (bool, error) {
+		r := must(c.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]
+		return r.Process == nil && r.NumBaseBdevsOperational == 2, nil
+	})
+}
+
+// degradedRaid1 makes thin lvols lvs0/a and lvs0/b of sizeMiB and, the way
+// a target does, an online raid1 "vol" of a alone with an empty slot.
+func degradedRaid1(t *testing.T, c *client.Client, sizeMiB uint64) {
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "a", SizeInMiB: sizeMiB, ThinProvision: true, LvsName: "lvs0"}))
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "b", SizeInMiB: sizeMiB, ThinProvision: true, LvsName: "lvs0"}))
 	blocks := must(c.BdevGetBdevs(ctx(t), "lvs0/a"))[0].NumBlocks
 	must(c.BdevNullCreate(ctx(t), types.BdevNullCreateRequest{Name: "placeholder", NumBlocks: blocks, BlockSize: 4096}))
 	_, err := c.BdevNullCreate(ctx(t), types.BdevNullCreateRequest{Name: "placeholder", NumBlocks: blocks, BlockSize: 4096})
@@ -545,18 +558,46 @@ func raid1CreatedDegraded(t *testing.T, l *spdklab.Lab) {
 	ok(t, c.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a", "placeholder"}}))
 	ok(t, c.BdevRaidRemoveBaseBdev(ctx(t), "placeholder"))
 	ok(t, c.BdevNullDelete(ctx(t), "placeholder"))
-	wantErr(t, c.BdevNullDelete(ctx(t), "placeholder"), jsonrpc.ErrNotFound, 0)
 	r := must(c.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]
 	if r.State != types.RaidStateOnline || r.NumBaseBdevs != 2 || r.NumBaseBdevsOperational != 1 || r.BaseBdevsList[1].Name != nil {
 		t.Fatalf("raid = %+v, want online with one empty slot", r)
 	}
-	if b := must(c.BdevGetBdevs(ctx(t), "vol"))[0]; b.SizeBytes() != 32*mib {
-		t.Errorf("degraded raid1 size = %d, want 32 MiB", b.SizeBytes())
+	if b := must(c.BdevGetBdevs(ctx(t), "vol"))[0]; b.SizeBytes() != sizeMiB*mib {
+		t.Errorf("degraded raid1 size = %d, want %d MiB", b.SizeBytes(), sizeMiB)
 	}
+}
+
+// rebuildCappedByOptions is how a target caps a rebuild's bandwidth: the
+// raid module's options, set just before add_base_bdev, bind the rebuild
+// that starts then for its whole run, whatever is set later. SPDK charges
+// each 1 MiB window to the token bucket when the next one starts, so the
+// first two go at once: copied ≤ cap × elapsed + 2 MiB, and the whole
+// copy takes at least (size − 2 MiB) / cap. Both bounds hold however slow
+// the machine is.
+func rebuildCappedByOptions(t *testing.T, l *spdklab.Lab) {
+	const sizeMiB, capMiBps, burstMiB = 16, 4, 2
+	c := l.Targets[0].Client
+	aioLvstore(t, l, c, "lvs0")
+	degradedRaid1(t, c, sizeMiB)
+
+	start := time.Now()
+	ok(t, c.BdevRaidSetOptions(ctx(t), types.BdevRaidSetOptionsRequest{ProcessMaxBandwidthMiBPerSec: capMiBps}))
 	ok(t, c.BdevRaidAddBaseBdev(ctx(t), "vol", "lvs0/b"))
-	eventually(t, 60*time.Second, "the rebuild onto the empty slot finishing", func() (bool, error) {
+	ok(t, c.BdevRaidSetOptions(ctx(t), types.BdevRaidSetOptionsRequest{}))
+	eventually(t, 60*time.Second, "the capped rebuild finishing", func() (bool, error) {
 		r := must(c.BdevRaidGetBdevs(ctx(t), types.RaidCategoryAll))[0]
-		return r.Process == nil && r.NumBaseBdevsOperational == 2, nil
+		elapsed := time.Since(start).Seconds()
+		if r.Process == nil {
+			if floor := float64(sizeMiB-burstMiB) / capMiBps; elapsed < floor {
+				t.Fatalf("a %d MiB rebuild capped at %d MiB/s finished in %.1f s, under %.1f s", sizeMiB, capMiBps, elapsed, floor)
+			}
+			return r.NumBaseBdevsOperational == 2, nil
+		}
+		copied := float64(r.Process.Progress.Blocks*4096) / mib
+		if most := capMiBps*elapsed + burstMiB; copied > most {
+			t.Fatalf("the rebuild copied %.1f MiB in %.1f s, over the cap of %d MiB/s", copied, elapsed, capMiBps)
+		}
+		return false, nil
 	})
 }
 

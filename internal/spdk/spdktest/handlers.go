@@ -93,6 +93,7 @@ func init() {
 		"bdev_raid_add_base_bdev":    bdevRaidAddBaseBdev,
 		"bdev_raid_remove_base_bdev": bdevRaidRemoveBaseBdev,
 		"bdev_raid_get_bdevs":        bdevRaidGetBdevs,
+		"bdev_raid_set_options":      bdevRaidSetOptions,
 	} {
 		handlers[name] = h
 	}

@@ -50,7 +50,19 @@ type rebuildProcess struct {
 	slot   int
 	start  time.Time
 	blocks uint64
+	// maxBlocksPerSecond is the bandwidth cap the raid module's options
+	// held when the rebuild started, 0 for none.
+	maxBlocksPerSecond uint64
 }
+
+// raidOptions are bdev_raid_set_options' options, SPDK's defaults until
+// set; a restart forgets them.
+type raidOptions struct {
+	ProcessWindowSizeKB      uint32 `json:"process_window_size_kb"`
+	ProcessMaxBandwidthMBSec uint32 `json:"process_max_bandwidth_mb_sec"`
+}
+
+var defaultRaidOptions = raidOptions{ProcessWindowSizeKB: 1024}
 
 func (st *state) raid(name string) *raid {
 	for _, r := range st.raids {
@@ -213,6 +225,9 @@ func (t *Target) advanceRebuild(r *raid, now time.Time, blocksPerSecond uint64) 
 	if r.rebuild == nil {
 		return
 	}
+	if limit := r.rebuild.maxBlocksPerSecond; limit > 0 {
+		blocksPerSecond = min(blocksPerSecond, limit)
+	}
 	r.rebuild.blocks = uint64(since(r.rebuild.start, now).Seconds() * float64(blocksPerSecond))
 	if r.rebuild.blocks >= r.numBlocks {
 		slot := r.rebuild.slot
@@ -267,8 +282,23 @@ func bdevRaidAddBaseBdev(t *Target, p json.RawMessage) (any, error) {
 	online := r.state == raidOnline
 	t.raidConfigureSlot(r, free, b)
 	if online {
-		r.rebuild = &rebuildProcess{slot: free, start: t.fabric.now()}
+		limit := uint64(t.st.raidOptions.ProcessMaxBandwidthMBSec) << 20 / uint64(r.blockSize)
+		r.rebuild = &rebuildProcess{slot: free, start: t.fabric.now(), maxBlocksPerSecond: limit}
 	}
+	return true, nil
+}
+
+// bdevRaidSetOptions keeps the options for the rebuilds that start after
+// it; a zero window is refused, as SPDK does.
+func bdevRaidSetOptions(t *Target, p json.RawMessage) (any, error) {
+	opts := t.st.raidOptions
+	if err := decode(p, &opts, errf(jsonrpc.CodeParseError, "spdk_json_decode_object failed")); err != nil {
+		return nil, err
+	}
+	if opts.ProcessWindowSizeKB == 0 {
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
+	}
+	t.st.raidOptions = opts
 	return true, nil
 }
 

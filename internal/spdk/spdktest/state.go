@@ -112,17 +112,18 @@ type state struct {
 	ctrlrs         []*ctrlr
 	// gen counts changes: controllers of other Targets re-read this
 	// Target's subsystems only when it moved.
-	gen        uint64
-	raids      []*raid
-	logLevel   string
-	printLevel string
+	gen         uint64
+	raids       []*raid
+	raidOptions raidOptions
+	logLevel    string
+	printLevel  string
 	// hostID is the host identifier this process's controllers present
 	// to the subsystems they connect to: SPDK draws one per process.
 	hostID string
 }
 
 func newState() *state {
-	return &state{logLevel: "NOTICE", printLevel: "INFO", subsystemByNQN: map[string]*subsystem{}, hostID: newUUID()}
+	return &state{raidOptions: defaultRaidOptions, logLevel: "NOTICE", printLevel: "INFO", subsystemByNQN: map[string]*subsystem{}, hostID: newUUID()}
 }
 
 func (st *state) bdev(name string) *bdev {

@@ -43,6 +43,15 @@ type BdevRaidAddBaseBdevRequest struct {
 	BaseBdev string `json:"base_bdev"`
 }
 
+// BdevRaidSetOptionsRequest sets the raid module's options. SPDK reads
+// them when a process (a rebuild) starts: a rebuild keeps the bandwidth
+// it started with.
+type BdevRaidSetOptionsRequest struct {
+	// ProcessMaxBandwidthMiBPerSec caps each rebuild, in MiB/s (SPDK's
+	// "mb_sec" counts 2^20 bytes); 0 lifts the cap.
+	ProcessMaxBandwidthMiBPerSec uint32 `json:"process_max_bandwidth_mb_sec"`
+}
+
 // BdevRaidGetBdevsRequest lists raids of a category: all, online,
 // configuring or offline.
 type BdevRaidGetBdevsRequest struct {
