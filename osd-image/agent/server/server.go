@@ -256,11 +256,14 @@ func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRe
 
 // EnsureTarget makes this OSD serve a volume.
 func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
-	spec := storage.TargetSpec{Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume()}
+	spec := storage.TargetSpec{
+		Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume(),
+		RebuildMaxMiBPerSec: req.GetRebuildMaxMibPerSec(),
+	}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
 		spec.Members = append(spec.Members, storage.Member{
-			OSD: m.GetOsd(), InSync: m.GetInSync(), Leaving: m.GetLeaving(),
+			OSD: m.GetOsd(), InSync: m.GetInSync(), Leaving: m.GetLeaving(), WaitRebuild: m.GetWaitRebuild(),
 			Export: storage.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
 		})
 	}

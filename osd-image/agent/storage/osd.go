@@ -119,6 +119,9 @@ type OSD struct {
 	mu         sync.Mutex
 	writeCache WriteCache
 	epochs     exportEpochs
+	// rebuildStart pairs setting SPDK's rebuild cap with the rebuild that
+	// takes it.
+	rebuildStart sync.Mutex
 }
 
 // New returns the OSD of cfg driving the SPDK behind spdk.

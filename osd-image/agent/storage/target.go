@@ -58,6 +58,9 @@ type Member struct {
 	// not in sync is detached (its slot stays) and not attached again
 	// while it leaves, so the OSD's stop holds no write.
 	Leaving bool
+	// WaitRebuild says the replica, not in sync, waits for a rebuild
+	// slot: it is attached but not added to the raid yet.
+	WaitRebuild bool
 }
 
 // TargetSpec is the volume a target serves.
@@ -76,6 +79,9 @@ type TargetSpec struct {
 	// fails with ErrTargetLost instead of assembling it from every in-sync
 	// member, which may differ in the writes that were in flight.
 	Resume bool
+	// RebuildMaxMiBPerSec caps the bandwidth of a rebuild started by this
+	// call; 0 for no cap.
+	RebuildMaxMiBPerSec uint32
 }
 
 // MemberStatus is one replica's place in the target.
@@ -535,8 +541,9 @@ func (o *OSD) detachController(ctx context.Context, ctrlr, bdev string) error {
 	return o.spdk.BdevNvmeDetachController(ctx, ctrlr)
 }
 
-// startNextRebuild adds one reachable replica that is not a member, unless
-// a rebuild runs: SPDK rebuilds one member at a time.
+// startNextRebuild adds one reachable replica that is not a member and
+// does not wait for a rebuild slot, unless a rebuild runs: SPDK rebuilds
+// one member at a time.
 func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string) error {
 	if r.Process != nil {
 		return nil
@@ -544,15 +551,27 @@ func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.Rai
 	in := members(r)
 	for _, m := range spec.Members {
 		b, ok := bdevs[m.OSD]
-		if !ok || slices.Contains(in, b) {
+		if !ok || m.WaitRebuild || slices.Contains(in, b) {
 			continue
 		}
-		if err := o.spdk.BdevRaidAddBaseBdev(ctx, r.Name, b); err != nil {
+		if err := o.startRebuild(ctx, r.Name, b, spec.RebuildMaxMiBPerSec); err != nil {
 			return fmt.Errorf("add replica on OSD %s to %s: %w", m.OSD, r.Name, err)
 		}
 		return nil
 	}
 	return nil
+}
+
+// startRebuild adds base to raid with the rebuild that starts capped at
+// maxMiBPerSec. SPDK's cap is one option of the raid module, read when a
+// rebuild starts, so setting it and starting the rebuild go together.
+func (o *OSD) startRebuild(ctx context.Context, raid, base string, maxMiBPerSec uint32) error {
+	o.rebuildStart.Lock()
+	defer o.rebuildStart.Unlock()
+	if err := o.spdk.BdevRaidSetOptions(ctx, types.BdevRaidSetOptionsRequest{ProcessMaxBandwidthMiBPerSec: maxMiBPerSec}); err != nil {
+		return fmt.Errorf("cap the rebuild at %d MiB/s: %w", maxMiBPerSec, err)
+	}
+	return o.spdk.BdevRaidAddBaseBdev(ctx, raid, base)
 }
 
 func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs, held map[string]string) (TargetStatus, error) {

@@ -128,7 +128,15 @@ func errorsAsHeld(err error, osd string) bool {
 
 func (c *cluster) ensure(members ...Member) TargetStatus {
 	c.t.Helper()
-	st, err := c.osds[0].EnsureTarget(context.Background(), TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{publishedHost}})
+	return c.ensureSpec(TargetSpec{Members: members})
+}
+
+// ensureSpec ensures the target of spec's members and settings, as
+// volume's, published to publishedHost.
+func (c *cluster) ensureSpec(spec TargetSpec) TargetStatus {
+	c.t.Helper()
+	spec.Volume, spec.Epoch, spec.Hosts = volume, 1, []string{publishedHost}
+	st, err := c.osds[0].EnsureTarget(context.Background(), spec)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -441,6 +449,37 @@ func TestALeavingMemberKeepsItsSlot(t *testing.T) {
 	back := c.exportReplica(2, false)
 	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 	c.clock.Advance(5 * time.Second)
+	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
+}
+
+// A replica back from its OSD's stop waits, attached but out of the raid,
+// while its rebuild waits for a slot; once let in, its rebuild keeps the
+// bandwidth cap it started with: 64 MiB at 1 MiB/s, where the double's
+// rebuilds otherwise copy 16 MiB/s.
+func TestARebuildWaitsForItsSlotAndKeepsItsCap(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 3)
+	c.createReplicas(64 << 20)
+	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c.ensure(m0, m1, m2)
+	c.ensure(m0, m1, Member{OSD: m2.OSD, Leaving: true})
+
+	back := c.exportReplica(2, false)
+	back.WaitRebuild = true
+	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_PENDING)
+	if r, err := c.osds[0].raid(ctx, raidName(volume)); err != nil || r.Process != nil || len(members(r)) != 2 {
+		t.Fatalf("raid = %+v, %v; want 2 members and no rebuild while the replica waits", r, err)
+	}
+
+	back.WaitRebuild = false
+	capped := TargetSpec{Members: []Member{m0, m1, back}, RebuildMaxMiBPerSec: 1}
+	wantStates(t, c.ensureSpec(capped), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
+	c.clock.Advance(32 * time.Second)
+	st := c.ensure(m0, m1, back)
+	if got := st.Members[2]; got.State != agentv1.MemberState_MEMBER_STATE_REBUILDING || got.RebuildPercent != 50 {
+		t.Fatalf("after 32 s at 1 MiB/s: %+v, want rebuilding at 50%%", got)
+	}
+	c.clock.Advance(32 * time.Second)
 	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 }
 

@@ -1346,7 +1346,11 @@ type Member struct {
 	// drain of its node) and the replica is not in sync: the target keeps
 	// its slot in the raid, but detaches it and attaches it no more, so no
 	// write waits for it when the OSD goes. It is reported MISSING.
-	Leaving       bool `protobuf:"varint,4,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	Leaving bool `protobuf:"varint,4,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	// wait_rebuild says the replica, not in sync, waits for a rebuild slot
+	// (a cap on concurrent rebuilds per OSD): the target attaches it but
+	// does not add it to the raid yet. It is reported PENDING.
+	WaitRebuild   bool `protobuf:"varint,5,opt,name=wait_rebuild,json=waitRebuild,proto3" json:"wait_rebuild,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1409,6 +1413,13 @@ func (x *Member) GetLeaving() bool {
 	return false
 }
 
+func (x *Member) GetWaitRebuild() bool {
+	if x != nil {
+		return x.WaitRebuild
+	}
+	return false
+}
+
 type EnsureTargetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// volume_uid is the Volume's uid. The target's SPDK objects are named
@@ -1434,9 +1445,13 @@ type EnsureTargetRequest struct {
 	// only on a confirmed call: FAILED_PRECONDITION with ErrorInfo reason
 	// TargetFenced otherwise. While the lease is lapsed every call is
 	// FAILED_PRECONDITION with reason LeaseLapsed.
-	Confirmed     bool `protobuf:"varint,7,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Confirmed bool `protobuf:"varint,7,opt,name=confirmed,proto3" json:"confirmed,omitempty"`
+	// rebuild_max_mib_per_sec caps the bandwidth of a rebuild this call
+	// starts, in MiB/s; 0 for no cap. A running rebuild keeps the cap it
+	// started with.
+	RebuildMaxMibPerSec uint32 `protobuf:"varint,8,opt,name=rebuild_max_mib_per_sec,json=rebuildMaxMibPerSec,proto3" json:"rebuild_max_mib_per_sec,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *EnsureTargetRequest) Reset() {
@@ -1509,6 +1524,13 @@ func (x *EnsureTargetRequest) GetConfirmed() bool {
 		return x.Confirmed
 	}
 	return false
+}
+
+func (x *EnsureTargetRequest) GetRebuildMaxMibPerSec() uint32 {
+	if x != nil {
+		return x.RebuildMaxMibPerSec
+	}
+	return 0
 }
 
 type MemberStatus struct {
@@ -2043,12 +2065,13 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x03nqn\x18\x01 \x01(\tR\x03nqn\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x18\n" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x12\n" +
-	"\x04port\x18\x04 \x01(\rR\x04port\"}\n" +
+	"\x04port\x18\x04 \x01(\rR\x04port\"\xa0\x01\n" +
 	"\x06Member\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12.\n" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
 	"\ain_sync\x18\x03 \x01(\bR\x06inSync\x12\x18\n" +
-	"\aleaving\x18\x04 \x01(\bR\aleaving\"\xce\x01\n" +
+	"\aleaving\x18\x04 \x01(\bR\aleaving\x12!\n" +
+	"\fwait_rebuild\x18\x05 \x01(\bR\vwaitRebuild\"\x84\x02\n" +
 	"\x13EnsureTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x120\n" +
@@ -2056,7 +2079,8 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x12\x16\n" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\rR\x05epoch\x12\x1c\n" +
-	"\tconfirmed\x18\a \x01(\bR\tconfirmedJ\x04\b\x05\x10\x06\"\x82\x01\n" +
+	"\tconfirmed\x18\a \x01(\bR\tconfirmed\x124\n" +
+	"\x17rebuild_max_mib_per_sec\x18\b \x01(\rR\x13rebuildMaxMibPerSecJ\x04\b\x05\x10\x06\"\x82\x01\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12'\n" +
 	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\x121\n" +
