@@ -166,7 +166,7 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 			Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()},
 			Finalizers: []string{flintv1.VolumeFinalizer},
 		},
-		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim},
+		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {

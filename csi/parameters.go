@@ -24,6 +24,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/utils/ptr"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
@@ -33,6 +34,9 @@ const (
 	ParamPool     = "pool"
 	ParamReplicas = "replicas"
 	ParamFsType   = "fsType"
+	// ParamRebuildMaxBandwidth caps the Volume's rebuilds, in MiB/s, in
+	// place of its Pool's cap.
+	ParamRebuildMaxBandwidth = "rebuildMaxBandwidthMiBps"
 )
 
 // Parameters external-provisioner adds with --extra-create-metadata.
@@ -52,6 +56,8 @@ type parameters struct {
 	pool     string
 	replicas *int32
 	fsType   string
+	// rebuildCap is the Volume's rebuild bandwidth cap, in MiB/s.
+	rebuildCap *int32
 	// claim is the PVC the Volume is for, when the provisioner says.
 	claim *flintv1.ClaimReference
 }
@@ -76,12 +82,18 @@ func parseParameters(in map[string]string) (parameters, error) {
 				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter fsType=%q: use one of %v", v, FsTypes)
 			}
 			p.fsType = v
+		case k == ParamRebuildMaxBandwidth:
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 || n > 100000 {
+				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter %s=%q: must be a whole number of MiB/s from 0 (no cap) to 100000 (or left out to use the Pool's)", k, v)
+			}
+			p.rebuildCap = ptr.To(int32(n))
 		case k == ParamClaimName || k == ParamClaimNamespace:
 			// Taken below, as a pair.
 		case strings.HasPrefix(k, "csi.storage.k8s.io/"):
 			// Set by external-provisioner for itself.
 		default:
-			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join([]string{ParamPool, ParamReplicas, ParamFsType}, ", "))
+			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join([]string{ParamPool, ParamReplicas, ParamFsType, ParamRebuildMaxBandwidth}, ", "))
 		}
 	}
 	if name, ns := in[ParamClaimName], in[ParamClaimNamespace]; name != "" && ns != "" {

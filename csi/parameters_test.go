@@ -22,6 +22,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/utils/ptr"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
@@ -44,6 +45,10 @@ func TestParseParameters(t *testing.T) {
 		{"replicas 6", map[string]string{"pool": "p", "replicas": "6"}, parameters{}, codes.InvalidArgument},
 		{"replicas not a number", map[string]string{"pool": "p", "replicas": "three"}, parameters{}, codes.InvalidArgument},
 		{"an unknown fsType", map[string]string{"pool": "p", "fsType": "btrfs"}, parameters{}, codes.InvalidArgument},
+		{"a rebuild cap", map[string]string{"pool": "p", "rebuildMaxBandwidthMiBps": "200"}, parameters{pool: "p", rebuildCap: ptr.To(int32(200))}, codes.OK},
+		{"no rebuild cap over the Pool's", map[string]string{"pool": "p", "rebuildMaxBandwidthMiBps": "0"}, parameters{pool: "p", rebuildCap: ptr.To(int32(0))}, codes.OK},
+		{"a negative rebuild cap", map[string]string{"pool": "p", "rebuildMaxBandwidthMiBps": "-1"}, parameters{}, codes.InvalidArgument},
+		{"a rebuild cap in other units", map[string]string{"pool": "p", "rebuildMaxBandwidthMiBps": "200Mi"}, parameters{}, codes.InvalidArgument},
 		{"an unknown key", map[string]string{"pool": "p", "colour": "blue"}, parameters{}, codes.InvalidArgument},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

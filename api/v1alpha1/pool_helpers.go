@@ -24,3 +24,13 @@ func (p *Pool) FailureDomainKey() string {
 	}
 	return "kubernetes.io/hostname"
 }
+
+// MaxRebuildsPerOSD is how many rebuilds each of the Pool's OSDs takes
+// part in at once: spec.rebuild.maxPerOSD, or the API's default when it is
+// unset.
+func (p *Pool) MaxRebuildsPerOSD() int {
+	if p.Spec.Rebuild.MaxPerOSD > 0 {
+		return int(p.Spec.Rebuild.MaxPerOSD)
+	}
+	return 4
+}

@@ -85,6 +85,34 @@ type PoolSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Rollout RolloutPolicy `json:"rollout"`
+
+	// rebuild bounds what resynchronising replicas costs the OSDs.
+	// Optional.
+	// +optional
+	// +kubebuilder:default={}
+	Rebuild RebuildPolicy `json:"rebuild"`
+}
+
+// RebuildPolicy bounds rebuilds: how many an OSD takes part in at once,
+// and how fast each copies.
+type RebuildPolicy struct {
+	// maxPerOSD is how many rebuilds an OSD takes part in at once, as the
+	// target that copies or as the OSD of the replica copied to. A
+	// replica whose rebuild would exceed it waits, out of the raid, for a
+	// slot. Optional; defaults to 4.
+	// +optional
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxPerOSD int32 `json:"maxPerOSD,omitempty"`
+
+	// maxBandwidthMiBps caps each rebuild's copy, in MiB/s; a Volume's
+	// spec.rebuildMaxBandwidthMiBps overrides it. A rebuild keeps the cap
+	// it started with. Optional; 0, the default, sets no cap.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	MaxBandwidthMiBps int32 `json:"maxBandwidthMiBps,omitempty"`
 }
 
 // RolloutPolicy bounds how many failure domains stop their OSDs at once,

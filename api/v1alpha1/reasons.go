@@ -41,6 +41,9 @@ const (
 	VolumeReplicasNotInSyncReason = "ReplicasNotInSync"
 	// VolumePublishedReason says deletion waits: the Volume is published to hosts.
 	VolumePublishedReason = "Published"
+	// VolumeRebuildWaitingReason says a replica's rebuild waits for a slot
+	// (the Pool's rebuild.maxPerOSD) or for the Volume's running rebuild.
+	VolumeRebuildWaitingReason = "RebuildWaiting"
 )
 
 // Reasons of OSD conditions and of the Events that go with them.

@@ -49,3 +49,15 @@ func (v *Volume) Restoring() bool {
 	}
 	return false
 }
+
+// RebuildMaxBandwidthMiBps is the bandwidth cap of the Volume's rebuilds
+// in MiB/s, 0 for none: its own, else its Pool's.
+func (v *Volume) RebuildMaxBandwidthMiBps(pool *Pool) int32 {
+	if v.Spec.RebuildMaxBandwidthMiBps != nil {
+		return *v.Spec.RebuildMaxBandwidthMiBps
+	}
+	if pool == nil {
+		return 0
+	}
+	return pool.Spec.Rebuild.MaxBandwidthMiBps
+}

@@ -64,6 +64,14 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="claim is immutable: it names the claim the Volume was provisioned for"
 	Claim *ClaimReference `json:"claim,omitempty"`
 
+	// rebuildMaxBandwidthMiBps caps this Volume's rebuilds, in MiB/s, in
+	// place of its Pool's rebuild.maxBandwidthMiBps; 0 sets no cap. A
+	// rebuild keeps the cap it started with. Optional.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	RebuildMaxBandwidthMiBps *int32 `json:"rebuildMaxBandwidthMiBps,omitempty"`
+
 	// publishedHosts are the NVMe host NQNs allowed to connect to the
 	// Volume's subsystem: the nodes it is published to. Optional.
 	// +optional

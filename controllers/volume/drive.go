@@ -90,6 +90,21 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		memberReplica = append(memberReplica, i)
 	}
 	r.replicaErrors(vol, failures)
+	inSyncReplicas := make([]bool, len(vol.Status.Replicas))
+	for j, m := range members {
+		inSyncReplicas[memberReplica[j]] = m.InSync
+	}
+	waits, err := r.admitRebuild(ctx, vol, w, inSyncReplicas)
+	if err != nil {
+		return nil, &problem{flintv1.VolumeTargetErrorReason, err.Error()}
+	}
+	w.rebuildWaits = map[string]string{}
+	for j, m := range members {
+		i := memberReplica[j]
+		if why, ok := waits[i]; ok {
+			m.WaitRebuild, w.rebuildWaits[vol.Status.Replicas[i].OSD] = true, why
+		}
+	}
 	agent, err := r.Agents.For(ctx, t)
 	if err != nil {
 		return nil, &problem{flintv1.VolumeTargetUnavailableReason, err.Error()}
@@ -97,6 +112,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	req := &agentv1.EnsureTargetRequest{
 		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
 		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: servedHere,
+		RebuildMaxMibPerSec: uint32(vol.RebuildMaxBandwidthMiBps(w.pool)),
 	}
 	ts, err := r.ensureTarget(ctx, vol, agent, req)
 	if status.Code(err) == codes.Aborted {

@@ -84,10 +84,10 @@ func (b *blackHole) first() (time.Time, bool) {
 // have ips (made in builder, when given), and a Volume with an Online
 // replica on each, whose target served on osd-0.
 func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Volume) {
-	w := &world{osds: map[string]*flintv1.OSD{}}
+	w := &world{pool: &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, osds: map[string]*flintv1.OSD{}}
 	vol := &flintv1.Volume{
 		ObjectMeta: metav1.ObjectMeta{Name: "v", UID: "0b5d7f63-1f0e-4c55-9d43-5d1f0e6c2a10"},
-		Spec:       flintv1.VolumeSpec{Size: resource.MustParse("1Gi")},
+		Spec:       flintv1.VolumeSpec{Pool: "p", Size: resource.MustParse("1Gi")},
 	}
 	for i, ip := range ips {
 		name := "osd-" + strconv.Itoa(i)

@@ -127,7 +127,11 @@ func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetS
 			lagging = append(lagging, fmt.Sprintf("%s Rebuilding %d%%", rep.OSD, ptr.Deref(rep.RebuildPercent, 0)))
 			continue
 		}
-		lagging = append(lagging, fmt.Sprintf("%s %s", rep.OSD, rep.State))
+		entry := fmt.Sprintf("%s %s", rep.OSD, rep.State)
+		if why, ok := w.rebuildWaits[rep.OSD]; ok {
+			entry += " (its rebuild waits: " + why + ")"
+		}
+		lagging = append(lagging, entry)
 	}
 	degraded := metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: flintv1.VolumeAllReplicasInSyncReason, ObservedGeneration: vol.Generation}
 	if online < want && !creating {

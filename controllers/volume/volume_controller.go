@@ -96,6 +96,8 @@ type Reconciler struct {
 	// replica OSDs this process wrote, ahead of the cache.
 	placeMu sync.Mutex
 	placed  map[string][]string
+	// rebuilds holds the rebuild slots this process granted.
+	rebuilds rebuildSlots
 	// lastReplicaErrors holds, per Volume uid, the replica errors last
 	// told in an Event.
 	lastReplicaErrors sync.Map
@@ -256,6 +258,9 @@ type world struct {
 	committed map[string]int64
 	// origin is what the Volume starts from while its replicas are made.
 	origin *origin
+	// rebuildWaits says, per replica OSD, why its rebuild waits; filled
+	// by drive.
+	rebuildWaits map[string]string
 }
 
 func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {
@@ -332,6 +337,7 @@ func (r *Reconciler) notePlaced(vol *flintv1.Volume) {
 func (r *Reconciler) forget(name string) {
 	metrics.ForgetVolume(name)
 	r.wrote.Delete(name)
+	r.forgetRebuild(name)
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
 	delete(r.placed, name)
