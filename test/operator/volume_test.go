@@ -414,6 +414,83 @@ var _ = Describe("A Volume", Ordered, func() {
 	It("creates and deletes 200 Volumes while agents restart, leaving no lvol on any OSD", func() {
 		churn(200)
 	})
+
+	It("bounds the rebuilds an OSD takes part in, and keeps a Volume's rebuild to its bandwidth cap", func() {
+		setMaxRebuildsPerOSD := func(n int32) {
+			Eventually(func() error {
+				p := getPool("vols")()
+				p.Spec.Rebuild.MaxPerOSD = n
+				return k8sClient.Update(ctx, p)
+			}).Should(Succeed())
+		}
+		setMaxRebuildsPerOSD(1)
+		DeferCleanup(setMaxRebuildsPerOSD, int32(4))
+		// Each Volume has a replica on every OSD, so an OSD that runs
+		// neither target takes part in both rebuilds once its SPDK
+		// restarts with an empty device. Uncapped, the double rebuilds the
+		// 32 MiB in 2 s; vol-slow's cap of 2 MiB/s makes that 16 s.
+		for _, name := range []string{"vol-fast", "vol-slow"} {
+			v := newVolume(name, "vols", "32Mi")
+			v.Spec.Replicas = ptr.To[int32](4)
+			if name == "vol-slow" {
+				v.Spec.RebuildMaxBandwidthMiBps = ptr.To[int32](2)
+			}
+			Expect(k8sClient.Create(ctx, v)).To(Succeed())
+			DeferCleanup(deleteVolume, name)
+		}
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"vol-fast", "vol-slow"} {
+				g.Expect(getVolume(name).Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+			}
+		}, "30s").Should(Succeed())
+		targets := []string{getVolume("vol-fast").Status.Target.OSD, getVolume("vol-slow").Status.Target.OSD}
+		shared := ""
+		for _, o := range replicaOSDs(getVolume("vol-fast")) {
+			if !slices.Contains(targets, o) {
+				shared = o
+			}
+		}
+		Expect(node.Target("osd-" + shared).Restart()).To(Succeed())
+
+		// One List is one snapshot of both statuses: the second rebuild
+		// is admitted only once the first's status says it is done.
+		var waited []string
+		var slowFirst, slowLast time.Time
+		Eventually(func(g Gomega) {
+			var vols flintv1.VolumeList
+			g.Expect(k8sClient.List(ctx, &vols)).To(Succeed())
+			rebuilding, ready := 0, 0
+			for _, v := range vols.Items {
+				if v.Name != "vol-fast" && v.Name != "vol-slow" {
+					continue
+				}
+				if v.Status.Phase == flintv1.VolumePhaseReady {
+					ready++
+				}
+				if d := conditionOf(&v, flintv1.DegradedCondition); d != nil && strings.Contains(d.Message, "takes part in 1 rebuilds, the Pool's rebuild.maxPerOSD") {
+					waited = append(waited, v.Name)
+				}
+				for _, r := range v.Status.Replicas {
+					if r.State != flintv1.ReplicaStateRebuilding {
+						continue
+					}
+					rebuilding++
+					if v.Name == "vol-slow" {
+						if slowFirst.IsZero() {
+							slowFirst = time.Now()
+						}
+						slowLast = time.Now()
+					}
+				}
+			}
+			Expect(rebuilding).To(BeNumerically("<=", 1), "two rebuilds on OSD %s at once, over the Pool's rebuild.maxPerOSD of 1", shared)
+			g.Expect(slowFirst).NotTo(BeZero(), "vol-slow's rebuild not seen yet")
+			g.Expect(ready).To(Equal(2))
+		}, "90s", "200ms").Should(Succeed())
+		Expect(waited).NotTo(BeEmpty(), "no Volume said its rebuild waited for a slot")
+		Eventually(func() []string { return eventNotes(waited[0], flintv1.VolumeRebuildWaitingReason) }).Should(ContainElement(ContainSubstring("takes part in 1 rebuilds")))
+		Expect(slowLast.Sub(slowFirst)).To(BeNumerically(">=", 6*time.Second), "vol-slow's rebuild was seen for %v; uncapped it takes 2 s", slowLast.Sub(slowFirst))
+	})
 })
 
 var _ = Describe("An OSD deleted while a Volume has a replica there", Ordered, func() {
