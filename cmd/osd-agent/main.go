@@ -434,6 +434,7 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	registry.MustRegister(metrics.FencedTargets(func() int { return len(leases.Fenced()) }))
 	go leases.Run(ctx, f.probeInterval/2, func(err error) {
 		log.Error(err, "Fencing failed; the SPDK container's liveness probe stops SPDK")
 	})

@@ -25,6 +25,12 @@ import (
 )
 
 var (
+	// OperatorLeading is 1 while this operator replica leads: it
+	// reconciles and renews the agents' leases. With no replica at 1, the
+	// agents' leases lapse and every target fences.
+	OperatorLeading = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "flint_operator_leading", Help: "1 while this operator replica leads (reconciles, and renews the OSD agents' leases), else 0.",
+	})
 	// PoolCapacity is a Pool's raw, usable and allocated bytes.
 	PoolCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "flint_pool_capacity_bytes", Help: "Pool capacity by kind: raw (Ready OSDs), usable (raw / replicas), allocated (sum of volume sizes).",
@@ -85,7 +91,7 @@ func init() {
 
 // Collectors are the operator's own metrics.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{PoolCapacity, PoolOSDs, PoolVolumes, PoolRolloutOSDs, PoolRolloutBlocked, PreflightFailures, ReplicaRebuild, VolumeInfo, OSDOrphans, AgentRequests, AgentRequestSeconds}
+	return []prometheus.Collector{OperatorLeading, PoolCapacity, PoolOSDs, PoolVolumes, PoolRolloutOSDs, PoolRolloutBlocked, PreflightFailures, ReplicaRebuild, VolumeInfo, OSDOrphans, AgentRequests, AgentRequestSeconds}
 }
 
 // Volume is what the metrics say of a Volume: its names.

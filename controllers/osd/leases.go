@@ -27,6 +27,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/metrics"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -49,8 +50,10 @@ type LeaseRenewer struct {
 	Log           logr.Logger
 }
 
-// Start renews until ctx ends.
+// Start renews until ctx ends; flint_operator_leading says it runs.
 func (l *LeaseRenewer) Start(ctx context.Context) error {
+	metrics.OperatorLeading.Set(1)
+	defer metrics.OperatorLeading.Set(0)
 	l.Leases.Begin(time.Now())
 	t := time.NewTicker(l.Lease / 4)
 	defer t.Stop()

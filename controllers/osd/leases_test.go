@@ -19,7 +19,9 @@ package osd
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/metrics"
 )
 
 // A target that reports a member out of its raid has its Volume driven at
@@ -56,5 +60,32 @@ func TestDegradedTargetsHaveReadyVolumesDriven(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "ready" {
 		t.Fatalf("driven = %v, want [ready]", names)
+	}
+}
+
+// flint_operator_leading is 1 exactly while the renewer, which runs only
+// in the leader, runs.
+func TestTheRenewerSaysItLeads(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := flintv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	l := &LeaseRenewer{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Leases: &agentclient.Leases{}, Lease: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Start(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(metrics.OperatorLeading) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("flint_operator_leading stayed 0 while the renewer ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(metrics.OperatorLeading); v != 0 {
+		t.Fatalf("flint_operator_leading = %v once the renewer stopped, want 0", v)
 	}
 }

@@ -38,7 +38,7 @@ var dir = filepath.Join("..", "..", "config", "prometheus")
 // exported are the names of every metric Flint's code defines.
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
-	collectors := append(operatormetrics.Collectors(), agentmetrics.NewCollector(nil, 0))
+	collectors := append(operatormetrics.Collectors(), agentmetrics.NewCollector(nil, 0), agentmetrics.FencedTargets(nil))
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		for _, c := range collectors {

@@ -290,3 +290,13 @@ func (c *Collector) labels(ctx context.Context) map[string]string {
 	}
 	return names
 }
+
+// FencedTargets reports how many of the OSD's targets are fenced: their
+// lease lapsed and no confirmed EnsureTarget lifted the fence since, so
+// their hosts' I/O waits. fenced counts them.
+func FencedTargets(fenced func() int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flint_osd_fenced_targets",
+		Help: "Targets on this OSD fenced when its lease lapsed and not confirmed since: their hosts' I/O waits.",
+	}, func() float64 { return float64(fenced()) })
+}

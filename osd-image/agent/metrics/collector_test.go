@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,5 +278,19 @@ func TestVolumeLatencyLeavesOutWhatCannotBeRead(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(c.scrapeErrs); n != 1 {
 		t.Fatalf("%g reading errors counted, want 1", n)
+	}
+}
+
+func TestFencedTargetsCountsTheLeaseKeepersFences(t *testing.T) {
+	fenced := 0
+	c := FencedTargets(func() int { return fenced })
+	want := func(n int) string {
+		return "# HELP flint_osd_fenced_targets Targets on this OSD fenced when its lease lapsed and not confirmed since: their hosts' I/O waits.\n# TYPE flint_osd_fenced_targets gauge\nflint_osd_fenced_targets " + strconv.Itoa(n) + "\n"
+	}
+	for _, n := range []int{0, 3} {
+		fenced = n
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want(n))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
