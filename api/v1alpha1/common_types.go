@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -126,8 +127,28 @@ type SPDKSettings struct {
 
 // OSDTemplate is what a Pool gives every OSD it creates.
 type OSDTemplate struct {
-	OSDResources `json:",inline"`
-	SPDKSettings `json:",inline"`
+	OSDResources  `json:",inline"`
+	SPDKSettings  `json:",inline"`
+	OSDScheduling `json:",inline"`
+}
+
+// OSDScheduling is how an OSD pod is scheduled onto its node and kept
+// there: storage nodes are often tainted for storage alone, and OSD pods
+// outrank the workloads they serve.
+type OSDScheduling struct {
+	// tolerations are the OSD pod's tolerations, for taints of the
+	// Pool's nodes. Optional.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// priorityClassName is the OSD pod's PriorityClass, in place of the
+	// one the operator is given (--priority-class, the chart's
+	// operator.osdPriorityClass). It must exist. Optional.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // Network is how an OSD is reached over NVMe-oF. Its rules tolerate absent

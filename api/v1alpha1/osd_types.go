@@ -86,6 +86,10 @@ type OSDSpec struct {
 	// nvmf tunes SPDK's NVMe-oF transport. Optional.
 	// +optional
 	NVMf NVMfTuning `json:"nvmf,omitempty"`
+	// scheduling holds the OSD pod's tolerations and PriorityClass.
+	// Optional.
+	// +optional
+	Scheduling OSDScheduling `json:"scheduling,omitempty"`
 	// drain asks for the OSD's replicas to be moved to other OSDs; the OSD
 	// takes no new replicas. Optional; defaults to false.
 	// +optional

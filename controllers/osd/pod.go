@@ -17,6 +17,7 @@ limitations under the License.
 package osd
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -140,7 +141,8 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 			Containers:                    []corev1.Container{spdk, agentContainer(osd, cfg)},
 			Volumes:                       volumes(osd),
 			HostNetwork:                   osd.Spec.Network.HostNetwork,
-			PriorityClassName:             cfg.PriorityClassName,
+			Tolerations:                   osd.Spec.Scheduling.Tolerations,
+			PriorityClassName:             cmp.Or(osd.Spec.Scheduling.PriorityClassName, cfg.PriorityClassName),
 			ServiceAccountName:            cfg.ServiceAccount,
 			AutomountServiceAccountToken:  ptr.To(false),
 			RestartPolicy:                 corev1.RestartPolicyAlways,

@@ -122,10 +122,11 @@ func shortHash(s string) string {
 func osdSpec(pool *flintv1.Pool, d desiredOSD) flintv1.OSDSpec {
 	return flintv1.OSDSpec{
 		Pool: pool.Name, NodeName: d.node, Device: d.device,
-		Resources: *pool.Spec.OSD.OSDResources.DeepCopy(),
-		SPDK:      pool.Spec.OSD.SPDKSettings,
-		Network:   pool.Spec.Network,
-		NVMf:      *pool.Spec.NVMf.DeepCopy(),
+		Resources:  *pool.Spec.OSD.OSDResources.DeepCopy(),
+		SPDK:       pool.Spec.OSD.SPDKSettings,
+		Network:    pool.Spec.Network,
+		NVMf:       *pool.Spec.NVMf.DeepCopy(),
+		Scheduling: *pool.Spec.OSD.OSDScheduling.DeepCopy(),
 
 		PowerLossProtection: pool.Spec.Devices.PowerLossProtection,
 	}

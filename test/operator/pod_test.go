@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -119,6 +120,25 @@ var _ = Describe("The OSD pod", func() {
 		Expect(pod.Annotations).NotTo(HaveKey("k8s.v1.cni.cncf.io/networks"))
 		Expect(agent.Args).To(ContainElement("--transport=rdma"))
 		Expect(agent.Args).NotTo(ContainElement(HavePrefix("--network-attachment")))
+	})
+
+	It("with the Pool's tolerations and PriorityClass", func() {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "storage-critical"}, Value: 1000000}
+		Expect(k8sClient.Create(ctx, pc)).To(Succeed())
+		DeferCleanup(k8sClient.Delete, ctx, pc)
+		storageOnly := corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "storage", Effect: corev1.TaintEffectNoSchedule}
+		pod := podOf(&flintv1.OSD{
+			ObjectMeta: metav1.ObjectMeta{Name: "render-scheduling"},
+			Spec: flintv1.OSDSpec{
+				Pool: "render", NodeName: "worker-2",
+				Device:     flintv1.OSDDevice{Driver: flintv1.DriverAIO, Path: "/dev/nvme2n1"},
+				Resources:  flintv1.OSDResources{CPUs: 1, Memory: ptr.To(resource.MustParse("2Gi"))},
+				Network:    flintv1.Network{Transport: flintv1.TransportTCP, Port: 4420},
+				Scheduling: flintv1.OSDScheduling{Tolerations: []corev1.Toleration{storageOnly}, PriorityClassName: "storage-critical"},
+			},
+		})
+		Expect(pod.Spec.Tolerations).To(ContainElement(storageOnly))
+		Expect(pod.Spec.PriorityClassName).To(Equal("storage-critical"), "the Pool's PriorityClass, not the operator's flint-osd")
 	})
 
 	It("for tcp on an aio block device", func() {
