@@ -72,7 +72,7 @@ test: test-unit test-envtest ## Unit tests and the suites against a real kube-ap
 
 .PHONY: test-unit
 test-unit: ## Tests that need no control plane.
-	go test -count=1 $$(go list ./... | grep -v /test/)
+	go test -race -count=1 $$(go list ./... | grep -v /test/)
 
 .PHONY: test-envtest
 test-envtest: ## Suites against a real kube-apiserver and etcd (built on first use).
