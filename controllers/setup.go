@@ -59,6 +59,9 @@ type Options struct {
 	LeaderIdentity string
 	// OSDImage holds SPDK and osd-agent.
 	OSDImage string
+	// OSDImagePullSecrets name the Secrets of the operator's namespace
+	// that OSD pods pull OSDImage with.
+	OSDImagePullSecrets []string
 	// PriorityClass of OSD pods; created when missing.
 	PriorityClass  string
 	ServiceAccount string
@@ -148,7 +151,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
-		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
+		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, ImagePullSecrets: o.OSDImagePullSecrets, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
 			FenceProbeTimeout: o.FenceProbeTimeout, AgentCPU: o.AgentCPU},
 		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync, OrphanGrace: o.OrphanGrace,
 	}).SetupWithManager(context.Background(), mgr); err != nil {

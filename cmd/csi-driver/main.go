@@ -64,6 +64,8 @@ func main() {
 	fs.DurationVar(&o.fabrics.CtrlLossTimeout, "ctrl-loss-tmo", 10*time.Minute, "how long the kernel reconnects a lost path before it gives the path up; I/O waits meanwhile (negative: forever)")
 	fs.DurationVar(&o.fabrics.ReconnectDelay, "reconnect-delay", 2*time.Second, "the wait between reconnect attempts")
 	fs.DurationVar(&o.fabrics.FastIOFailTimeout, "fast-io-fail-tmo", 0, "fail I/O on a lost path after this long instead of waiting for a reconnect or a moved target (0: never)")
+	logOpts := zap.Options{}
+	logOpts.BindFlags(fs)
 	cmd := &cli.Command{
 		Name:        "csi-driver",
 		Summary:     "the csi.flint.io CSI driver (controller and node services)",
@@ -74,7 +76,7 @@ func main() {
 		if o.controller == o.node {
 			return errors.New("say which service to serve: --controller or --node")
 		}
-		ctrl.SetLogger(zap.New())
+		ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
 		return run(ctrl.SetupSignalHandler(), o, ctrl.Log.WithName("csi"))
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -43,6 +44,10 @@ func main() {
 	fs.StringVar(&o.LeaderIdentity, "leader-identity", os.Getenv("POD_NAME"), "who this operator is in the leader election, unique among live operators; a restart under the same identity leads again at once (default: $POD_NAME; empty: the host name and a random suffix)")
 	fs.StringVar(&o.OSDImage, "osd-image", "ghcr.io/flint-io/flint-osd:latest", "the image with SPDK and osd-agent")
 	fs.StringVar(&o.PriorityClass, "osd-priority-class", "flint-osd", "the PriorityClass of OSD pods; created when missing")
+	fs.Func("osd-image-pull-secrets", "comma-separated Secrets of the operator's namespace that OSD pods pull --osd-image with", func(v string) error {
+		o.OSDImagePullSecrets = strings.FieldsFunc(v, func(r rune) bool { return r == ',' })
+		return nil
+	})
 	fs.StringVar(&o.ServiceAccount, "osd-service-account", "flint-osd", "the ServiceAccount of OSD pods (they need no API access)")
 	fs.IntVar(&o.AgentPort, "agent-port", 9440, "where OSD agents serve gRPC")
 	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often OSD status is read from agents and a Ready Volume is re-driven")
@@ -61,6 +66,8 @@ func main() {
 	fs.IntVar(&o.APIBurst, "kube-api-burst", 400, "requests above kube-api-qps allowed in a burst")
 	metricsAddr := fs.String("metrics-bind-address", ":8443", "where /metrics is served over HTTPS to authorized bearer tokens (ClusterRole flint-metrics-reader)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
+	logOpts := zap.Options{}
+	logOpts.BindFlags(fs)
 	cmd := &cli.Command{
 		Name:        "operator",
 		Summary:     "reconciles Pools into OSDs and OSD pods, and Volumes into replicas and targets",
@@ -69,7 +76,7 @@ func main() {
 	}
 	cmd.Main(func() error {
 		o.APIQPS = float32(*qps)
-		ctrl.SetLogger(zap.New())
+		ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
 		cfg, err := ctrl.GetConfig()
 		if err != nil {
 			return fmt.Errorf("find the cluster (kubeconfig or in-cluster): %w", err)

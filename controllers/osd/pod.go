@@ -102,7 +102,10 @@ func CheckAgentCPU(cpu resource.Quantity) error {
 type PodConfig struct {
 	Namespace string
 	// Image holds SPDK and osd-agent.
-	Image             string
+	Image string
+	// ImagePullSecrets name the Secrets of Namespace that Image is pulled
+	// with.
+	ImagePullSecrets  []string
 	PriorityClassName string
 	ServiceAccount    string
 	// FenceProbeTimeout bounds one run of the fence probe (FenceProbe).
@@ -141,6 +144,7 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 			Containers:                    []corev1.Container{spdk, agentContainer(osd, cfg)},
 			Volumes:                       volumes(osd),
 			HostNetwork:                   osd.Spec.Network.HostNetwork,
+			ImagePullSecrets:              pullSecrets(cfg.ImagePullSecrets),
 			Tolerations:                   osd.Spec.Scheduling.Tolerations,
 			PriorityClassName:             cmp.Or(osd.Spec.Scheduling.PriorityClassName, cfg.PriorityClassName),
 			ServiceAccountName:            cfg.ServiceAccount,
@@ -161,6 +165,14 @@ func RenderPod(osd *flintv1.OSD, cfg PodConfig) (*corev1.Pod, error) {
 	}
 	pod.Annotations[annotationSpecHash] = hash
 	return pod, nil
+}
+
+func pullSecrets(names []string) []corev1.LocalObjectReference {
+	var refs []corev1.LocalObjectReference
+	for _, n := range names {
+		refs = append(refs, corev1.LocalObjectReference{Name: n})
+	}
+	return refs
 }
 
 func specHash(pod *corev1.Pod) (string, error) {

@@ -24,10 +24,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +83,8 @@ func TestValuesAreChecked(t *testing.T) {
 		{"operator.targetGrace=soon", "/operator/targetGrace"},
 		{"namespace.podSecurity=restricted", "/namespace/podSecurity"},
 		{"storageClass.create=true", "storageClass.pool must name the Pool"},
+		{"kubeletDir=var/lib/kubelet", "/kubeletDir"},
+		{"csi.logLevel=loud", "/csi/logLevel"},
 	} {
 		out, err := helm(t, "template", "flint", "charts/flint", "--set", tt.set)
 		if err == nil || !strings.Contains(err.Error(), tt.says) {
@@ -142,6 +146,58 @@ func decode(t *testing.T, out []byte) []*unstructured.Unstructured {
 		}
 		if m != nil {
 			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// Every pod pulls with the release's pull Secrets (OSD pods too, through
+// the operator) and gives every container resources; the node plugin and
+// the device plugins follow a moved kubelet directory; log levels reach
+// the operator and the driver.
+func TestPodSettings(t *testing.T) {
+	out, err := helm(t, "template", "flint", "charts/flint", "--set", "nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true,snapshots.enabled=true",
+		"--set", "imagePullSecrets={regcred},kubeletDir=/var/lib/k0s/kubelet,operator.logLevel=debug,csi.logLevel=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := 0
+	var rendered strings.Builder
+	for _, o := range decode(t, out) {
+		if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
+			continue
+		}
+		pods++
+		spec, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+		if got := fmt.Sprint(spec["imagePullSecrets"]); got != "[map[name:regcred]]" {
+			t.Errorf("%s pulls with %s, want regcred", o.GetName(), got)
+		}
+		for _, c := range spec["containers"].([]any) {
+			c := c.(map[string]any)
+			if requests, _, _ := unstructured.NestedMap(c, "resources", "requests"); len(requests) == 0 {
+				t.Errorf("container %s of %s requests no resources", c["name"], o.GetName())
+			}
+			args := fmt.Sprint(c["args"])
+			rendered.WriteString(o.GetName() + "/" + c["name"].(string) + ": " + args + "\n")
+		}
+		volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+		for _, v := range volumes {
+			path, _, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path")
+			if strings.HasPrefix(path, "/var/lib/kubelet") {
+				t.Errorf("%s mounts %s, not under kubeletDir", o.GetName(), path)
+			}
+		}
+	}
+	if pods < 5 {
+		t.Fatalf("rendered %d pod templates, want the operator, the CSI controller and node, and two device plugins", pods)
+	}
+	for _, want := range []string{
+		"flint-operator/operator: [.* --zap-log-level=debug --osd-image-pull-secrets=regcred]",
+		"flint-csi-controller/csi-driver: [--controller .* --zap-log-level=2]",
+		"flint-csi-node/csi-driver: [--node .* --state-dir=/var/lib/k0s/kubelet/plugins/csi.flint.io/volumes --zap-log-level=2]",
+		"flint-csi-node/node-driver-registrar: [.* --kubelet-registration-path=/var/lib/k0s/kubelet/plugins/csi.flint.io/csi.sock]",
+	} {
+		if !regexp.MustCompile("(?m)^" + strings.NewReplacer("[", `\[`, "]", `\]`).Replace(want) + "$").MatchString(rendered.String()) {
+			t.Errorf("no container runs like %q; rendered:\n%s", want, rendered.String())
 		}
 	}
 }
