@@ -24,9 +24,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,8 +98,13 @@ type VolumeSummary struct {
 	// Rebuilding is the least rebuild progress (percent) of its
 	// rebuilding replicas, nil when none rebuilds.
 	Rebuilding *int32 `json:"rebuilding,omitempty"`
-	Target     string `json:"target,omitempty"`
-	Problem    string `json:"problem,omitempty"`
+	// RebuildMiBps and RebuildETASeconds estimate that replica's rebuild
+	// from its progress since it started rebuilding; absent until it
+	// has made some.
+	RebuildMiBps      float64 `json:"rebuildMiBps,omitempty"`
+	RebuildETASeconds int64   `json:"rebuildETASeconds,omitempty"`
+	Target            string  `json:"target,omitempty"`
+	Problem           string  `json:"problem,omitempty"`
 }
 
 // Healthy says the Volume serves with every replica in sync.
@@ -166,12 +173,28 @@ func summarizeVolume(v *flintv1.Volume, poolReplicas int32) VolumeSummary {
 			vs.Replicas++
 		case r.RebuildPercent != nil && (vs.Rebuilding == nil || *r.RebuildPercent < *vs.Rebuilding):
 			vs.Rebuilding = r.RebuildPercent
+			vs.RebuildMiBps, vs.RebuildETASeconds = 0, 0
+			if r.LastTransitionTime != nil {
+				vs.RebuildMiBps, vs.RebuildETASeconds = rebuildRate(v.Spec.Size.Value(), *r.RebuildPercent, time.Since(r.LastTransitionTime.Time))
+			}
 		}
 	}
 	if t := v.Status.Target; t != nil {
 		vs.Target = t.OSD
 	}
 	return vs
+}
+
+// rebuildRate estimates a rebuild of a Volume of size bytes that reached
+// percent in elapsed: its MiB/s and the seconds left at that rate; zero
+// before it made progress.
+func rebuildRate(size int64, percent int32, elapsed time.Duration) (mibps float64, etaSeconds int64) {
+	if percent <= 0 || elapsed < time.Second {
+		return 0, 0
+	}
+	rate := float64(size) * float64(percent) / 100 / elapsed.Seconds()
+	left := float64(size) * float64(100-percent) / 100
+	return math.Round(rate/(1<<20)*10) / 10, int64(math.Ceil(left / rate))
 }
 
 // problem is the reason and message of a resource that is not Ready, or
@@ -236,6 +259,9 @@ func (p *Plugin) PrintStatus(s *Status, format string) error {
 			rebuild := "-"
 			if v.Rebuilding != nil {
 				rebuild = fmt.Sprintf("%d%%", *v.Rebuilding)
+			}
+			if v.RebuildMiBps > 0 {
+				rebuild += fmt.Sprintf(" %.1fMiB/s ETA %s", v.RebuildMiBps, time.Duration(v.RebuildETASeconds)*time.Second)
 			}
 			tab(v.Name, v.Pool, v.Size, v.Phase, fmt.Sprintf("%d/%d", v.Replicas, v.Wanted), rebuild, dash(v.Target), v.Problem)
 		}
