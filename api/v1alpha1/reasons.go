@@ -150,3 +150,66 @@ const VolumeSourceNotReadyReason = "SourceNotReady"
 
 // SnapshotRestoringReason says deletion waits: a Volume is being created from the Snapshot.
 const SnapshotRestoringReason = "Restoring"
+
+// Reasons of Events that go with no condition.
+const (
+	// EventPlaced says where a new Volume's replicas and target went.
+	EventPlaced = "Placed"
+	// EventRestoring says a Volume starts from a Snapshot or a Volume.
+	EventRestoring = "Restoring"
+	// EventCopyMissing says a restored Volume's replica starts empty: its
+	// OSD holds no copy of the source any more.
+	EventCopyMissing = "CopyMissing"
+	// EventTargetMoved says a Volume's target moved to another OSD.
+	EventTargetMoved = "TargetMoved"
+	// EventTargetUnfenced says a fenced target, confirmed still the
+	// Volume's, serves its hosts again.
+	EventTargetUnfenced = "TargetUnfenced"
+	// EventTargetReassembled says a target whose SPDK lost the raid was
+	// assembled from one replica.
+	EventTargetReassembled = "TargetReassembled"
+	// EventReplicaOutOfSync says the target reports a replica out of its
+	// raid.
+	EventReplicaOutOfSync = "ReplicaOutOfSync"
+	// EventReplicaStale says replicas the stopped target did not hold in
+	// sync are rebuilt from the new one.
+	EventReplicaStale = "ReplicaStale"
+	// EventReplicaStopped says a replica is let go for its OSD's stop.
+	EventReplicaStopped = "ReplicaStopped"
+	// EventReplicaReplaced says a replica was replaced by one elsewhere.
+	EventReplicaReplaced = "ReplicaReplaced"
+	// EventReplacementBlocked says a replica cannot be replaced, and why
+	// (condition ReplacementBlocked).
+	EventReplacementBlocked = "ReplacementBlocked"
+	// EventReplicaError says an agent failed to ensure a replica.
+	EventReplicaError = "ReplicaError"
+	// EventCleanupDeferred says OSDs that do not serve delete what they
+	// hold of a deleted Volume or Snapshot when they return.
+	EventCleanupDeferred = "CleanupDeferred"
+	// EventRolloutStarted says a Pool's rollout stops the OSDs of more
+	// failure domains.
+	EventRolloutStarted = "RolloutStarted"
+	// EventOSDCreated says a Pool created an OSD for a device.
+	EventOSDCreated = "OSDCreated"
+	// EventPodCreated says an OSD's pod was created.
+	EventPodCreated = "PodCreated"
+	// EventPodReplaced says an OSD's pod, running an older spec, was
+	// replaced.
+	EventPodReplaced = "PodReplaced"
+	// EventOrphanFound says an OSD holds an lvol no object claims, kept
+	// until the orphan grace ends.
+	EventOrphanFound = "OrphanFound"
+	// EventOrphanDeleted says an OSD deleted what no object claims.
+	EventOrphanDeleted = "OrphanDeleted"
+	// EventOSDDraining says an OSD that left the Pool's devices drains
+	// before it is deleted.
+	EventOSDDraining = "OSDDraining"
+	// EventOSDDeleted says the Pool deleted an OSD that held nothing.
+	EventOSDDeleted = "OSDDeleted"
+	// EventCloneSnapshotReleased says the Snapshot a Volume's copy was
+	// cloned from is deleted.
+	EventCloneSnapshotReleased = "CloneSnapshotReleased"
+	// EventResumeFailed says a Volume paused for a Snapshot's cut could
+	// not be resumed at once.
+	EventResumeFailed = "ResumeFailed"
+)

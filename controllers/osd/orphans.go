@@ -65,7 +65,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members, OutOfSyncOsds: members}); err != nil {
 			return fmt.Errorf("delete the orphan target of the Volume with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
+		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, flintv1.EventOrphanDeleted, "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
 	}
 	kept := map[orphan]bool{}
 	for _, rep := range inv.GetReplicas() {
@@ -79,7 +79,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if _, err := agent.DeleteReplica(ctx, &agentv1.DeleteReplicaRequest{VolumeUid: uid}); err != nil {
 			return fmt.Errorf("delete the orphan replica of the Volume with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteReplica", "deleted the replica of the Volume with uid %s: the Volume is gone or keeps its replicas elsewhere", uid)
+		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, flintv1.EventOrphanDeleted, "DeleteReplica", "deleted the replica of the Volume with uid %s: the Volume is gone or keeps its replicas elsewhere", uid)
 	}
 	snapshots := snapshotsByUID(r.Client, r.APIReader)
 	for _, sn := range inv.GetSnapshots() {
@@ -94,7 +94,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		if _, err := agent.DeleteSnapshot(ctx, &agentv1.DeleteSnapshotRequest{Snapshot: uid}); err != nil {
 			return fmt.Errorf("delete the orphan copy of the Snapshot with uid %s: %w", uid, err)
 		}
-		r.Recorder.Eventf(osd, gone("Snapshot", uid), corev1.EventTypeNormal, "OrphanDeleted", "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
+		r.Recorder.Eventf(osd, gone("Snapshot", uid), corev1.EventTypeNormal, flintv1.EventOrphanDeleted, "DeleteSnapshot", "deleted the copy of the Snapshot with uid %s: the Snapshot is gone or keeps no copy here", uid)
 	}
 	// Only a pass that went through knows what is no longer orphan.
 	r.orphans.settle(osd.Name, kept)
@@ -115,7 +115,7 @@ func (r *Reconciler) graceOver(osd *flintv1.OSD, o orphan, kept map[orphan]bool)
 	kept[o] = true
 	if first {
 		owner := map[string]string{orphanReplica: "Volume", orphanSnapshot: "Snapshot"}[o.kind]
-		r.Recorder.Eventf(osd, gone(owner, o.uid), corev1.EventTypeWarning, "OrphanFound", "Quarantine",
+		r.Recorder.Eventf(osd, gone(owner, o.uid), corev1.EventTypeWarning, flintv1.EventOrphanFound, "Quarantine",
 			"the %s of the %s with uid %s is claimed by no %s: it is kept until %s, then deleted (objects restored from a backup get new uids and leave their old data so: see docs/volumes.md, Orphans)",
 			o.kind, owner, o.uid, owner, since.Add(r.OrphanGrace).UTC().Format(time.RFC3339))
 	}

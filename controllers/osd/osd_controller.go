@@ -186,7 +186,7 @@ func (r *Reconciler) ensurePod(ctx context.Context, osd *flintv1.OSD) (*corev1.P
 		if err := r.Create(ctx, want); err != nil {
 			return nil, false, fmt.Errorf("create pod %s: %w", want.Name, err)
 		}
-		r.Recorder.Eventf(osd, want, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s/%s on node %s", want.Namespace, want.Name, osd.Spec.NodeName)
+		r.Recorder.Eventf(osd, want, corev1.EventTypeNormal, flintv1.EventPodCreated, "CreatePod", "created pod %s/%s on node %s", want.Namespace, want.Name, osd.Spec.NodeName)
 		return want, false, nil
 	case err != nil:
 		return nil, false, err

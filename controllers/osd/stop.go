@@ -147,7 +147,7 @@ func (r *Reconciler) replacePod(ctx context.Context, osd *flintv1.OSD, pod *core
 		return err
 	}
 	r.Agents.Forget(osd.Name)
-	r.Recorder.Eventf(osd, pod, corev1.EventTypeNormal, "PodReplaced", "DeletePod", "pod %s runs an older spec and is replaced: %s", pod.Name, why)
+	r.Recorder.Eventf(osd, pod, corev1.EventTypeNormal, flintv1.EventPodReplaced, "DeletePod", "pod %s runs an older spec and is replaced: %s", pod.Name, why)
 	return nil
 }
 

@@ -219,7 +219,7 @@ func (r *Reconciler) createOrUpdateOSDs(ctx context.Context, pool *flintv1.Pool,
 		} else if err != nil {
 			return fmt.Errorf("create OSD %s: %w", d.name, err)
 		}
-		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDCreated", "CreateOSD", "created OSD %s for %s on node %s", d.name, deviceOf(d.device), d.node)
+		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, flintv1.EventOSDCreated, "CreateOSD", "created OSD %s for %s on node %s", d.name, deviceOf(d.device), d.node)
 	}
 	return nil
 }
@@ -277,14 +277,14 @@ func (r *Reconciler) retireOSDs(ctx context.Context, pool *flintv1.Pool, want []
 				if err := r.Patch(ctx, osd, client.MergeFrom(before)); err != nil {
 					return nil, err
 				}
-				r.Recorder.Eventf(pool, osd, corev1.EventTypeWarning, "OSDDraining", "DrainOSD", "OSD %s left the Pool's devices but holds %s: it drains, and is deleted once the replicas moved and the Snapshots with copies there are deleted", name, what)
+				r.Recorder.Eventf(pool, osd, corev1.EventTypeWarning, flintv1.EventOSDDraining, "DrainOSD", "OSD %s left the Pool's devices but holds %s: it drains, and is deleted once the replicas moved and the Snapshots with copies there are deleted", name, what)
 			}
 			continue
 		}
 		if err := r.Delete(ctx, osd); client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
-		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, "OSDDeleted", "DeleteOSD", "deleted OSD %s: its device or node left the Pool and it held no replicas", name)
+		r.Recorder.Eventf(pool, osd, corev1.EventTypeNormal, flintv1.EventOSDDeleted, "DeleteOSD", "deleted OSD %s: its device or node left the Pool and it held no replicas", name)
 	}
 	return draining, nil
 }

@@ -206,7 +206,7 @@ func setRollout(pool *flintv1.Pool, plan rollout, recorder events.EventRecorder)
 	})
 	return func() {
 		if len(plan.started) > 0 {
-			recorder.Eventf(pool, nil, corev1.EventTypeNormal, "RolloutStarted", "Rollout", "%s", plan.message)
+			recorder.Eventf(pool, nil, corev1.EventTypeNormal, flintv1.EventRolloutStarted, "Rollout", "%s", plan.message)
 		}
 		if blocked {
 			recorder.Eventf(pool, nil, corev1.EventTypeWarning, plan.reason, "Rollout", "%s", plan.message)

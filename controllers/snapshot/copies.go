@@ -189,7 +189,7 @@ func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl
 	}
 	meta.RemoveStatusCondition(&snap.Status.Conditions, flintv1.DeletionBlockedCondition)
 	if len(deferred) > 0 {
-		r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, "CleanupDeferred", "Delete", "OSDs %s do not serve: they delete their copies of this Snapshot when they return", strings.Join(deferred, ", "))
+		r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.EventCleanupDeferred, "Delete", "OSDs %s do not serve: they delete their copies of this Snapshot when they return", strings.Join(deferred, ", "))
 	}
 	controllerutil.RemoveFinalizer(snap, flintv1.SnapshotFinalizer)
 	return ctrl.Result{}, r.Update(ctx, snap)

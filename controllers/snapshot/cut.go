@@ -146,7 +146,7 @@ func (r *Reconciler) cutCopies(ctx context.Context, snap *flintv1.Snapshot, vol 
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
 		defer cancel()
 		if _, err := target.ResumeTarget(rctx, &agentv1.ResumeTargetRequest{VolumeUid: string(vol.UID)}); err != nil {
-			r.Recorder.Eventf(snap, vol, corev1.EventTypeWarning, "ResumeFailed", "Cut", "resume Volume %s after the cut: %v; the Volume controller's next pass resumes it", vol.Name, err)
+			r.Recorder.Eventf(snap, vol, corev1.EventTypeWarning, flintv1.EventResumeFailed, "Cut", "resume Volume %s after the cut: %v; the Volume controller's next pass resumes it", vol.Name, err)
 		}
 	}()
 	paused, err := target.PauseTarget(ctx, &agentv1.PauseTargetRequest{VolumeUid: string(vol.UID), MemberOsds: members})

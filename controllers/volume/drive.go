@@ -175,7 +175,7 @@ func (r *Reconciler) confirmFenced(ctx context.Context, vol *flintv1.Volume, age
 	req.Confirmed = true
 	ts, err := agent.EnsureTarget(ctx, req)
 	if err == nil {
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetUnfenced", "EnsureTarget", "OSD %s fenced the target when its lease lapsed; confirmed still the Volume's target (epoch %d), it serves the published hosts again", t.OSD, t.Epoch)
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetUnfenced, "EnsureTarget", "OSD %s fenced the target when its lease lapsed; confirmed still the Volume's target (epoch %d), it serves the published hosts again", t.OSD, t.Epoch)
 	}
 	return ts, err
 }
@@ -266,7 +266,7 @@ func (r *Reconciler) cloneReplica(ctx context.Context, agent agentv1.OSDAgentCli
 		}
 	}
 	setState(rep, flintv1.ReplicaStateStale, r.now())
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "CopyMissing", "Restore", "OSD %s holds no copy of the source Snapshot any more: its replica starts empty and is rebuilt from the others", o.Name)
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventCopyMissing, "Restore", "OSD %s holds no copy of the source Snapshot any more: its replica starts empty and is rebuilt from the others", o.Name)
 	return nil
 }
 
@@ -310,7 +310,7 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 		return false, err
 	}
 	log.FromContext(ctx).Info("Target re-assembled from one replica", "target", target, "source", source, "epoch", vol.Status.Target.Epoch)
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "TargetReassembled", "EnsureTarget",
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventTargetReassembled, "EnsureTarget",
 		"SPDK on the target's OSD %s restarted and lost the raid: it is assembled from the replica on %s alone; the others resynchronise from it", target, source)
 	return true, nil
 }
@@ -323,5 +323,5 @@ func (r *Reconciler) replicaErrors(vol *flintv1.Volume, failures []string) {
 	if last, _ := r.lastReplicaErrors.Swap(vol.UID, msg); last == msg || msg == "" {
 		return
 	}
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaError", "EnsureReplica", "%s", msg)
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaError, "EnsureReplica", "%s", msg)
 }

@@ -112,7 +112,7 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 		}
 	}
 	if len(deferred) > 0 {
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "CleanupDeferred", "Delete", "OSDs %s do not serve: they delete what they hold of this Volume when they return", strings.Join(deferred, ", "))
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventCleanupDeferred, "Delete", "OSDs %s do not serve: they delete what they hold of this Volume when they return", strings.Join(deferred, ", "))
 	}
 	r.forget(vol.Name)
 	r.lastReplicaErrors.Delete(vol.UID)

@@ -81,13 +81,13 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: target, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Placed", "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), target)
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventPlaced, "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), target)
 	if w.origin != nil {
 		msg := fmt.Sprintf("from Snapshot %s: thin clones of its copies on OSDs %s", w.origin.snapshot.Name, strings.Join(clones, ", "))
 		if len(rebuilt) > 0 {
 			msg += fmt.Sprintf("; rebuilt from them on OSDs %s, which hold no copy", strings.Join(rebuilt, ", "))
 		}
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "Restoring", "Place", "%s", msg)
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventRestoring, "Place", "%s", msg)
 	}
 	return true, nil
 }

@@ -136,7 +136,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		if next == "" {
 			return nil
 		}
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "TargetMoved", "MoveTarget", "OSD %s is leaving (%s): the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, leavingWhy(old), next)
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget", "OSD %s is leaving (%s): the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, leavingWhy(old), next)
 	} else {
 		for i := range vol.Status.Replicas {
 			rep := &vol.Status.Replicas[i]
@@ -147,7 +147,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 				setState(rep, flintv1.ReplicaStateStale, now)
 			}
 		}
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "TargetMoved", "MoveTarget",
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventTargetMoved, "MoveTarget",
 			"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
 			t.OSD, r.TargetGrace, next, t.OSD, next)
 	}
@@ -191,7 +191,7 @@ func (r *Reconciler) letGoStopping(vol *flintv1.Volume, w *world) {
 			continue
 		}
 		setState(rep, flintv1.ReplicaStateStale, now)
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, "ReplicaStopped", "LetGo",
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventReplicaStopped, "LetGo",
 			"OSD %s stops for the Pool's rollout: the target lets its replica go, and it is rebuilt once the OSD serves again", rep.OSD)
 	}
 }
@@ -237,7 +237,7 @@ func (r *Reconciler) keepInSync(vol *flintv1.Volume, w *world, stopped *agentv1.
 		}
 	}
 	if len(dropped) > 0 {
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaStale", "MoveTarget",
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaStale, "MoveTarget",
 			"the stopped target did not hold replicas on %s in sync: they are rebuilt from the new target, not assembled as in sync", strings.Join(dropped, ", "))
 	}
 	return newTarget(vol, w)
@@ -284,7 +284,7 @@ func (r *Reconciler) replaceReplicas(ctx context.Context, vol *flintv1.Volume, w
 			return err
 		}
 		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumeNoPlacementReason, Message: blocked, ObservedGeneration: vol.Generation}) {
-			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplacementBlocked", "ReplaceReplica", "%s", blocked)
+			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplacementBlocked, "ReplaceReplica", "%s", blocked)
 		}
 		return nil
 	}
@@ -320,7 +320,7 @@ func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world,
 	vol.Status.Replicas[i] = newReplica(vol, w.osds[next], flintv1.ReplicaStateStale, r.now())
 	log.FromContext(ctx).Info("Replica replaced", "from", old.OSD, "to", next, "why", why)
 	r.notePlaced(vol)
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaReplaced", "ReplaceReplica", "the replica on OSD %s is replaced by one on OSD %s: %s", old.OSD, next, why)
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaReplaced, "ReplaceReplica", "the replica on OSD %s is replaced by one on OSD %s: %s", old.OSD, next, why)
 	return "", nil
 }
 

@@ -116,6 +116,6 @@ func (r *Reconciler) releaseCloneSnapshot(ctx context.Context, vol *flintv1.Volu
 	if err := r.Delete(ctx, snap); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.Recorder.Eventf(vol, snap, corev1.EventTypeNormal, "CloneSnapshotReleased", "Restore", "the replicas of this copy of Volume %s are cloned: Snapshot %s, taken for it, is deleted", vol.Spec.Source.Volume, snap.Name)
+	r.Recorder.Eventf(vol, snap, corev1.EventTypeNormal, flintv1.EventCloneSnapshotReleased, "Restore", "the replicas of this copy of Volume %s are cloned: Snapshot %s, taken for it, is deleted", vol.Spec.Source.Volume, snap.Name)
 	return nil
 }

@@ -97,7 +97,7 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 // from Online is told in an Event, since the raid dropped it silently.
 func (r *Reconciler) dropOut(vol *flintv1.Volume, rep *flintv1.ReplicaStatus, state flintv1.ReplicaState, now time.Time) {
 	if rep.State == flintv1.ReplicaStateOnline {
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, "ReplicaOutOfSync", "ObserveTarget",
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaOutOfSync, "ObserveTarget",
 			"the target reports the replica on OSD %s out of its raid (now %s): it is not trusted as in sync until it is rebuilt", rep.OSD, state)
 	}
 	setState(rep, state, now)
