@@ -57,7 +57,10 @@ const commands = `Commands:
   snapshot describe NAME [-o json|yaml]
                            a Snapshot's Volume, cut time, write pause, copies,
                            conditions and Events
-  drain OSD                move an OSD's replicas and targets to other OSDs
+  drain OSD [--no-wait] [--timeout 1h]
+                           move an OSD's replicas and targets to other OSDs,
+                           and follow it: replicas and targets left, bytes
+                           rebuilt, rate and ETA, until none is left
   undrain OSD              let a drained OSD take replicas again
   cordon OSD               keep an OSD's replicas but place no new ones on it
   uncordon OSD             let a cordoned OSD take replicas again
@@ -113,6 +116,9 @@ func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
 	if args[0] == "bench" {
 		return runBench(ctx, p, args[1:])
 	}
+	if args[0] == "drain" {
+		return runDrain(ctx, p, args[1:])
+	}
 	// Every other command reads or writes a few objects.
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -133,8 +139,8 @@ func run(ctx context.Context, p *kubectl.Plugin, args []string) error {
 			return cmp.Or(err, fmt.Errorf("%s describe takes one name, not %q", args[0], rest))
 		}
 		return p.Describe(ctx, args[0], rest[0], format, time.Now())
-	case len(args) == 2 && (args[0] == "drain" || args[0] == "undrain"):
-		return p.Drain(ctx, args[1], args[0] == "drain")
+	case len(args) == 2 && args[0] == "undrain":
+		return p.Drain(ctx, args[1], false)
 	case len(args) == 2 && (args[0] == "cordon" || args[0] == "uncordon"):
 		return p.Cordon(ctx, args[1], args[0] == "cordon")
 	case args[0] == "diagnose":
@@ -166,6 +172,35 @@ func outputFormat(args []string) (format string, rest []string, err error) {
 		rest = append(rest, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// runDrain drains an OSD and, unless --no-wait, follows the drain until
+// it is done or --timeout passes.
+func runDrain(ctx context.Context, p *kubectl.Plugin, args []string) error {
+	sub := flag.NewFlagSet("drain", flag.ContinueOnError)
+	noWait := sub.Bool("no-wait", false, "set the drain and return at once")
+	timeout := sub.Duration("timeout", time.Hour, "how long to follow the drain; it goes on after")
+	var names []string
+	for {
+		if err := sub.Parse(args); err != nil {
+			return err
+		}
+		if sub.NArg() == 0 {
+			break
+		}
+		names, args = append(names, sub.Arg(0)), sub.Args()[1:]
+	}
+	if len(names) != 1 {
+		return fmt.Errorf("drain takes one OSD, not %q", names)
+	}
+	set, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := p.Drain(set, names[0], true); err != nil || *noWait {
+		return err
+	}
+	follow, cancelFollow := context.WithTimeout(ctx, *timeout)
+	defer cancelFollow()
+	return p.WaitDrained(follow, names[0], 2*time.Second)
 }
 
 func runBench(ctx context.Context, p *kubectl.Plugin, args []string) error {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +353,82 @@ func TestCommands(t *testing.T) {
 		if err := p.Drain(ctx, "osd-none", true); err == nil || !strings.Contains(err.Error(), "no OSD osd-none") {
 			t.Errorf("drain of a missing OSD: %v", err)
 		}
+	})
+
+	t.Run("drain follows the replicas off the OSD", func(t *testing.T) {
+		// osd-b holds a replica of each Volume (vol-degraded's rebuilds).
+		// Their replacements rebuild on osd-c, then are in sync.
+		var vols [2]*flintv1.Volume
+		for i, name := range []string{"vol-ok", "vol-degraded"} {
+			vols[i] = &flintv1.Volume{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, vols[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replicasOnC := func(state flintv1.ReplicaState, percent *int32) {
+			t.Helper()
+			started := metav1.NewTime(time.Now().Add(-10 * time.Second))
+			for _, v := range vols {
+				got := &flintv1.Volume{}
+				if err := c.Get(ctx, client.ObjectKey{Name: v.Name}, got); err != nil {
+					t.Fatal(err)
+				}
+				got.Status.Replicas = []flintv1.ReplicaStatus{{OSD: "osd-a", State: flintv1.ReplicaStateOnline}, {OSD: "osd-c", State: state, RebuildPercent: percent, LastTransitionTime: &started}}
+				if err := c.Status().Update(ctx, got); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Cleanup(func() {
+			for _, v := range vols {
+				got := &flintv1.Volume{}
+				if err := c.Get(ctx, client.ObjectKey{Name: v.Name}, got); err == nil {
+					got.Status = v.Status
+					_ = c.Status().Update(ctx, got)
+				}
+			}
+			_ = p.Drain(ctx, "osd-b", false)
+		})
+
+		var follow syncBuffer
+		follower := &kubectl.Plugin{Client: c, Out: &follow}
+		if err := follower.Drain(ctx, "osd-b", true); err != nil {
+			t.Fatal(err)
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- follower.WaitDrained(waitCtx, "osd-b", 50*time.Millisecond) }()
+		says := func(line string) {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(follow.String(), line) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the drain never said %q; it said:\n%s", line, follow.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		says("osd/osd-b: 2 replicas and 0 targets to move; 0 rebuilding, 0 of 2Gi rebuilt")
+		replicasOnC(flintv1.ReplicaStateRebuilding, ptr.To[int32](50))
+		// Half of each 1Gi in 10 s (and the moments since): at most
+		// 2 × 51.2 MiB/s, and at least 10 s to go.
+		says("osd/osd-b: 0 replicas and 0 targets to move; 2 rebuilding, 1Gi of 2Gi rebuilt at ")
+		m := regexp.MustCompile(`rebuilt at ([0-9.]+) MiB/s, ETA ([0-9]+)s`).FindStringSubmatch(follow.String())
+		if m == nil {
+			t.Fatalf("no rate and ETA in:\n%s", follow.String())
+		}
+		if rate, _ := strconv.ParseFloat(m[1], 64); rate > 102.4 || rate < 60 {
+			t.Errorf("rate %v MiB/s, want at most 102.4 and not far below", rate)
+		}
+		if eta, _ := strconv.Atoi(m[2]); eta < 10 || eta > 20 {
+			t.Errorf("ETA %d s, want 10 s or a little more", eta)
+		}
+		replicasOnC(flintv1.ReplicaStateOnline, nil)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		says("osd/osd-b holds no replica or target any more and their replacements are in sync: drained")
 	})
 
 	t.Run("diagnose", func(t *testing.T) {
