@@ -103,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	w.nodes = byName(nodeList.Items)
 	if err := r.createOrUpdateOSDs(ctx, &pool, want, pf, w); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -113,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ensureDisruptionBudget(ctx, &pool); err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := planRollout(&pool, w.osds, w.volumes, byName(nodeList.Items))
+	plan := planRollout(&pool, w.osds, w.volumes, w.nodes)
 	if err := r.writeStatus(ctx, &pool, pf, w, draining, plan); apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	} else if err != nil {
@@ -147,6 +148,9 @@ const attachmentRecheck = 10 * time.Second
 type world struct {
 	osds    map[string]*flintv1.OSD
 	volumes []flintv1.Volume
+	// nodes are the cluster's nodes by name: their labels say the OSDs'
+	// failure domains.
+	nodes map[string]*corev1.Node
 }
 
 func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, error) {

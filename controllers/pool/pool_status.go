@@ -117,7 +117,9 @@ func (r *Reconciler) setCondition(pool *flintv1.Pool, typ string, status metav1.
 }
 
 // setReady: a Pool is Ready when it can place a volume: serving OSDs in
-// at least replicas failure domains, and no preflight failure.
+// at least replicas failure domains, and no preflight failure. As for
+// placement, an OSD on a node without the failure-domain label is in no
+// domain.
 func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
 	for _, reason := range flintv1.PoolPreflightConditions {
 		if msg := pf.message(reason); msg != "" {
@@ -125,16 +127,18 @@ func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
 			return
 		}
 	}
-	nodes := map[string]bool{}
+	key := pool.FailureDomainKey()
+	domains := map[string]bool{}
 	for _, o := range w.osds {
-		if o.Status.Phase.Serving() && o.Status.Phase != flintv1.OSDPhaseDraining {
-			nodes[o.Spec.NodeName] = true
+		n := w.nodes[o.Spec.NodeName]
+		if o.Status.Phase.Serving() && o.Status.Phase != flintv1.OSDPhaseDraining && n != nil && n.Labels[key] != "" {
+			domains[n.Labels[key]] = true
 		}
 	}
-	if int32(len(nodes)) < pool.Spec.Replicas {
+	if int32(len(domains)) < pool.Spec.Replicas {
 		r.setCondition(pool, flintv1.ReadyCondition, metav1.ConditionFalse, flintv1.PoolOSDsNotReadyReason,
-			fmt.Sprintf("%d of %d OSDs are ready, on %d nodes; volumes need %d: see the OSDs' Ready conditions (kubectl get osds -l %s=%s -o wide)",
-				pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.OSDs.Total, len(nodes), pool.Spec.Replicas, flintv1.LabelPool, pool.Name))
+			fmt.Sprintf("%d of %d OSDs are ready, in %d failure domains (%s); volumes need %d: see the OSDs' Ready conditions (kubectl get osds -l %s=%s -o wide) and their nodes' %s labels",
+				pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.OSDs.Total, len(domains), key, pool.Spec.Replicas, flintv1.LabelPool, pool.Name, key))
 		return
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
