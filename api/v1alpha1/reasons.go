@@ -78,6 +78,11 @@ const (
 	OSDBadEndpointReason = "BadEndpoint"
 	// OSDServingReason says SPDK serves the device's lvstore.
 	OSDServingReason = "Serving"
+	// OSDDrainingReason says the OSD serves while its replicas move away.
+	OSDDrainingReason = "Draining"
+	// OSDTargetsDegradedReason says targets on the OSD run with missing or
+	// rebuilding replicas.
+	OSDTargetsDegradedReason = "TargetsDegraded"
 	// OSDSpaceLowReason says the lvstore has less than the reserve free.
 	OSDSpaceLowReason = "ThinSpaceLow"
 	// OSDSpaceAvailableReason says the lvstore has the reserve free.

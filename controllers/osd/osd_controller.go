@@ -204,19 +204,11 @@ type observation struct {
 	inventory       *agentv1.OSDStatus
 }
 
+// observe reads the OSD's state from its pod and, once the pod runs,
+// from its agent.
 func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) observation {
-	switch {
-	case !pod.DeletionTimestamp.IsZero():
-		return observation{phase: flintv1.OSDPhasePending, reason: flintv1.OSDPodTerminatingReason, detail: fmt.Sprintf("pod %s is terminating; its successor starts when it is gone", pod.Name)}
-	case pod.Status.Phase == corev1.PodFailed:
-		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDPodFailedReason, detail: fmt.Sprintf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)}
-	}
-	if f, ok := preflightFailure(pod); ok {
-		return observation{phase: flintv1.OSDPhaseFailed, reason: f.Reason, detail: fmt.Sprintf("the SPDK container of pod %s does not start SPDK: %s (it checks again at each restart)", pod.Name, f.Message)}
-	}
-	switch {
-	case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
-		return pendingObservation(pod)
+	if obs, running := observePod(pod); !running {
+		return obs
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -228,13 +220,41 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	if err != nil {
 		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDAgentUnreachableReason, detail: fmt.Sprintf("the agent in pod %s does not answer at %s: %v", pod.Name, pod.Status.PodIP, err)}
 	}
+	obs := observeAgent(osd, pod.Name, st)
+	if obs.status != nil {
+		obs.agent = agent
+	}
+	return obs
+}
+
+// observePod is what the pod alone says of the OSD; running is true when
+// the pod runs and its agent is to be asked.
+func observePod(pod *corev1.Pod) (obs observation, running bool) {
+	switch {
+	case !pod.DeletionTimestamp.IsZero():
+		return observation{phase: flintv1.OSDPhasePending, reason: flintv1.OSDPodTerminatingReason, detail: fmt.Sprintf("pod %s is terminating; its successor starts when it is gone", pod.Name)}, false
+	case pod.Status.Phase == corev1.PodFailed:
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDPodFailedReason, detail: fmt.Sprintf("pod %s failed: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)}, false
+	}
+	if f, ok := preflightFailure(pod); ok {
+		return observation{phase: flintv1.OSDPhaseFailed, reason: f.Reason, detail: fmt.Sprintf("the SPDK container of pod %s does not start SPDK: %s (it checks again at each restart)", pod.Name, f.Message)}, false
+	}
+	if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
+		return pendingObservation(pod), false
+	}
+	return observation{}, true
+}
+
+// observeAgent is what the agent in pod podName says of the OSD: ready
+// or not, and, when it serves, whether it drains or runs degraded targets.
+func observeAgent(osd *flintv1.OSD, podName string, st *agentv1.OSDStatus) observation {
 	if !st.GetReady() {
 		return notReadyObservation(st)
 	}
 	if err := st.GetEndpoint().Validate(); err != nil {
-		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDBadEndpointReason, detail: fmt.Sprintf("the agent in pod %s reports an endpoint no host can connect to (%v); check the agent's --transport, --port and storage network", pod.Name, err)}
+		return observation{phase: flintv1.OSDPhaseFailed, reason: flintv1.OSDBadEndpointReason, detail: fmt.Sprintf("the agent in pod %s reports an endpoint no host can connect to (%v); check the agent's --transport, --port and storage network", podName, err)}
 	}
-	out := observation{phase: flintv1.OSDPhaseReady, reason: flintv1.OSDServingReason, detail: "SPDK serves the device's lvstore", status: statusFromAgent(st), agent: agent, inventory: st}
+	out := observation{phase: flintv1.OSDPhaseReady, reason: flintv1.OSDServingReason, detail: "SPDK serves the device's lvstore", status: statusFromAgent(st), inventory: st}
 	for _, t := range st.GetTargets() {
 		if t.GetOnline() < t.GetMembers() {
 			out.targetsDegraded++
@@ -242,9 +262,9 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	}
 	switch {
 	case osd.Spec.Drain:
-		out.phase, out.reason, out.detail = flintv1.OSDPhaseDraining, "Draining", "the OSD takes no new replicas while its replicas move away"
+		out.phase, out.reason, out.detail = flintv1.OSDPhaseDraining, flintv1.OSDDrainingReason, "the OSD takes no new replicas while its replicas move away"
 	case out.targetsDegraded > 0:
-		out.phase, out.reason, out.detail = flintv1.OSDPhaseDegraded, "TargetsDegraded", fmt.Sprintf("%d volume targets on this OSD run with missing or rebuilding replicas", out.targetsDegraded)
+		out.phase, out.reason, out.detail = flintv1.OSDPhaseDegraded, flintv1.OSDTargetsDegradedReason, fmt.Sprintf("%d volume targets on this OSD run with missing or rebuilding replicas", out.targetsDegraded)
 	}
 	return out
 }
