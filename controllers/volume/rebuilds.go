@@ -115,19 +115,24 @@ func (r *Reconciler) rebuildsElsewhere(ctx context.Context, vol *flintv1.Volume)
 		}
 		uses[osd][name] = true
 	}
+	done := map[string]bool{} // Volumes whose status shows them in sync
 	for _, v := range vols.Items {
 		if v.Name == vol.Name || v.Spec.Pool != vol.Spec.Pool || v.Status.Target == nil {
 			continue
 		}
+		done[v.Name] = true
 		for _, rep := range v.Status.Replicas {
+			done[v.Name] = done[v.Name] && rep.State == flintv1.ReplicaStateOnline
 			if rep.State == flintv1.ReplicaStateRebuilding {
 				use(v.Status.Target.OSD, v.Name)
 				use(rep.OSD, v.Name)
 			}
 		}
 	}
+	// A grant holds until its Volume's next pass; one whose Volume the
+	// cache already shows in sync is spent.
 	for name, b := range r.rebuilds.granted {
-		if name != vol.Name {
+		if name != vol.Name && !done[name] {
 			use(b.target, name)
 			use(b.replica, name)
 		}

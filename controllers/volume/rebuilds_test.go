@@ -142,3 +142,22 @@ func TestAGrantCountsBeforeItsStatus(t *testing.T) {
 		t.Fatalf("the slot of a deleted Volume was not released: waits %v", waits)
 	}
 }
+
+// A grant whose Volume the cache shows in sync no longer counts, though
+// that Volume's next pass, which drops it, is a resync away.
+func TestASpentGrantFreesItsSlot(t *testing.T) {
+	w, first := servingOSDs(nil, []string{"127.0.0.2", "127.0.0.3"})
+	w.pool.Spec.Rebuild.MaxPerOSD = 1
+	first.Name = "first"
+	c := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(first.DeepCopy()).WithStatusSubresource(&flintv1.Volume{}).Build()
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10)}
+	r.rebuilds.granted = map[string]rebuild{"first": {target: "osd-0", replica: "osd-1"}}
+	r.rebuilds.waiting = map[string]map[string]bool{}
+	second := first.DeepCopy()
+	second.Name = "second"
+	second.Status.Replicas[1].State = flintv1.ReplicaStateStale
+	waits, err := r.admitRebuild(context.Background(), second, w, []bool{true, false})
+	if err != nil || len(waits) != 0 {
+		t.Fatalf("the second Volume waits for a slot the first, in sync, holds no more: %v, %v", waits, err)
+	}
+}
