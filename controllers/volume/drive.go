@@ -90,19 +90,23 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		memberReplica = append(memberReplica, i)
 	}
 	r.replicaErrors(vol, failures)
-	inSyncReplicas := make([]bool, len(vol.Status.Replicas))
+	inSyncReplicas, confirmedReplicas := make([]bool, len(vol.Status.Replicas)), make([]bool, len(vol.Status.Replicas))
 	for j, m := range members {
-		inSyncReplicas[memberReplica[j]] = m.InSync
+		i := memberReplica[j]
+		inSyncReplicas[i], confirmedReplicas[i] = m.InSync, ensured[i].asked && ensured[i].err == nil
 	}
-	waits, err := r.admitRebuild(ctx, vol, w, inSyncReplicas)
+	granted, waits, err := r.admitRebuild(ctx, vol, w, inSyncReplicas, confirmedReplicas)
 	if err != nil {
 		return nil, &problem{flintv1.VolumeTargetErrorReason, err.Error()}
 	}
+	// Every member not in sync waits but the granted one: a rebuild
+	// starts only with a slot.
 	w.rebuildWaits = map[string]string{}
 	for j, m := range members {
 		i := memberReplica[j]
+		m.WaitRebuild = !m.InSync && i != granted
 		if why, ok := waits[i]; ok {
-			m.WaitRebuild, w.rebuildWaits[vol.Status.Replicas[i].OSD] = true, why
+			w.rebuildWaits[vol.Status.Replicas[i].OSD] = why
 		}
 	}
 	agent, err := r.Agents.For(ctx, t)
@@ -128,8 +132,11 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		if !ok {
 			return nil, &problem{flintv1.VolumeTargetLostReason, "SPDK on the target's OSD lost the raid, and no in-sync replica was confirmed on its OSD yet; the target is re-assembled once one is"}
 		}
+		// The replicas now Stale rebuild once a later pass grants them
+		// a slot.
 		for j, m := range req.Members {
 			m.InSync = inSync(vol.Status.Replicas[memberReplica[j]].State)
+			m.WaitRebuild = !m.InSync
 		}
 		req.Resume, req.Epoch = false, uint32(epoch(vol.Status.Target))
 		ts, err = r.ensureTarget(ctx, vol, agent, req)

@@ -17,8 +17,10 @@ limitations under the License.
 package volume
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,11 +46,15 @@ type rebuildSlots struct {
 // replica's.
 type rebuild struct{ target, replica string }
 
-// admitRebuild lets at most one replica of vol that is not in sync
-// (inSync, by replica index) rebuild, and only while neither its OSD nor
-// the target's takes part in the Pool's most rebuilds elsewhere. It
-// returns, by replica index, why each other candidate waits.
-func (r *Reconciler) admitRebuild(ctx context.Context, vol *flintv1.Volume, w *world, inSync []bool) (map[int]string, error) {
+// admitRebuild grants at most one replica of vol that is not in sync
+// (inSync, by replica index) a rebuild, and only while neither its OSD
+// nor the target's takes part in the Pool's most rebuilds elsewhere. It
+// returns the granted replica's index, -1 for none: every other replica
+// not in sync waits (drive tells the target so), and why says, by
+// replica index, why each that could rebuild waits. A candidate's agent
+// must have confirmed it this pass (confirmed); the one already
+// rebuilding keeps its slot, then Stale replicas go before others.
+func (r *Reconciler) admitRebuild(ctx context.Context, vol *flintv1.Volume, w *world, inSync, confirmed []bool) (granted int, why map[int]string, err error) {
 	s := &r.rebuilds
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -57,48 +63,62 @@ func (r *Reconciler) admitRebuild(ctx context.Context, vol *flintv1.Volume, w *w
 	}
 	var candidates []int
 	for i, rep := range vol.Status.Replicas {
-		if o := w.osds[rep.OSD]; !inSync[i] && o != nil && o.Status.Phase.Serving() && !o.Stopping() {
+		if o := w.osds[rep.OSD]; !inSync[i] && confirmed[i] && o != nil && o.Status.Phase.Serving() && !o.Stopping() {
 			candidates = append(candidates, i)
 		}
 	}
 	if len(candidates) == 0 {
 		delete(s.granted, vol.Name)
 		delete(s.waiting, vol.Name)
-		return nil, nil
+		return -1, nil, nil
 	}
+	slices.SortStableFunc(candidates, func(a, b int) int {
+		return cmp.Compare(rebuildOrder(vol.Status.Replicas[a].State), rebuildOrder(vol.Status.Replicas[b].State))
+	})
 	busy, err := r.rebuildsElsewhere(ctx, vol)
 	if err != nil {
-		return nil, err
+		return -1, nil, err
 	}
 	target, most := vol.Status.Target.OSD, w.pool.MaxRebuildsPerOSD()
-	why := map[int]string{}
-	chosen := -1
-	for _, i := range candidates {
-		if vol.Status.Replicas[i].State == flintv1.ReplicaStateRebuilding {
-			chosen = i // already copying: it keeps its slot
-		}
+	why = map[int]string{}
+	granted = -1
+	if vol.Status.Replicas[candidates[0]].State == flintv1.ReplicaStateRebuilding {
+		granted = candidates[0] // already copying: it keeps its slot
 	}
 	for _, i := range candidates {
 		osd := vol.Status.Replicas[i].OSD
 		switch {
-		case chosen >= 0 && chosen != i:
-			why[i] = fmt.Sprintf("the Volume rebuilds one replica at a time, now the one on OSD %s", vol.Status.Replicas[chosen].OSD)
-		case chosen == i:
+		case granted == i:
+		case granted >= 0:
+			why[i] = fmt.Sprintf("the Volume rebuilds one replica at a time, now the one on OSD %s", vol.Status.Replicas[granted].OSD)
 		case busy[target] >= most:
 			why[i] = fmt.Sprintf("the target's OSD %s takes part in %d rebuilds, the Pool's rebuild.maxPerOSD", target, busy[target])
 		case busy[osd] >= most:
 			why[i] = fmt.Sprintf("OSD %s takes part in %d rebuilds, the Pool's rebuild.maxPerOSD", osd, busy[osd])
 		default:
-			chosen = i
+			granted = i
 		}
 	}
-	if chosen >= 0 {
-		s.granted[vol.Name] = rebuild{target: target, replica: vol.Status.Replicas[chosen].OSD}
+	if granted >= 0 {
+		s.granted[vol.Name] = rebuild{target: target, replica: vol.Status.Replicas[granted].OSD}
 	} else {
 		delete(s.granted, vol.Name)
 	}
 	r.tellWaiting(vol, why)
-	return why, nil
+	return granted, why, nil
+}
+
+// rebuildOrder ranks the states of replicas that may rebuild: the one
+// already rebuilding, then Stale ones (whole, behind by some writes),
+// then the rest.
+func rebuildOrder(s flintv1.ReplicaState) int {
+	switch s {
+	case flintv1.ReplicaStateRebuilding:
+		return 0
+	case flintv1.ReplicaStateStale:
+		return 1
+	}
+	return 2
 }
 
 // rebuildsElsewhere counts, per OSD, the rebuilds of the Pool's other
@@ -115,9 +135,13 @@ func (r *Reconciler) rebuildsElsewhere(ctx context.Context, vol *flintv1.Volume)
 		}
 		uses[osd][name] = true
 	}
-	done := map[string]bool{} // Volumes whose status shows them in sync
+	// A Volume being deleted, in sync, or gone holds no slot any more.
+	done := map[string]bool{}
+	for name := range r.rebuilds.granted {
+		done[name] = true
+	}
 	for _, v := range vols.Items {
-		if v.Name == vol.Name || v.Spec.Pool != vol.Spec.Pool || v.Status.Target == nil {
+		if v.Name == vol.Name || v.Spec.Pool != vol.Spec.Pool || v.Status.Target == nil || !v.DeletionTimestamp.IsZero() {
 			continue
 		}
 		done[v.Name] = true
@@ -129,8 +153,8 @@ func (r *Reconciler) rebuildsElsewhere(ctx context.Context, vol *flintv1.Volume)
 			}
 		}
 	}
-	// A grant holds until its Volume's next pass; one whose Volume the
-	// cache already shows in sync is spent.
+	// A grant holds until its Volume's next pass, unless the cache shows
+	// that it is spent.
 	for name, b := range r.rebuilds.granted {
 		if name != vol.Name && !done[name] {
 			use(b.target, name)

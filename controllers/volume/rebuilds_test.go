@@ -44,12 +44,14 @@ func rebuildingVolume(name, target, replica string) client.Object {
 }
 
 func TestAdmitRebuild(t *testing.T) {
-	const on, stale, rebuilding = flintv1.ReplicaStateOnline, flintv1.ReplicaStateStale, flintv1.ReplicaStateRebuilding
+	const on, stale, rebuilding, faulted = flintv1.ReplicaStateOnline, flintv1.ReplicaStateStale, flintv1.ReplicaStateRebuilding, flintv1.ReplicaStateFaulted
 	for _, tc := range []struct {
 		name     string
 		states   []flintv1.ReplicaState // of replicas on osd-0 (the target's), osd-1, osd-2
 		stopping string
 		others   []client.Object
+		// unconfirmed are replicas whose agent failed this pass.
+		unconfirmed []int
 		// waiting maps the replicas told to wait to a word of why.
 		waiting map[int]string
 		granted *rebuild
@@ -75,22 +77,29 @@ func TestAdmitRebuild(t *testing.T) {
 		{name: "another Pool's rebuilds do not count", states: []flintv1.ReplicaState{on, on, stale},
 			others: []client.Object{otherPool(rebuildingVolume("a", "osd-0", "osd-3")), otherPool(rebuildingVolume("b", "osd-4", "osd-0"))}, granted: &rebuild{"osd-0", "osd-2"}},
 		{name: "a replica on a stopping OSD is no candidate", states: []flintv1.ReplicaState{on, on, stale}, stopping: "osd-2"},
+		{name: "a replica its agent did not confirm is no candidate", states: []flintv1.ReplicaState{on, faulted, stale}, unconfirmed: []int{1},
+			granted: &rebuild{"osd-0", "osd-2"}},
+		{name: "a Stale replica goes before a Faulted one", states: []flintv1.ReplicaState{on, faulted, stale},
+			waiting: map[int]string{1: "one replica at a time, now the one on OSD osd-2"}, granted: &rebuild{"osd-0", "osd-2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, vol := servingOSDs(nil, []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}[:len(tc.states)])
 			w.pool.Spec.Rebuild.MaxPerOSD = 2
-			inSync := make([]bool, len(tc.states))
+			inSync, confirmed := make([]bool, len(tc.states)), make([]bool, len(tc.states))
 			for i, s := range tc.states {
 				vol.Status.Replicas[i].State = s
-				inSync[i] = s == on
+				inSync[i], confirmed[i] = s == on, !slices.Contains(tc.unconfirmed, i)
 			}
 			if tc.stopping != "" {
 				w.osds[tc.stopping].Status.Conditions = []metav1.Condition{{Type: flintv1.StoppingCondition, Status: metav1.ConditionTrue, Reason: flintv1.OSDRollingUpdateReason}}
 			}
 			r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(tc.others...).WithStatusSubresource(&flintv1.Volume{}).Build(), Recorder: events.NewFakeRecorder(10)}
-			waits, err := r.admitRebuild(context.Background(), vol, w, inSync)
+			granted, waits, err := r.admitRebuild(context.Background(), vol, w, inSync, confirmed)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.granted == nil && granted >= 0 || tc.granted != nil && (granted < 0 || vol.Status.Replicas[granted].OSD != tc.granted.replica) {
+				t.Errorf("granted replica %d, want %+v", granted, tc.granted)
 			}
 			if got, want := slices.Sorted(maps.Keys(waits)), slices.Sorted(maps.Keys(tc.waiting)); !slices.Equal(got, want) {
 				t.Fatalf("waiting replicas %v (%v), want %v", got, waits, want)
@@ -119,13 +128,21 @@ func otherPool(o client.Object) client.Object {
 // Two Volumes deciding before either status shows its rebuild cannot both
 // take an OSD's last slot: the first one's grant counts for the second.
 func TestAGrantCountsBeforeItsStatus(t *testing.T) {
-	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testScheme()).Build(), Recorder: events.NewFakeRecorder(10)}
-	decide := func(name string) map[int]string {
+	// Both Volumes are in the cache with a Stale replica.
+	stale := func(name string) (*world, *flintv1.Volume) {
 		w, vol := servingOSDs(nil, []string{"127.0.0.2", "127.0.0.3"})
 		w.pool.Spec.Rebuild.MaxPerOSD = 1
 		vol.Name = name
 		vol.Status.Replicas[1].State = flintv1.ReplicaStateStale
-		waits, err := r.admitRebuild(context.Background(), vol, w, []bool{true, false})
+		return w, vol
+	}
+	_, first := stale("first")
+	_, second := stale("second")
+	c := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(first, second).WithStatusSubresource(&flintv1.Volume{}).Build()
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10)}
+	decide := func(name string) map[int]string {
+		w, vol := stale(name)
+		_, waits, err := r.admitRebuild(context.Background(), vol, w, []bool{true, false}, []bool{true, true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,6 +157,14 @@ func TestAGrantCountsBeforeItsStatus(t *testing.T) {
 	r.forgetRebuild("first")
 	if waits := decide("second"); len(waits) != 0 {
 		t.Fatalf("the slot of a deleted Volume was not released: waits %v", waits)
+	}
+	// A grant whose Volume is gone from the cache, though this process
+	// never saw it go, holds no slot either.
+	if err := c.Delete(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	if waits := decide("first"); len(waits) != 0 {
+		t.Fatalf("a gone Volume's grant still holds its slot: waits %v", waits)
 	}
 }
 
@@ -156,8 +181,8 @@ func TestASpentGrantFreesItsSlot(t *testing.T) {
 	second := first.DeepCopy()
 	second.Name = "second"
 	second.Status.Replicas[1].State = flintv1.ReplicaStateStale
-	waits, err := r.admitRebuild(context.Background(), second, w, []bool{true, false})
-	if err != nil || len(waits) != 0 {
+	granted, waits, err := r.admitRebuild(context.Background(), second, w, []bool{true, false}, []bool{true, true})
+	if err != nil || granted != 1 || len(waits) != 0 {
 		t.Fatalf("the second Volume waits for a slot the first, in sync, holds no more: %v, %v", waits, err)
 	}
 }
