@@ -32,9 +32,7 @@ import (
 // again; pausing and resuming twice is success.
 func TestAPausedTargetCutsEveryReplicaAtOneInstant(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m0, m1, m2)
 	before, out := c.write()
 	if out != spdktest.WriteAcked {
@@ -82,9 +80,7 @@ func TestAPausedTargetCutsEveryReplicaAtOneInstant(t *testing.T) {
 // OSD that does not serve the volume refuses with NotFound.
 func TestPauseTargetRefusesWhatWouldNotDrain(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m0, m1, m2)
 	osds := []string{m0.OSD, m1.OSD, m2.OSD}
 	if _, err := c.osds[1].PauseTarget(ctx, volume, osds); !errors.Is(err, ErrNotFound) {

@@ -143,6 +143,15 @@ func (c *cluster) ensureSpec(spec TargetSpec) TargetStatus {
 	return st
 }
 
+// threeReplicas is a cluster of three OSDs, each with a 64 MiB replica of
+// volume exported to OSD 0, and those replicas as in-sync members.
+func threeReplicas(t *testing.T) (c *cluster, m0, m1, m2 Member) {
+	t.Helper()
+	c = newCluster(t, 3)
+	c.createReplicas(64 << 20)
+	return c, c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+}
+
 func states(st TargetStatus) []agentv1.MemberState {
 	var s []agentv1.MemberState
 	for _, m := range st.Members {
@@ -160,9 +169,7 @@ func wantStates(t *testing.T, st TargetStatus, want ...agentv1.MemberState) {
 
 func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 
 	st := c.ensure(m0, m1, m2)
 	wantStates(t, st, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
@@ -262,9 +269,7 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 // and the new replica is rebuilt.
 func TestALostMemberReconnectsOnlyToItsOwnLvol(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
 	c.targets[2].Kill()
@@ -340,9 +345,7 @@ func TestThreeOSDsReplaceALostReplica(t *testing.T) {
 // empty slot and is rebuilt when it returns.
 func TestThreeOSDsReDriveAfterTargetRestart(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m0, m1, m2)
 
 	if err := c.targets[0].Restart(); err != nil {
@@ -426,9 +429,7 @@ func TestThreeOSDsMoveAHealthyReplica(t *testing.T) {
 // the others at once; back, it is rebuilt into the slot it left.
 func TestALeavingMemberKeepsItsSlot(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
 	leaving := Member{OSD: m2.OSD, Leaving: true}
@@ -458,9 +459,7 @@ func TestALeavingMemberKeepsItsSlot(t *testing.T) {
 // rebuilds otherwise copy 16 MiB/s.
 func TestARebuildWaitsForItsSlotAndKeepsItsCap(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m0, m1, m2)
 	c.ensure(m0, m1, Member{OSD: m2.OSD, Leaving: true})
 
@@ -489,9 +488,7 @@ func TestARebuildWaitsForItsSlotAndKeepsItsCap(t *testing.T) {
 // so the old target, back from the dead, reaches neither.
 func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m0, m1, m2)
 
 	c.targets[0].Kill()
@@ -607,9 +604,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 // dropped out silently is not among them, nor is one being rebuilt.
 func TestDeleteTargetReportsTheMembersInSync(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 	// A running raid's members are what SPDK says: a caller that lost
 	// track (it thinks none is in sync) does not stop the target.
@@ -778,9 +773,7 @@ func TestVolumeTargetsKeepALatencyHistogram(t *testing.T) {
 // of the least busy members.
 func TestTheLocalReplicaTakesTheFirstSlot(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, 3)
-	c.createReplicas(64 << 20)
-	m0, m1, m2 := c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
+	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m1, m2, m0)
 	r, err := c.osds[0].raid(ctx, raidName(volume))
 	if err != nil {
