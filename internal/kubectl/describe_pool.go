@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -59,11 +58,8 @@ func (p *Plugin) describePool(ctx context.Context, name string) (*PoolDescriptio
 		return nil, err
 	}
 	d := &PoolDescription{
-		Name: pool.Name, Replicas: pool.Spec.Replicas, FailureDomain: pool.Spec.FailureDomain, Driver: string(pool.Spec.Devices.Driver),
+		Name: pool.Name, Replicas: pool.Spec.Replicas, FailureDomain: pool.FailureDomainKey(), Driver: string(pool.Spec.Devices.Driver),
 		Overcommit: pool.Spec.OvercommitPercent, Volumes: pool.Status.Volumes, OSDs: []PoolOSD{},
-	}
-	if d.FailureDomain == "" {
-		d.FailureDomain = corev1.LabelTopologyZone
 	}
 	if c := pool.Status.Capacity; c != nil {
 		d.Raw, d.Usable, d.Allocated = c.Raw.String(), c.Usable.String(), c.Allocated.String()

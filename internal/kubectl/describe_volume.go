@@ -75,12 +75,12 @@ func (p *Plugin) describeVolume(ctx context.Context, name string) (*VolumeDescri
 	}
 	d := &VolumeDescription{
 		Name: v.Name, Claim: v.Spec.Claim.String(), Pool: v.Spec.Pool, Size: v.Spec.Size.String(), Phase: orUnknown(string(v.Status.Phase)),
-		PublishedTo: nonNil(v.Spec.PublishedHosts), FailureDomain: corev1.LabelTopologyZone, Replicas: []ReplicaDescription{},
+		PublishedTo: nonNil(v.Spec.PublishedHosts), Replicas: []ReplicaDescription{},
 	}
+	// A Pool that is gone is read as the API's default.
 	var pool flintv1.Pool
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: v.Spec.Pool}, &pool); err == nil && pool.Spec.FailureDomain != "" {
-		d.FailureDomain = pool.Spec.FailureDomain
-	}
+	_ = p.Client.Get(ctx, client.ObjectKey{Name: v.Spec.Pool}, &pool)
+	d.FailureDomain = pool.FailureDomainKey()
 	if t := v.Status.Target; t != nil {
 		d.Target = &TargetDescription{OSD: t.OSD, Epoch: t.Epoch, NQN: t.NQN, Endpoints: []string{}, AllowedHosts: nonNil(t.AllowedHosts)}
 		for _, e := range t.Endpoints {
