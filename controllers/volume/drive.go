@@ -132,6 +132,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		if !ok {
 			return nil, &problem{flintv1.VolumeTargetLostReason, "SPDK on the target's OSD lost the raid, and no in-sync replica was confirmed on its OSD yet; the target is re-assembled once one is"}
 		}
+		r.point(ctx, vol, PointTargetReassembled)
 		// The replicas now Stale rebuild once a later pass grants them
 		// a slot.
 		for j, m := range req.Members {
@@ -311,8 +312,11 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 		}
 	}
 	// The raid assembled anew is a new incarnation of the target: hosts
-	// reconnecting to it get controller ids of their own.
+	// reconnecting to it get controller ids of their own. It has not
+	// served yet, so a pass that finds it unbuilt (this one failed or
+	// died) assembles it, rather than re-assemble it again.
 	vol.Status.Target.Epoch = epoch(vol.Status.Target) + 1
+	vol.Status.Target.Endpoints, vol.Status.Target.AllowedHosts = nil, nil
 	if err := r.recordIntent(ctx, before, vol); err != nil {
 		return false, err
 	}

@@ -235,6 +235,9 @@ const (
 	// PointIntentRecorded: the decisions are written; no agent has acted
 	// on them.
 	PointIntentRecorded Point = "intent-recorded"
+	// PointTargetReassembled: the target's lost raid is recorded (one
+	// source replica, the others Stale, a new epoch); it is not assembled.
+	PointTargetReassembled Point = "target-reassembled"
 	// PointReplicasEnsured: the replicas exist and are exported to the
 	// target (fencing any other); the target is not built.
 	PointReplicasEnsured Point = "replicas-ensured"

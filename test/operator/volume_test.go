@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -34,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/volume"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -172,6 +174,37 @@ var _ = Describe("A Volume", Ordered, func() {
 		}, "60s").Should(Succeed())
 		got := getVolume("vol-1")
 		Expect(got.Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a re-assembled target is a new incarnation")
+		expectVolumeIdentity(got)
+	})
+
+	It("assembles, once, a re-assembly recorded by an operator that died before it assembled the target", func() {
+		v := getVolume("vol-1")
+		target := v.Status.Target.OSD
+		died := make(chan struct{})
+		var armed atomic.Bool
+		armed.Store(true)
+		stopOperator()
+		stopOperator = startOperator(func(ictx context.Context, vol *flintv1.Volume, p volume.Point) {
+			if vol.Name != "vol-1" || p != volume.PointTargetReassembled || !armed.CompareAndSwap(true, false) {
+				return
+			}
+			close(died)
+			<-ictx.Done() // nothing this reconcile does from here on takes effect
+		})
+		Expect(node.Target("osd-" + target).Restart()).To(Succeed())
+		Eventually(died, "30s").Should(BeClosed(), "the operator recorded the re-assembly")
+		stopOperator()
+		recorded := getVolume("vol-1").Status.Target
+		Expect(recorded.Epoch).To(Equal(v.Status.Target.Epoch+1), "the re-assembly is recorded as a new incarnation")
+		Expect(recorded.Endpoints).To(BeEmpty(), "the new incarnation has not served yet")
+		stopOperator = startOperator(nil)
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+		}, "60s").Should(Succeed())
+		got := getVolume("vol-1")
+		Expect(got.Status.Target.Epoch).To(Equal(recorded.Epoch), "the next operator assembles the recorded incarnation, not another")
+		Expect(got.Status.Target.OSD).To(Equal(target))
 		expectVolumeIdentity(got)
 	})
 
