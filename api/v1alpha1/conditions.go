@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types shared by the Flint resources. Each resource documents
 // which it reports; the controllers own them and stamp observedGeneration.
 const (
@@ -86,3 +88,15 @@ var PoolPreflightConditions = []string{
 	PoolRDMAResourceMissingCondition, PoolNetworkAttachmentMissingCondition, PoolInsufficientFailureDomainsCondition,
 	PoolOSDNameConflictCondition,
 }
+
+// StatusConditions gives the helpers that set conditions the Pool's.
+func (p *Pool) StatusConditions() *[]metav1.Condition { return &p.Status.Conditions }
+
+// StatusConditions gives the helpers that set conditions the OSD's.
+func (o *OSD) StatusConditions() *[]metav1.Condition { return &o.Status.Conditions }
+
+// StatusConditions gives the helpers that set conditions the Volume's.
+func (v *Volume) StatusConditions() *[]metav1.Condition { return &v.Status.Conditions }
+
+// StatusConditions gives the helpers that set conditions the Snapshot's.
+func (s *Snapshot) StatusConditions() *[]metav1.Condition { return &s.Status.Conditions }
