@@ -35,6 +35,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/certs"
+	"github.com/flint-io/flint/controllers/patch"
 	"github.com/flint-io/flint/internal/pki"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
@@ -77,8 +78,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",namespace=flint-system,resources=pods;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the phases of one OSD top-down.
+// Reconcile runs the phases of one OSD; a status write that lost to
+// another writer is no error: the OSD is observed again from a fresh read.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return patch.OnConflict(r.reconcile(ctx, req))
+}
+
+// reconcile runs the phases of one OSD top-down.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var osd flintv1.OSD
 	if err := r.Get(ctx, req.NamespacedName, &osd); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

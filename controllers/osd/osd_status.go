@@ -38,6 +38,8 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/conditions"
+	"github.com/flint-io/flint/controllers/patch"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -72,8 +74,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 	if obs.phase == flintv1.OSDPhaseReady || obs.phase == flintv1.OSDPhaseDegraded || obs.phase == flintv1.OSDPhaseDraining {
 		ready = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: flintv1.ReadyCondition, Status: ready, Reason: obs.reason, Message: obs.detail, ObservedGeneration: osd.Generation,
+	conditions.Set(osd, metav1.Condition{
+		Type: flintv1.ReadyCondition, Status: ready, Reason: obs.reason, Message: obs.detail,
 	})
 	if obs.inventory != nil {
 		r.setPreflightWarnings(osd, obs.inventory.GetPreflightWarnings())
@@ -82,7 +84,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 		r.setSpaceLow(osd)
 	}
 	r.setStopping(osd, stop)
-	meta.RemoveStatusCondition(&st.Conditions, flintv1.DeletionBlockedCondition)
+	conditions.Remove(osd, flintv1.DeletionBlockedCondition)
 	st.ObservedGeneration = osd.Generation
 	if st.Phase != obs.phase {
 		kind := corev1.EventTypeNormal
@@ -92,28 +94,28 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 		r.Recorder.Eventf(osd, nil, kind, obs.reason, "Observe", "%s: %s", obs.phase, obs.detail)
 	}
 	st.Phase = obs.phase
-	return r.Status().Patch(ctx, osd, client.MergeFrom(before))
+	return patch.Status(ctx, r.Client, before, osd)
 }
 
 // setStopping records whether the pod runs the current spec and whether
 // the Pool's rollout stops the OSD; a stop that starts is an Event.
 func (r *Reconciler) setStopping(osd *flintv1.OSD, stop stopState) {
-	upToDate := metav1.Condition{Type: flintv1.UpToDateCondition, Status: metav1.ConditionTrue, Reason: flintv1.OSDPodCurrentReason, ObservedGeneration: osd.Generation,
+	upToDate := metav1.Condition{Type: flintv1.UpToDateCondition, Status: metav1.ConditionTrue, Reason: flintv1.OSDPodCurrentReason,
 		Message: "the pod runs the OSD's current spec"}
 	if stop.outdated {
 		upToDate.Status, upToDate.Reason = metav1.ConditionFalse, flintv1.OSDPodOutdatedReason
 		upToDate.Message = "the pod runs an older spec; it is replaced once the Pool's rollout reaches the OSD's failure domain and the OSD stopped cleanly"
 	}
-	meta.SetStatusCondition(&osd.Status.Conditions, upToDate)
+	conditions.Set(osd, upToDate)
 	if stop.reason == "" {
-		meta.RemoveStatusCondition(&osd.Status.Conditions, flintv1.StoppingCondition)
+		conditions.Remove(osd, flintv1.StoppingCondition)
 		return
 	}
 	if !osd.Stopping() {
 		r.Recorder.Eventf(osd, nil, corev1.EventTypeNormal, stop.reason, "Stop", "%s", stop.message)
 	}
-	meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
-		Type: flintv1.StoppingCondition, Status: metav1.ConditionTrue, Reason: stop.reason, Message: stop.message, ObservedGeneration: osd.Generation,
+	conditions.Set(osd, metav1.Condition{
+		Type: flintv1.StoppingCondition, Status: metav1.ConditionTrue, Reason: stop.reason, Message: stop.message,
 	})
 }
 
@@ -123,11 +125,11 @@ func (r *Reconciler) setPreflightWarnings(osd *flintv1.OSD, warnings []*agentv1.
 	for _, kind := range flintv1.OSDPreflightWarningConditions {
 		i := slices.IndexFunc(warnings, func(w *agentv1.PreflightWarning) bool { return w.GetReason() == kind })
 		if i < 0 {
-			meta.RemoveStatusCondition(&osd.Status.Conditions, kind)
+			conditions.Remove(osd, kind)
 			continue
 		}
-		if meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
-			Type: kind, Status: metav1.ConditionTrue, Reason: kind, Message: warnings[i].GetMessage(), ObservedGeneration: osd.Generation,
+		if conditions.Set(osd, metav1.Condition{
+			Type: kind, Status: metav1.ConditionTrue, Reason: kind, Message: warnings[i].GetMessage(),
 		}) {
 			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, kind, "Preflight", "%s", warnings[i].GetMessage())
 		}
@@ -139,7 +141,7 @@ func (r *Reconciler) setPreflightWarnings(osd *flintv1.OSD, warnings []*agentv1.
 func (r *Reconciler) setSpaceLow(osd *flintv1.OSD) {
 	c := osd.Status.Capacity
 	cond := metav1.Condition{
-		Type: flintv1.SpaceLowCondition, Status: metav1.ConditionFalse, Reason: flintv1.OSDSpaceAvailableReason, ObservedGeneration: osd.Generation,
+		Type: flintv1.SpaceLowCondition, Status: metav1.ConditionFalse, Reason: flintv1.OSDSpaceAvailableReason,
 		Message: fmt.Sprintf("%s free of %s", c.Free.String(), c.Total.String()),
 	}
 	if c.Low() {
@@ -148,7 +150,7 @@ func (r *Reconciler) setSpaceLow(osd *flintv1.OSD) {
 			"delete Volumes or Snapshots with replicas here, drain the OSD, or add OSDs", c.Free.String(), c.Total.String(), flintv1.SpaceReservePercent)
 	}
 	was := meta.IsStatusConditionTrue(osd.Status.Conditions, flintv1.SpaceLowCondition)
-	meta.SetStatusCondition(&osd.Status.Conditions, cond)
+	conditions.Set(osd, cond)
 	if cond.Status == metav1.ConditionTrue && !was {
 		r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, cond.Reason, "Observe", "%s", cond.Message)
 	}
@@ -169,14 +171,14 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 	}
 	if reason != "" {
 		before := osd.DeepCopy()
-		changed := meta.SetStatusCondition(&osd.Status.Conditions, metav1.Condition{
-			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: osd.Generation,
+		changed := conditions.Set(osd, metav1.Condition{
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
 		})
 		osd.Status.Phase = flintv1.OSDPhaseDraining
 		if changed {
 			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, reason, "Delete", "%s", msg)
 		}
-		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
+		if err := patch.Status(ctx, r.Client, before, osd); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
@@ -208,7 +210,7 @@ func (r *Reconciler) refreshHeld(ctx context.Context, osd *flintv1.OSD) error {
 	if osd.Status.Replicas != obs.status.Replicas {
 		before := osd.DeepCopy()
 		osd.Status.Replicas = obs.status.Replicas
-		if err := r.Status().Patch(ctx, osd, client.MergeFrom(before)); err != nil {
+		if err := patch.Status(ctx, r.Client, before, osd); err != nil {
 			return err
 		}
 	}

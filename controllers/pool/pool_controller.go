@@ -28,7 +28,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -40,7 +39,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 	"github.com/flint-io/flint/controllers/metrics"
+	"github.com/flint-io/flint/controllers/patch"
 )
 
 // volumeSettle is how long Volume changes collect before their Pool's
@@ -70,8 +71,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the phases of one Pool top-down.
+// Reconcile runs the phases of one Pool; a status write that lost to
+// another writer is no error: the Pool is decided again from a fresh read.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return patch.OnConflict(r.reconcile(ctx, req))
+}
+
+// reconcile runs the phases of one Pool top-down.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var pool flintv1.Pool
 	if err := r.Get(ctx, req.NamespacedName, &pool); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -115,9 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan := planRollout(&pool, w.osds, w.volumes, w.nodes)
-	if err := r.writeStatus(ctx, &pool, pf, w, draining, plan); apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	} else if err != nil {
+	if err := r.writeStatus(ctx, &pool, pf, w, draining, plan); err != nil {
 		return ctrl.Result{}, err
 	}
 	if pf.allBlocked {
@@ -135,10 +140,6 @@ func byName(nodes []corev1.Node) map[string]*corev1.Node {
 	}
 	return out
 }
-
-// conflictRetry is how soon a Pool whose status write lost to another
-// writer is looked at again, once the cache has caught up.
-const conflictRetry = 200 * time.Millisecond
 
 // attachmentRecheck is how often a Pool whose NetworkAttachmentDefinition
 // is missing looks for it.
@@ -314,12 +315,12 @@ func (r *Reconciler) finalize(ctx context.Context, pool *flintv1.Pool) error {
 		}
 		msg := fmt.Sprintf("%d Volumes use the Pool (%s); delete them (or their PersistentVolumeClaims) first", n, strings.Join(names, ", "))
 		before := pool.DeepCopy()
-		if meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.PoolVolumesExistReason, Message: msg, ObservedGeneration: pool.Generation,
+		if conditions.Set(pool, metav1.Condition{
+			Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.PoolVolumesExistReason, Message: msg,
 		}) {
 			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, flintv1.PoolVolumesExistReason, "Delete", "%s", msg)
 		}
-		return r.Status().Patch(ctx, pool, client.MergeFrom(before))
+		return patch.Status(ctx, r.Client, before, pool)
 	}
 	controllerutil.RemoveFinalizer(pool, Finalizer)
 	return r.Update(ctx, pool)

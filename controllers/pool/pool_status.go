@@ -27,10 +27,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 	"github.com/flint-io/flint/controllers/metrics"
+	"github.com/flint-io/flint/controllers/patch"
 )
 
 // writeStatus sums up the Pool's OSDs and Volumes, sets a condition per
@@ -82,36 +83,31 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *pr
 		if msg := pf.message(reason); msg != "" {
 			r.setCondition(pool, reason, metav1.ConditionTrue, reason, msg)
 		} else {
-			meta.RemoveStatusCondition(&st.Conditions, reason)
+			conditions.Remove(pool, reason)
 		}
 	}
 	r.setReady(pool, pf, w)
 	r.setDegraded(pool, draining)
 	announce := setRollout(pool, plan, r.Recorder)
 	r.exportMetrics(pool, pf, phases, volPhases)
-	if equalStatus(before, pool) {
+	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
 		return nil
 	}
 	// Locked: the rollout is a decision read back from this status, and a
 	// pass from a stale cache must not start a second domain.
-	if err := r.Status().Patch(ctx, pool, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Status(ctx, r.Client, before, pool); err != nil {
 		return err
 	}
 	announce()
 	return nil
 }
 
-func equalStatus(a, b *flintv1.Pool) bool {
-	return equality.Semantic.DeepEqual(a.Status, b.Status)
-}
-
 // setCondition sets a condition and emits an Event when it turns True for
 // a failure.
 func (r *Reconciler) setCondition(pool *flintv1.Pool, typ string, status metav1.ConditionStatus, reason, msg string) {
-	old := meta.FindStatusCondition(pool.Status.Conditions, typ)
-	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: pool.Generation})
+	changed := conditions.Set(pool, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg})
 	failing := (typ == flintv1.ReadyCondition) == (status == metav1.ConditionFalse)
-	if failing && (old == nil || old.Status != status || old.Message != msg) {
+	if failing && changed {
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Preflight", "%s", msg)
 	}
 }
@@ -141,8 +137,8 @@ func (r *Reconciler) setReady(pool *flintv1.Pool, pf *preflight, w world) {
 				pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.OSDs.Total, len(domains), key, pool.Spec.Replicas, flintv1.LabelPool, pool.Name, key))
 		return
 	}
-	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-		Type: flintv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: flintv1.PoolProvisionableReason, ObservedGeneration: pool.Generation,
+	conditions.Set(pool, metav1.Condition{
+		Type: flintv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: flintv1.PoolProvisionableReason,
 		Message: fmt.Sprintf("%d OSDs serve %s usable", pool.Status.OSDs.Ready+pool.Status.OSDs.Degraded, pool.Status.Capacity.Usable.String()),
 	})
 }
@@ -163,15 +159,15 @@ func (r *Reconciler) setDegraded(pool *flintv1.Pool, draining []string) {
 		if c.Total == 0 {
 			reason = flintv1.PoolNoOSDsReason // nothing to be degraded; Ready says why there are none
 		}
-		meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: pool.Generation})
+		conditions.Set(pool, metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: reason})
 		return
 	}
 	reason := flintv1.PoolOSDsNotReadyReason
 	if len(draining) > 0 {
 		reason = flintv1.PoolOSDsDrainingReason
 	}
-	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-		Type: flintv1.DegradedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: strings.Join(problems, "; "), ObservedGeneration: pool.Generation,
+	conditions.Set(pool, metav1.Condition{
+		Type: flintv1.DegradedCondition, Status: metav1.ConditionTrue, Reason: reason, Message: strings.Join(problems, "; "),
 	})
 }
 

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 )
 
 // rollout is the next step of stopping the Pool's OSDs a failure domain at
@@ -201,8 +202,8 @@ func setRollout(pool *flintv1.Pool, plan rollout, recorder events.EventRecorder)
 	}
 	old := meta.FindStatusCondition(pool.Status.Conditions, flintv1.RollingOutCondition)
 	blocked := plan.reason == flintv1.PoolRolloutBlockedReason && (old == nil || old.Reason != plan.reason)
-	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-		Type: flintv1.RollingOutCondition, Status: status, Reason: plan.reason, Message: plan.message, ObservedGeneration: pool.Generation,
+	conditions.Set(pool, metav1.Condition{
+		Type: flintv1.RollingOutCondition, Status: status, Reason: plan.reason, Message: plan.message,
 	})
 	return func() {
 		if len(plan.started) > 0 {

@@ -26,58 +26,15 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
-
-// countCopies marks the copies whose OSD is gone, or whose OSD answers
-// without them, Lost; an OSD that does not answer keeps its copy's state
-// until it does. The phase follows: Ready with every copy, Degraded with
-// some, Lost with none.
-func (r *Reconciler) countCopies(ctx context.Context, snap *flintv1.Snapshot) {
-	var lost []string
-	for i := range snap.Status.Copies {
-		c := &snap.Status.Copies[i]
-		if c.State != flintv1.SnapshotCopyReady {
-			continue
-		}
-		if held, known := r.holdsCopy(ctx, snap, c.OSD); known && !held {
-			c.State = flintv1.SnapshotCopyLost
-			lost = append(lost, c.OSD)
-		}
-	}
-	if len(lost) > 0 {
-		r.Recorder.Eventf(snap, nil, corev1.EventTypeWarning, flintv1.SnapshotCopiesLostReason, "Count", "the copies on OSDs %s are lost: the OSD is gone or no longer holds its copy", strings.Join(lost, ", "))
-	}
-	ready := 0
-	for _, c := range snap.Status.Copies {
-		if c.State == flintv1.SnapshotCopyReady {
-			ready++
-		}
-	}
-	total := len(snap.Status.Copies)
-	switch {
-	case ready == total:
-		snap.Status.Phase = flintv1.SnapshotPhaseReady
-		r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionFalse, flintv1.SnapshotAllCopiesReason, "every copy taken at the cut is there")
-	case ready > 0:
-		snap.Status.Phase = flintv1.SnapshotPhaseDegraded
-		r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionTrue, flintv1.SnapshotCopiesLostReason,
-			fmt.Sprintf("%d of the %d copies taken at the cut are left; the others were lost with their OSDs", ready, total))
-	default:
-		snap.Status.Phase = flintv1.SnapshotPhaseLost
-		snap.Status.ReadyToUse = false
-		msg := fmt.Sprintf("all %d copies taken at the cut were lost with their OSDs: nothing can be restored from this Snapshot; delete it", total)
-		r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionTrue, flintv1.SnapshotCopiesLostReason, msg)
-		r.setCondition(snap, flintv1.ReadyCondition, metav1.ConditionFalse, flintv1.SnapshotCopiesLostReason, msg)
-	}
-}
 
 // holdsCopy asks OSD name whether it holds snap's copy; known is false
 // when it cannot say now (its agent does not answer).
@@ -159,7 +116,7 @@ func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl
 	}
 	if restoring != "" {
 		msg := fmt.Sprintf("Volume %s is being created from this Snapshot: the copies go once its replicas are cloned", restoring)
-		if r.setCondition(snap, flintv1.DeletionBlockedCondition, metav1.ConditionTrue, flintv1.SnapshotRestoringReason, msg) {
+		if conditions.Set(snap, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.SnapshotRestoringReason, Message: msg}) {
 			r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.SnapshotRestoringReason, "Delete", "%s", msg)
 		}
 		if err := r.writeStatus(ctx, before, snap); err != nil {
@@ -172,7 +129,7 @@ func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl
 		done, err := r.deleteCopy(ctx, snap, c)
 		if status.Code(err) == codes.FailedPrecondition {
 			msg := fmt.Sprintf("SPDK keeps the copy on OSD %s while more than one lvol is its clone (the replica it was cut from, a Volume made from it): it goes once one is left", c.OSD)
-			if r.setCondition(snap, flintv1.DeletionBlockedCondition, metav1.ConditionTrue, flintv1.SnapshotInUseReason, msg) {
+			if conditions.Set(snap, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.SnapshotInUseReason, Message: msg}) {
 				r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.SnapshotInUseReason, "Delete", "%s", msg)
 			}
 			if err := r.writeStatus(ctx, before, snap); err != nil {
@@ -187,7 +144,7 @@ func (r *Reconciler) finalize(ctx context.Context, snap *flintv1.Snapshot) (ctrl
 			deferred = append(deferred, c.OSD)
 		}
 	}
-	meta.RemoveStatusCondition(&snap.Status.Conditions, flintv1.DeletionBlockedCondition)
+	conditions.Remove(snap, flintv1.DeletionBlockedCondition)
 	if len(deferred) > 0 {
 		r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.EventCleanupDeferred, "Delete", "OSDs %s do not serve: they delete their copies of this Snapshot when they return", strings.Join(deferred, ", "))
 	}

@@ -32,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
+	"github.com/flint-io/flint/controllers/patch"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -53,7 +55,7 @@ func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if live.ResourceVersion != snap.ResourceVersion {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: patch.ConflictRetry}, nil
 	}
 	before := snap.DeepCopy()
 	if err := r.undoUnfinishedCut(ctx, snap); err != nil {
@@ -110,8 +112,8 @@ func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Resu
 	snap.Status.Phase = flintv1.SnapshotPhaseReady
 	snap.Status.ReadyToUse = true
 	msg := fmt.Sprintf("cut %d copies of Volume %s on OSDs %s; its I/O paused for %s", len(taken), vol.Name, strings.Join(copyOSDs(taken), ", "), paused.length.Round(time.Microsecond))
-	r.setCondition(snap, flintv1.ReadyCondition, metav1.ConditionTrue, flintv1.SnapshotCutReason, msg)
-	r.setCondition(snap, flintv1.DegradedCondition, metav1.ConditionFalse, flintv1.SnapshotAllCopiesReason, "every copy taken at the cut is there")
+	conditions.Set(snap, metav1.Condition{Type: flintv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: flintv1.SnapshotCutReason, Message: msg})
+	conditions.Set(snap, metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: flintv1.SnapshotAllCopiesReason, Message: "every copy taken at the cut is there"})
 	r.Recorder.Eventf(snap, nil, corev1.EventTypeNormal, flintv1.SnapshotCutReason, "Cut", "%s", msg)
 	if err := r.writeStatus(ctx, before, snap); err != nil {
 		return ctrl.Result{}, err

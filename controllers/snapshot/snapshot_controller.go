@@ -25,11 +25,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +34,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/patch"
 	"github.com/flint-io/flint/controllers/volumelock"
 )
 
@@ -49,12 +45,8 @@ const (
 	indexOSD = "status.copies.osd"
 )
 
-// retry is how soon a Snapshot that cannot proceed is looked at again;
-// conflictRetry how soon one whose status write conflicted is.
-const (
-	retry         = 2 * time.Second
-	conflictRetry = 200 * time.Millisecond
-)
+// retry is how soon a Snapshot that cannot proceed is looked at again.
+const retry = 2 * time.Second
 
 // Reconciler reconciles Snapshots.
 type Reconciler struct {
@@ -89,11 +81,7 @@ func (r *Reconciler) now() time.Time {
 // Reconcile runs the phases of one Snapshot; a write that lost to another
 // writer is no error: the Snapshot is decided again from a fresh read.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return res, err
+	return patch.OnConflict(r.reconcile(ctx, req))
 }
 
 // reconcile runs the phases of one Snapshot top-down: deletion, the cut
@@ -131,38 +119,6 @@ func cutTaken(snap *flintv1.Snapshot) bool {
 		}
 	}
 	return len(snap.Status.Copies) > 0
-}
-
-// wait records that the Snapshot cannot proceed, and why, with an Event
-// when the reason is new; it is looked at again shortly.
-func (r *Reconciler) wait(ctx context.Context, before, snap *flintv1.Snapshot, reason, msg string) (ctrl.Result, error) {
-	snap.Status.Phase = flintv1.SnapshotPhasePending
-	snap.Status.ReadyToUse = false
-	if r.setCondition(snap, flintv1.ReadyCondition, metav1.ConditionFalse, reason, msg) {
-		r.Recorder.Eventf(snap, nil, corev1.EventTypeWarning, reason, "Cut", "%s", msg)
-	}
-	if err := r.writeStatus(ctx, before, snap); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: retry}, nil
-}
-
-// setCondition sets a condition of snap at its generation; it reports
-// whether the condition changed.
-func (r *Reconciler) setCondition(snap *flintv1.Snapshot, typ string, status metav1.ConditionStatus, reason, msg string) bool {
-	old := meta.FindStatusCondition(snap.Status.Conditions, typ)
-	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg
-	meta.SetStatusCondition(&snap.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: snap.Generation})
-	return changed
-}
-
-// writeStatus writes snap's status when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, before, snap *flintv1.Snapshot) error {
-	snap.Status.ObservedGeneration = snap.Generation
-	if equality.Semantic.DeepEqual(before.Status, snap.Status) {
-		return nil
-	}
-	return r.Status().Patch(ctx, snap, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // SetupWithManager registers the controller: a Snapshot is reconciled on

@@ -24,13 +24,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -45,12 +45,12 @@ func (r *Reconciler) finalize(ctx context.Context, vol *flintv1.Volume) (ctrl.Re
 	before := vol.DeepCopy()
 	if hosts := vol.Spec.PublishedHosts; len(hosts) > 0 {
 		msg := fmt.Sprintf("the Volume is published to %d hosts (%s): unpublish it (stop the pods that use it) and it is deleted", len(hosts), strings.Join(hosts, ", "))
-		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumePublishedReason, Message: msg, ObservedGeneration: vol.Generation}) {
+		if conditions.Set(vol, metav1.Condition{Type: flintv1.DeletionBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumePublishedReason, Message: msg}) {
 			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.VolumePublishedReason, "Delete", "%s", msg)
 		}
 		return r.writeStatus(ctx, before, vol)
 	}
-	meta.RemoveStatusCondition(&vol.Status.Conditions, flintv1.DeletionBlockedCondition)
+	conditions.Remove(vol, flintv1.DeletionBlockedCondition)
 	vol.Status.Phase = flintv1.VolumePhaseDeleting
 	if _, err := r.writeStatus(ctx, before, vol); err != nil {
 		return ctrl.Result{}, err

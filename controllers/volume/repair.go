@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -280,15 +281,15 @@ func (r *Reconciler) replaceReplicas(ctx context.Context, vol *flintv1.Volume, w
 		}
 		blocked, err := r.replace(ctx, vol, w, i, why)
 		if err != nil || blocked == "" {
-			meta.RemoveStatusCondition(&vol.Status.Conditions, flintv1.ReplacementBlockedCondition)
+			conditions.Remove(vol, flintv1.ReplacementBlockedCondition)
 			return err
 		}
-		if meta.SetStatusCondition(&vol.Status.Conditions, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumeNoPlacementReason, Message: blocked, ObservedGeneration: vol.Generation}) {
+		if conditions.Set(vol, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumeNoPlacementReason, Message: blocked}) {
 			r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplacementBlocked, "ReplaceReplica", "%s", blocked)
 		}
 		return nil
 	}
-	meta.RemoveStatusCondition(&vol.Status.Conditions, flintv1.ReplacementBlockedCondition)
+	conditions.Remove(vol, flintv1.ReplacementBlockedCondition)
 	return nil
 }
 

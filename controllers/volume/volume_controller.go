@@ -47,6 +47,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/metrics"
+	"github.com/flint-io/flint/controllers/patch"
 	"github.com/flint-io/flint/controllers/volumelock"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
@@ -130,16 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	defer unlock()
-	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return res, err
+	return patch.OnConflict(r.reconcile(ctx, req))
 }
-
-// conflictRetry is how soon a Volume whose status write conflicted is
-// looked at again, once the cache has caught up.
-const conflictRetry = 200 * time.Millisecond
 
 // reconcile runs the phases of one Volume top-down. No deadline covers
 // it whole: every agent call has its own (agentclient.CallTimeout), so an
@@ -293,23 +286,16 @@ func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, 
 	return w, nil
 }
 
-// recordIntent writes decisions taken so far, before agents act on them.
+// recordIntent writes the decisions taken so far (placement, the target,
+// its epoch, which replicas are in sync) before agents act on them.
 func (r *Reconciler) recordIntent(ctx context.Context, before, vol *flintv1.Volume) error {
-	if equality.Semantic.DeepEqual(before.Status, vol.Status) {
-		return nil
-	}
 	return r.patchStatus(ctx, before, vol)
 }
 
-// patchStatus writes vol's status, changed from before, only if nobody
-// else wrote the Volume since this reconcile read it (or last wrote it):
-// the status carries decisions (placement, the target, its epoch, which
-// replicas are in sync), and a merge patch from a stale cache would
-// replace them whole. A conflict ends the reconcile (see Reconcile).
+// patchStatus writes vol's status, changed from before (patch.Status),
+// and remembers the write for the events and placements that follow it.
 func (r *Reconciler) patchStatus(ctx context.Context, before, vol *flintv1.Volume) error {
-	base := before.DeepCopy()
-	base.ResourceVersion = vol.ResourceVersion
-	if err := r.Status().Patch(ctx, vol, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Status(ctx, r.Client, before, vol); err != nil {
 		return err
 	}
 	r.wrote.Store(vol.Name, vol.ResourceVersion)

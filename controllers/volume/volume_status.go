@@ -23,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/conditions"
 	"github.com/flint-io/flint/controllers/metrics"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
@@ -133,14 +133,14 @@ func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetS
 		}
 		lagging = append(lagging, entry)
 	}
-	degraded := metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: flintv1.VolumeAllReplicasInSyncReason, ObservedGeneration: vol.Generation}
+	degraded := metav1.Condition{Type: flintv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: flintv1.VolumeAllReplicasInSyncReason}
 	if online < want && !creating {
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, flintv1.VolumeReplicasNotInSyncReason
 		degraded.Message = fmt.Sprintf("%d of %d replicas in sync; %s", online, want, strings.Join(lagging, ", "))
 	}
-	meta.SetStatusCondition(&st.Conditions, degraded)
+	conditions.Set(vol, degraded)
 
-	ready := metav1.Condition{Type: flintv1.ReadyCondition, ObservedGeneration: vol.Generation}
+	var ready metav1.Condition
 	if ts == nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.reason, p.message
 		st.Phase = flintv1.VolumePhaseFailed
@@ -160,14 +160,16 @@ func (r *Reconciler) setPhase(vol *flintv1.Volume, w *world, ts *agentv1.TargetS
 			st.Phase = flintv1.VolumePhaseDegraded
 		}
 	}
-	r.setCondition(vol, ready)
+	r.setReady(vol, ready)
 }
 
-// setCondition sets c and emits an Event when a Volume stops being Ready.
-func (r *Reconciler) setCondition(vol *flintv1.Volume, c metav1.Condition) {
-	old := meta.FindStatusCondition(vol.Status.Conditions, c.Type)
-	meta.SetStatusCondition(&vol.Status.Conditions, c)
-	if c.Type == flintv1.ReadyCondition && c.Status == metav1.ConditionFalse && (old == nil || old.Reason != c.Reason) {
+// setReady sets the Ready condition, with an Event when the Volume stops
+// being Ready or stays not Ready for a new reason.
+func (r *Reconciler) setReady(vol *flintv1.Volume, c metav1.Condition) {
+	old := meta.FindStatusCondition(vol.Status.Conditions, flintv1.ReadyCondition)
+	c.Type = flintv1.ReadyCondition
+	conditions.Set(vol, c)
+	if c.Status == metav1.ConditionFalse && (old == nil || old.Reason != c.Reason) {
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
 	}
 }
@@ -175,17 +177,15 @@ func (r *Reconciler) setCondition(vol *flintv1.Volume, c metav1.Condition) {
 // setPending says why the Volume cannot be placed.
 func (r *Reconciler) setPending(vol *flintv1.Volume, reason, msg string) {
 	vol.Status.Phase = flintv1.VolumePhasePending
-	r.setCondition(vol, metav1.Condition{Type: flintv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: vol.Generation})
+	r.setReady(vol, metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
 // writeStatus writes what changed since before and says when to look
 // again.
 func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volume) (ctrl.Result, error) {
 	vol.Status.ObservedGeneration = vol.Generation
-	if !equality.Semantic.DeepEqual(before.Status, vol.Status) {
-		if err := r.patchStatus(ctx, before, vol); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.patchStatus(ctx, before, vol); err != nil {
+		return ctrl.Result{}, err
 	}
 	names := metrics.Volume{Name: vol.Name, UID: string(vol.UID), Pool: vol.Spec.Pool}
 	if c := vol.Spec.Claim; c != nil {
