@@ -420,7 +420,7 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	notReady.Store(&keeperReady)
 	registry.MustRegister(metrics.NewCollector(struct {
 		*client.Client
-		*storage.OSD
+		*storage.Engine
 	}{spdk, o}, metricsInterval))
 
 	grpcLis, err := net.Listen("tcp", f.grpcAddress)

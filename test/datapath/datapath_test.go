@@ -57,15 +57,15 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	member := func(i int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, 0, inSync) }
-	members := []storage.Member{member(0, true), member(1, true), member(2, true)}
+	member := func(i int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, 0, inSync) }
+	members := []storage.MemberSpec{member(0, true), member(1, true), member(2, true)}
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
-	ensure := func() storage.TargetStatus {
+	ensure := func() storage.Target {
 		st, err := osds[0].EnsureTarget(ctx, spec)
 		must(t, err)
 		return st
 	}
-	waitFor := func(what string, ok func(storage.TargetStatus) bool) {
+	waitFor := func(what string, ok func(storage.Target) bool) {
 		t.Helper()
 		ensureUntil(ctx, t, osds[0], spec, what, ok)
 	}
@@ -89,7 +89,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	lab.Targets[2].Kill()
 	done := make(chan error, 1)
 	go func() { done <- dd.tryWrite(target, hostNQN, second, 2*chunk) }()
-	waitFor("the lost replica holding writes", func(st storage.TargetStatus) bool {
+	waitFor("the lost replica holding writes", func(st storage.Target) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
 	if lab.Real {
@@ -100,7 +100,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 		}
 	}
 	members[2].InSync = false
-	waitFor("the lost replica leaving the raid", func(st storage.TargetStatus) bool {
+	waitFor("the lost replica leaving the raid", func(st storage.Target) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_MISSING
 	})
 	select {
@@ -115,7 +115,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	lab.Targets[2].Restart(t)
 	must(t, bootstrap(ctx, osds[2]))
 	members[2] = member(2, false)
-	waitFor("the rebuild finishing", func(st storage.TargetStatus) bool { return !st.Degraded() })
+	waitFor("the rebuild finishing", func(st storage.Target) bool { return !st.Degraded() })
 
 	// Stop the target and read every replica back on its own.
 	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil)
@@ -129,9 +129,9 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 // exportTo is replica i of osds as a member of the target on OSD target:
 // exported to that target alone (fencing any other), unless it is the
 // target's own.
-func exportTo(ctx context.Context, t *testing.T, osds []*storage.OSD, i, target int, inSync bool) storage.Member {
+func exportTo(ctx context.Context, t *testing.T, osds []*storage.Engine, i, target int, inSync bool) storage.MemberSpec {
 	t.Helper()
-	m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
+	m := storage.MemberSpec{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
 	if i != target {
 		e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(fmt.Sprintf("osd-%d", target)), 1)
 		must(t, err)
@@ -143,7 +143,7 @@ func exportTo(ctx context.Context, t *testing.T, osds []*storage.OSD, i, target 
 // expectReplicas reads back, each on its own, the replicas on the OSDs
 // numbered in replicas, and compares them with want; the double has no
 // data to compare.
-func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage.OSD, replicas []int, want []byte) {
+func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage.Engine, replicas []int, want []byte) {
 	t.Helper()
 	for _, i := range replicas {
 		e, err := osds[i].ExportReplica(ctx, volume, checker, 1)
@@ -162,7 +162,7 @@ func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage
 
 // ensureUntil drives the target on o with spec, every 500 ms for at most
 // 90 s, until ok holds for its status, and returns that status.
-func ensureUntil(ctx context.Context, t *testing.T, o *storage.OSD, spec storage.TargetSpec, what string, ok func(storage.TargetStatus) bool) storage.TargetStatus {
+func ensureUntil(ctx context.Context, t *testing.T, o *storage.Engine, spec storage.TargetSpec, what string, ok func(storage.Target) bool) storage.Target {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -180,7 +180,7 @@ func ensureUntil(ctx context.Context, t *testing.T, o *storage.OSD, spec storage
 
 // bootstrap brings an OSD up, retrying while a restarted SPDK examines
 // its device.
-func bootstrap(ctx context.Context, o *storage.OSD) error {
+func bootstrap(ctx context.Context, o *storage.Engine) error {
 	var err error
 	for range 50 {
 		if _, err = o.Bootstrap(ctx); err == nil {
@@ -218,8 +218,8 @@ type host struct {
 
 // startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's
 // targets, each with a replica of the volume.
-func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*storage.OSD {
-	var osds []*storage.OSD
+func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*storage.Engine {
+	var osds []*storage.Engine
 	for i, target := range lab.Targets {
 		port, _ := strconv.Atoi(spdklab.FreePort(t))
 		o := storage.New(storage.Config{
@@ -244,12 +244,12 @@ func newHost(t *testing.T, lab *spdklab.Lab) *host {
 }
 
 // write copies data to the namespace of e at offset.
-func (h *host) write(e storage.Export, nqn string, data []byte, offset int) {
+func (h *host) write(e storage.Subsystem, nqn string, data []byte, offset int) {
 	must(h.t, h.tryWrite(e, nqn, data, offset))
 }
 
 // read returns size bytes of the namespace of e; nil on the double.
-func (h *host) read(e storage.Export, nqn string, size int) []byte {
+func (h *host) read(e storage.Subsystem, nqn string, size int) []byte {
 	if h.bin == "" {
 		return nil
 	}
@@ -260,7 +260,7 @@ func (h *host) read(e storage.Export, nqn string, size int) []byte {
 	return data
 }
 
-func (h *host) run(e storage.Export, nqn string, args ...string) {
+func (h *host) run(e storage.Subsystem, nqn string, args ...string) {
 	h.t.Helper()
 	if out, err := h.try(e, nqn, args...); err != nil {
 		h.t.Fatalf("spdk_dd %v: %v\n%s", args, err, out)
@@ -269,7 +269,7 @@ func (h *host) run(e storage.Export, nqn string, args ...string) {
 
 // tryWrite writes data at offset and returns spdk_dd's error; nil on the
 // double, which has no host.
-func (h *host) tryWrite(e storage.Export, nqn string, data []byte, offset int) error {
+func (h *host) tryWrite(e storage.Subsystem, nqn string, data []byte, offset int) error {
 	if h.bin == "" {
 		return nil
 	}
@@ -284,7 +284,7 @@ func (h *host) tryWrite(e storage.Export, nqn string, data []byte, offset int) e
 	return nil
 }
 
-func (h *host) try(e storage.Export, nqn string, args ...string) ([]byte, error) {
+func (h *host) try(e storage.Subsystem, nqn string, args ...string) ([]byte, error) {
 	conf := map[string]any{"subsystems": []any{map[string]any{"subsystem": "bdev", "config": []any{map[string]any{
 		"method": "bdev_nvme_attach_controller",
 		"params": map[string]any{"name": "h", "trtype": e.Transport, "adrfam": "ipv4", "traddr": e.Address, "trsvcid": strconv.Itoa(e.Port), "subnqn": e.NQN, "hostnqn": nqn},

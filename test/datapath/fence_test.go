@@ -46,7 +46,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	keeper, err := lease.New(file, osds[0], time.Now, 0)
 	must(t, err)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}
+		Members: []storage.MemberSpec{{OSD: "osd-0", InSync: true}, {OSD: "osd-1", InSync: true, Export: e1}}}
 	ensure := func(confirmed bool) error {
 		return keeper.Serve(volume, confirmed, func() error { _, err := osds[0].EnsureTarget(ctx, spec); return err })
 	}
@@ -129,7 +129,7 @@ func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
 	lab := spdklab.New(t, 2)
 	osds := startOSDs(ctx, t, lab)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{{OSD: "osd-0", InSync: true}, exportTo(ctx, t, osds, 1, 0, true)}}
+		Members: []storage.MemberSpec{{OSD: "osd-0", InSync: true}, exportTo(ctx, t, osds, 1, 0, true)}}
 	_, err := osds[0].EnsureTarget(ctx, spec)
 	must(t, err)
 	dd := newHost(t, lab)
@@ -138,7 +138,7 @@ func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
 
 	lab.Targets[1].Kill()
 	go func() { _ = dd.tryWrite(target, hostNQN, randomChunk(t), 0) }()
-	ensureUntil(ctx, t, osds[0], spec, "the lost member holding writes", func(st storage.TargetStatus) bool {
+	ensureUntil(ctx, t, osds[0], spec, "the lost member holding writes", func(st storage.Target) bool {
 		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
 	time.Sleep(time.Second) // the host's write is in flight, held

@@ -85,11 +85,11 @@ type held struct {
 // a second write must stay pending, the member HELD, until replica 2 is
 // recorded out of sync (whileHeld runs meanwhile); then the write
 // completes and the Volume reads back every acknowledged byte.
-func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.OSD, what string, fault, whileHeld func()) held {
+func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.Engine, what string, fault, whileHeld func()) held {
 	t.Helper()
-	members := []storage.Member{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
+	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
-	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.TargetStatus) bool { return !st.Degraded() }); st.SizeBytes != volSize {
+	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() }); st.SizeBytes != volSize {
 		t.Fatalf("new target = %+v, want %d bytes", st, volSize)
 	}
 	h := held{dd: newHost(t, lab), want: make([]byte, volSize)}
@@ -104,7 +104,7 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	struck := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- h.dd.tryWrite(target, hostNQN, second, 2*chunk) }()
-	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.TargetStatus) bool {
+	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.Target) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
 	h.reported = time.Since(struck)
@@ -116,7 +116,7 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	whileHeld()
 
 	spec.Members[2].InSync = false
-	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica leaving the raid", func(st storage.TargetStatus) bool {
+	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica leaving the raid", func(st storage.Target) bool {
 		return st.Members[2].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[2].State != agentv1.MemberState_MEMBER_STATE_ONLINE
 	})
 	select {
@@ -134,7 +134,7 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 
 // fillLvstore takes every free cluster of o's lvstore with a thick lvol, so
 // that a write to a cluster its thin replica has not allocated fails.
-func fillLvstore(ctx context.Context, t *testing.T, target *spdklab.Target, o *storage.OSD) {
+func fillLvstore(ctx context.Context, t *testing.T, target *spdklab.Target, o *storage.Engine) {
 	t.Helper()
 	lvs, err := o.Lvstore(ctx)
 	must(t, err)

@@ -40,9 +40,9 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	member := func(i, target int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, target, inSync) }
+	member := func(i, target int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, target, inSync) }
 	first := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{member(0, 0, true), member(1, 0, true), member(2, 0, true)}}
+		Members: []storage.MemberSpec{member(0, 0, true), member(1, 0, true), member(2, 0, true)}}
 	st, err := osds[0].EnsureTarget(ctx, first)
 	must(t, err)
 	if st.Degraded() {
@@ -62,8 +62,8 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	// target) and rebuilt; OSD 0's is missing.
 	lab.Targets[0].Kill()
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
-		Members: []storage.Member{member(1, 1, true), member(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
-	st = ensureUntil(ctx, t, osds[1], moved, "the rebuild onto OSD 2", func(st storage.TargetStatus) bool {
+		Members: []storage.MemberSpec{member(1, 1, true), member(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
+	st = ensureUntil(ctx, t, osds[1], moved, "the rebuild onto OSD 2", func(st storage.Target) bool {
 		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_ONLINE
 	})
 	if st.Members[0].State != agentv1.MemberState_MEMBER_STATE_ONLINE || st.Members[2].State != agentv1.MemberState_MEMBER_STATE_MISSING {
@@ -93,10 +93,10 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
 	names := []string{"osd-0", "osd-1", "osd-2"}
-	member := func(i, target int, inSync bool) storage.Member { return exportTo(ctx, t, osds, i, target, inSync) }
+	member := func(i, target int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, target, inSync) }
 	dropped := member(2, 0, true)
 	st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.Member{member(0, 0, true), member(1, 0, true), dropped}})
+		Members: []storage.MemberSpec{member(0, 0, true), member(1, 0, true), dropped}})
 	must(t, err)
 	if st.Degraded() {
 		t.Fatalf("first target = %+v", st)
@@ -121,8 +121,8 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	}
 	inSync := func(i int) bool { return slices.Contains(stopped.InSync, names[i]) }
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
-		Members: []storage.Member{member(1, 1, inSync(1)), member(0, 1, inSync(0)), member(2, 1, inSync(2))}}
-	ensureUntil(ctx, t, osds[1], moved, "the rebuild of the dropped member", func(st storage.TargetStatus) bool {
+		Members: []storage.MemberSpec{member(1, 1, inSync(1)), member(0, 1, inSync(0)), member(2, 1, inSync(2))}}
+	ensureUntil(ctx, t, osds[1], moved, "the rebuild of the dropped member", func(st storage.Target) bool {
 		return !st.Degraded() && st.Members[2].State == agentv1.MemberState_MEMBER_STATE_ONLINE
 	})
 	if _, err := osds[1].DeleteTarget(ctx, volume, names, nil); err != nil {
@@ -133,7 +133,7 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 
 // removeMember takes the replica exported at e out of the raid on target,
 // as SPDK's raid1 does with a member whose I/O failed.
-func removeMember(ctx context.Context, t *testing.T, target *spdklab.Target, e storage.Export) {
+func removeMember(ctx context.Context, t *testing.T, target *spdklab.Target, e storage.Subsystem) {
 	t.Helper()
 	ctrlrs, err := target.Client.BdevNvmeGetControllers(ctx, "")
 	must(t, err)

@@ -39,11 +39,11 @@ func TestARebuildKeepsItsBandwidthCap(t *testing.T) {
 	osds := startOSDs(ctx, t, lab)
 	replica := exportTo(ctx, t, osds, 1, 0, false)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN}, RebuildMaxMiBPerSec: capMiBps,
-		Members: []storage.Member{exportTo(ctx, t, osds, 0, 0, true), replica}}
+		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true), replica}}
 	rebuild := func(what string) time.Duration {
 		t.Helper()
 		start := time.Now()
-		ensureUntil(ctx, t, osds[0], spec, what, func(st storage.TargetStatus) bool { return !st.Degraded() })
+		ensureUntil(ctx, t, osds[0], spec, what, func(st storage.Target) bool { return !st.Degraded() })
 		return time.Since(start)
 	}
 
@@ -53,8 +53,8 @@ func TestARebuildKeepsItsBandwidthCap(t *testing.T) {
 	}
 
 	// Let the replica go, then rebuild it with no cap.
-	spec.Members[1] = storage.Member{OSD: replica.OSD, Leaving: true}
-	ensureUntil(ctx, t, osds[0], spec, "the replica leaving", func(st storage.TargetStatus) bool {
+	spec.Members[1] = storage.MemberSpec{OSD: replica.OSD, Leaving: true}
+	ensureUntil(ctx, t, osds[0], spec, "the replica leaving", func(st storage.Target) bool {
 		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_MISSING
 	})
 	spec.Members[1], spec.RebuildMaxMiBPerSec = replica, 0

@@ -59,7 +59,7 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	members := []storage.Member{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
+	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
 	_, err := osds[0].EnsureTarget(ctx, spec)
 	must(t, err)
@@ -102,14 +102,14 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	// Restore: a thin clone of each copy, each read on its own, then the
 	// restored volume through a target assembled from them.
 	var clones [][]byte
-	var restoredMembers []storage.Member
+	var restoredMembers []storage.MemberSpec
 	for i, o := range osds {
 		_, err := o.CloneSnapshot(ctx, snapshot, restored)
 		must(t, err)
 		e, err := o.ExportReplica(ctx, restored, checker, 1)
 		must(t, err)
 		clones = append(clones, dd.read(e, checker, volSize))
-		m := storage.Member{OSD: fmt.Sprintf("osd-%d", i), InSync: true}
+		m := storage.MemberSpec{OSD: fmt.Sprintf("osd-%d", i), InSync: true}
 		if i != 0 {
 			m.Export, err = o.ExportReplica(ctx, restored, agentv1.HostNQN("osd-0"), 1)
 			must(t, err)
@@ -194,7 +194,7 @@ type hostWriter struct {
 	done   chan struct{}
 }
 
-func startHostWriter(t *testing.T, dd *host, e storage.Export) *hostWriter {
+func startHostWriter(t *testing.T, dd *host, e storage.Subsystem) *hostWriter {
 	w := &hostWriter{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)

@@ -44,7 +44,7 @@ var ErrStarting = errors.New("the agent has not probed SPDK yet")
 
 // Keeper probes SPDK and re-bootstraps the OSD on it.
 type Keeper struct {
-	osd      *storage.OSD
+	engine   *storage.Engine
 	spdk     *client.Client
 	logLevel string
 	log      logr.Logger
@@ -56,8 +56,8 @@ type Keeper struct {
 }
 
 // New returns a Keeper of o on spdk; logLevel is SPDK's log level.
-func New(o *storage.OSD, spdk *client.Client, logLevel string, log logr.Logger) *Keeper {
-	return &Keeper{osd: o, spdk: spdk, logLevel: logLevel, log: log, notReady: ErrStarting}
+func New(engine *storage.Engine, spdk *client.Client, logLevel string, log logr.Logger) *Keeper {
+	return &Keeper{engine: engine, spdk: spdk, logLevel: logLevel, log: log, notReady: ErrStarting}
 }
 
 // probeTimeout bounds one probe: a wedged SPDK is not a ready one.
@@ -117,7 +117,7 @@ func (k *Keeper) bootstrap(ctx context.Context) error {
 	if err := k.spdk.LogSetPrintLevel(ctx, k.logLevel); err != nil {
 		return fmt.Errorf("set SPDK's print level to %s: %w", k.logLevel, err)
 	}
-	if _, err := k.osd.Bootstrap(ctx); err != nil {
+	if _, err := k.engine.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap the OSD: %w", err)
 	}
 	return nil

@@ -42,7 +42,7 @@ import (
 // Server implements agentv1.OSDAgentServer.
 type Server struct {
 	agentv1.UnimplementedOSDAgentServer
-	osd      *storage.OSD
+	engine   *storage.Engine
 	spdk     *client.Client
 	ready    func() error
 	warnings func() []agentv1.PreflightFinding
@@ -53,8 +53,8 @@ type Server struct {
 // is bootstrapped (nil) or why not; warnings are the preflight findings
 // SPDK started despite; l is the OSD's lease, which gates every call that
 // lets hosts reach a target.
-func New(o *storage.OSD, spdk *client.Client, ready func() error, warnings func() []agentv1.PreflightFinding, l *lease.Keeper) *Server {
-	return &Server{osd: o, spdk: spdk, ready: ready, warnings: warnings, lease: l}
+func New(engine *storage.Engine, spdk *client.Client, ready func() error, warnings func() []agentv1.PreflightFinding, l *lease.Keeper) *Server {
+	return &Server{engine: engine, spdk: spdk, ready: ready, warnings: warnings, lease: l}
 }
 
 // Serve serves the API on lis with mutual TLS until lis closes, logging
@@ -170,7 +170,7 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	// The renewal stands whatever SPDK answers; the report is best effort.
 	spdkCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	resp.DegradedVolumeUids, _ = s.osd.DegradedTargets(spdkCtx)
+	resp.DegradedVolumeUids, _ = s.engine.DegradedTargets(spdkCtx)
 	return resp, nil
 }
 
@@ -178,20 +178,20 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 // the OSD is not ready.
 func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*agentv1.OSDStatus, error) {
 	if err := s.ready(); err != nil {
-		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), NotReadyCode: notReadyCode(err), Endpoint: exportOf(s.osd.Endpoint()), LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli()}, nil
+		return &agentv1.OSDStatus{Ready: false, NotReadyReason: err.Error(), NotReadyCode: notReadyCode(err), Endpoint: exportOf(s.engine.Endpoint()), LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli()}, nil
 	}
 	v, err := s.spdk.SpdkGetVersion(ctx)
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	inv, err := s.osd.Inventory(ctx)
+	inv, err := s.engine.Inventory(ctx)
 	if err != nil {
 		return nil, statusOf(err)
 	}
 	out := &agentv1.OSDStatus{
 		Ready: true, SpdkVersion: v.Version, Lvstore: inv.Lvstore.Name,
-		TotalBytes: inv.Lvstore.TotalBytes(), FreeBytes: inv.Lvstore.FreeBytes(), Endpoint: exportOf(s.osd.Endpoint()),
-		LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli(), WriteCache: writeCacheOf(s.osd.WriteCache()),
+		TotalBytes: inv.Lvstore.TotalBytes(), FreeBytes: inv.Lvstore.FreeBytes(), Endpoint: exportOf(s.engine.Endpoint()),
+		LeaseExpiryUnixMs: s.lease.Expiry().UnixMilli(), WriteCache: writeCacheOf(s.engine.WriteCache()),
 	}
 	for _, w := range s.warnings() {
 		out.PreflightWarnings = append(out.PreflightWarnings, &agentv1.PreflightWarning{Reason: w.Reason, Message: w.Message})
@@ -216,41 +216,41 @@ func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*a
 
 // CreateReplica makes a volume's thin lvol.
 func (s *Server) CreateReplica(ctx context.Context, req *agentv1.CreateReplicaRequest) (*agentv1.Replica, error) {
-	r, err := s.osd.CreateReplica(ctx, req.GetVolumeUid(), req.GetSizeBytes())
+	r, err := s.engine.CreateReplica(ctx, req.GetVolumeUid(), req.GetSizeBytes())
 	return replicaOf(r), statusOf(err)
 }
 
 // ResizeReplica grows a replica.
 func (s *Server) ResizeReplica(ctx context.Context, req *agentv1.ResizeReplicaRequest) (*agentv1.Replica, error) {
-	r, err := s.osd.ResizeReplica(ctx, req.GetVolumeUid(), req.GetSizeBytes())
+	r, err := s.engine.ResizeReplica(ctx, req.GetVolumeUid(), req.GetSizeBytes())
 	return replicaOf(r), statusOf(err)
 }
 
 // DeleteReplica removes a replica and its export.
 func (s *Server) DeleteReplica(ctx context.Context, req *agentv1.DeleteReplicaRequest) (*agentv1.DeleteReplicaResponse, error) {
-	return &agentv1.DeleteReplicaResponse{}, statusOf(s.osd.DeleteReplica(ctx, req.GetVolumeUid()))
+	return &agentv1.DeleteReplicaResponse{}, statusOf(s.engine.DeleteReplica(ctx, req.GetVolumeUid()))
 }
 
 // CreateSnapshot snapshots a replica.
 func (s *Server) CreateSnapshot(ctx context.Context, req *agentv1.CreateSnapshotRequest) (*agentv1.Snapshot, error) {
-	sn, err := s.osd.CreateSnapshot(ctx, req.GetVolumeUid(), req.GetSnapshot())
+	sn, err := s.engine.CreateSnapshot(ctx, req.GetVolumeUid(), req.GetSnapshot())
 	return snapshotOf(sn), statusOf(err)
 }
 
 // CloneSnapshot makes a replica that is a thin clone of a snapshot.
 func (s *Server) CloneSnapshot(ctx context.Context, req *agentv1.CloneSnapshotRequest) (*agentv1.Replica, error) {
-	r, err := s.osd.CloneSnapshot(ctx, req.GetSnapshot(), req.GetVolumeUid())
+	r, err := s.engine.CloneSnapshot(ctx, req.GetSnapshot(), req.GetVolumeUid())
 	return replicaOf(r), statusOf(err)
 }
 
 // DeleteSnapshot removes a snapshot.
 func (s *Server) DeleteSnapshot(ctx context.Context, req *agentv1.DeleteSnapshotRequest) (*agentv1.DeleteSnapshotResponse, error) {
-	return &agentv1.DeleteSnapshotResponse{}, statusOf(s.osd.DeleteSnapshot(ctx, req.GetSnapshot()))
+	return &agentv1.DeleteSnapshotResponse{}, statusOf(s.engine.DeleteSnapshot(ctx, req.GetSnapshot()))
 }
 
 // ExportReplica exports a replica to its target only.
 func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
-	e, err := s.osd.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn(), req.GetEpoch())
+	e, err := s.engine.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn(), req.GetEpoch())
 	return exportOf(e), statusOf(err)
 }
 
@@ -262,14 +262,14 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 	}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
-		spec.Members = append(spec.Members, storage.Member{
+		spec.Members = append(spec.Members, storage.MemberSpec{
 			OSD: m.GetOsd(), InSync: m.GetInSync(), Leaving: m.GetLeaving(), WaitRebuild: m.GetWaitRebuild(),
-			Export: storage.Export{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
+			Export: storage.Subsystem{NQN: e.GetNqn(), Transport: e.GetTransport(), Address: e.GetAddress(), Port: int(e.GetPort())},
 		})
 	}
-	var st storage.TargetStatus
+	var st storage.Target
 	err := s.lease.Serve(spec.Volume, req.GetConfirmed(), func() (err error) {
-		st, err = s.osd.EnsureTarget(ctx, spec)
+		st, err = s.engine.EnsureTarget(ctx, spec)
 		return err
 	})
 	if err != nil {
@@ -284,7 +284,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 
 // DeleteTarget stops serving a volume here.
 func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequest) (*agentv1.DeleteTargetResponse, error) {
-	st, err := s.osd.DeleteTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds(), req.GetOutOfSyncOsds())
+	st, err := s.engine.DeleteTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds(), req.GetOutOfSyncOsds())
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -293,7 +293,7 @@ func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequ
 
 // PauseTarget stops the I/O of a volume's hosts at its target.
 func (s *Server) PauseTarget(ctx context.Context, req *agentv1.PauseTargetRequest) (*agentv1.PauseTargetResponse, error) {
-	st, err := s.osd.PauseTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds())
+	st, err := s.engine.PauseTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds())
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -302,7 +302,7 @@ func (s *Server) PauseTarget(ctx context.Context, req *agentv1.PauseTargetReques
 
 // ResumeTarget lets a paused volume's hosts back in.
 func (s *Server) ResumeTarget(ctx context.Context, req *agentv1.ResumeTargetRequest) (*agentv1.ResumeTargetResponse, error) {
-	return &agentv1.ResumeTargetResponse{}, statusOf(s.osd.ResumeTarget(ctx, req.GetVolumeUid()))
+	return &agentv1.ResumeTargetResponse{}, statusOf(s.engine.ResumeTarget(ctx, req.GetVolumeUid()))
 }
 
 func replicaOf(r storage.Replica) *agentv1.Replica {
@@ -313,6 +313,6 @@ func snapshotOf(sn storage.Snapshot) *agentv1.Snapshot {
 	return &agentv1.Snapshot{Name: sn.Name, Lvol: sn.Lvol, SizeBytes: sn.SizeBytes, AllocatedBytes: sn.AllocatedBytes}
 }
 
-func exportOf(e storage.Export) *agentv1.Export {
+func exportOf(e storage.Subsystem) *agentv1.Export {
 	return &agentv1.Export{Nqn: e.NQN, Transport: e.Transport, Address: e.Address, Port: uint32(e.Port)}
 }

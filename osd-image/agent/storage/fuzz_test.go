@@ -42,12 +42,12 @@ func FuzzSPDKAnswers(f *testing.F) {
 		o := New(Config{UID: "osd-0", Device: Device{Driver: DriverAIO, Path: "/dev/null"}, Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4420}}, spdk)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		remote := Member{OSD: "osd-1", InSync: true, Export: Export{NQN: agentv1.ReplicaNQN("v", "5b4bcc9c-597c-415c-b21a-8820464ec253"), Transport: "tcp", Address: "127.0.0.2", Port: 4420}}
+		remote := MemberSpec{OSD: "osd-1", InSync: true, Export: Subsystem{NQN: agentv1.ReplicaNQN("v", "5b4bcc9c-597c-415c-b21a-8820464ec253"), Transport: "tcp", Address: "127.0.0.2", Port: 4420}}
 		_, _ = o.Inventory(ctx)
 		_, _ = o.DegradedTargets(ctx)
 		_, _ = o.CreateReplica(ctx, "v", 1<<20)
 		_, _ = o.ExportReplica(ctx, "v", agentv1.HostNQN("osd-1"), 1)
-		_, _ = o.EnsureTarget(ctx, TargetSpec{Volume: "v", Epoch: 1, Members: []Member{{OSD: "osd-0", InSync: true}, remote}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}})
+		_, _ = o.EnsureTarget(ctx, TargetSpec{Volume: "v", Epoch: 1, Members: []MemberSpec{{OSD: "osd-0", InSync: true}, remote}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}})
 		_, _ = o.DeleteTarget(ctx, "v", []string{"osd-0", "osd-1"}, []string{"osd-1"})
 		_ = o.DeleteReplica(ctx, "v")
 	})

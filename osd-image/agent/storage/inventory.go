@@ -49,17 +49,17 @@ type Inventory struct {
 
 // Inventory lists the OSD's lvstore, replicas, snapshots and targets, each
 // sorted by name.
-func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
-	lvs, err := o.Lvstore(ctx)
+func (e *Engine) Inventory(ctx context.Context) (Inventory, error) {
+	lvs, err := e.Lvstore(ctx)
 	if err != nil {
 		return Inventory{}, err
 	}
 	inv := Inventory{Lvstore: lvs}
-	bdevs, err := o.spdk.BdevGetBdevs(ctx, "")
+	bdevs, err := e.spdk.BdevGetBdevs(ctx, "")
 	if err != nil {
 		return Inventory{}, fmt.Errorf("list bdevs: %w", err)
 	}
-	prefix := o.lvs() + "/"
+	prefix := e.lvs() + "/"
 	for _, b := range bdevs {
 		l := b.DriverSpecific.Lvol
 		if l == nil || l.LvolStoreUUID != lvs.UUID {
@@ -79,11 +79,11 @@ func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
 			inv.Replicas = append(inv.Replicas, r)
 		}
 	}
-	if inv.Targets, err = o.raidTargets(ctx); err != nil {
+	if inv.Targets, err = e.raidTargets(ctx); err != nil {
 		return Inventory{}, err
 	}
 	// A one-replica volume is served from its lvol, without a raid.
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, "")
 	if err != nil {
 		return Inventory{}, fmt.Errorf("list subsystems: %w", err)
 	}
@@ -100,12 +100,12 @@ func (o *OSD) Inventory(ctx context.Context) (Inventory, error) {
 }
 
 // raidTargets summarises the targets this OSD serves through a raid1.
-func (o *OSD) raidTargets(ctx context.Context) ([]TargetSummary, error) {
-	raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+func (e *Engine) raidTargets(ctx context.Context) ([]TargetSummary, error) {
+	raids, err := e.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
 	if err != nil {
 		return nil, fmt.Errorf("list raids: %w", err)
 	}
-	down, err := o.downControllers(ctx)
+	down, err := e.downControllers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +133,8 @@ func (o *OSD) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 // writes), dropped out, or is being rebuilt. The operator learns of a
 // lost connection from it within a lease renewal, and writes wait for the
 // member only until then.
-func (o *OSD) DegradedTargets(ctx context.Context) ([]string, error) {
-	targets, err := o.raidTargets(ctx)
+func (e *Engine) DegradedTargets(ctx context.Context) ([]string, error) {
+	targets, err := e.raidTargets(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +150,8 @@ func (o *OSD) DegradedTargets(ctx context.Context) ([]string, error) {
 // VolumeBdevs maps each volume this OSD serves a target of to the bdev its
 // hosts' I/O reaches first: the raid1, or the lvol of a volume of one
 // replica.
-func (o *OSD) VolumeBdevs(ctx context.Context) (map[string]string, error) {
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+func (e *Engine) VolumeBdevs(ctx context.Context) (map[string]string, error) {
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list subsystems: %w", err)
 	}

@@ -111,8 +111,9 @@ type Config struct {
 	EpochFile string
 }
 
-// OSD drives one SPDK application.
-type OSD struct {
+// Engine drives the SPDK application of one OSD: its device and
+// lvstore, its replicas, the targets it runs and its snapshots.
+type Engine struct {
 	cfg  Config
 	spdk *client.Client
 
@@ -124,15 +125,15 @@ type OSD struct {
 	rebuildStart sync.Mutex
 }
 
-// New returns the OSD of cfg driving the SPDK behind spdk.
-func New(cfg Config, spdk *client.Client) *OSD {
-	return &OSD{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}}
+// New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
+func New(cfg Config, spdk *client.Client) *Engine {
+	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}}
 }
 
 const baseBdevName = "flint_base"
 
 // lvs is the name of the OSD's lvstore.
-func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
+func (e *Engine) lvs() string { return agentv1.LvstoreName(e.cfg.UID) }
 
 // Bootstrap brings SPDK to the OSD's base state: failed NVMe I/O retried
 // and unanswered commands reset (ensureNvmeOptions), the device claimed
@@ -141,26 +142,26 @@ func (o *OSD) lvs() string { return agentv1.LvstoreName(o.cfg.UID) }
 // and is what the agent runs after every SPDK start. It refuses, touching
 // nothing, a device that holds another owner's lvstore or data that is no
 // lvstore.
-func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
-	if err := o.ensureNvmeOptions(ctx); err != nil {
+func (e *Engine) Bootstrap(ctx context.Context) (types.Lvstore, error) {
+	if err := e.ensureNvmeOptions(ctx); err != nil {
 		return types.Lvstore{}, err
 	}
-	base, err := o.claimDevice(ctx)
+	base, err := e.claimDevice(ctx)
 	if err != nil {
 		return types.Lvstore{}, err
 	}
-	cache, err := o.ensureWriteCache(ctx)
-	o.mu.Lock()
-	o.writeCache = cache
-	o.mu.Unlock()
+	cache, err := e.ensureWriteCache(ctx)
+	e.mu.Lock()
+	e.writeCache = cache
+	e.mu.Unlock()
 	if err != nil {
 		return types.Lvstore{}, err
 	}
-	store, err := o.ensureLvstore(ctx, base)
+	store, err := e.ensureLvstore(ctx, base)
 	if err != nil {
 		return types.Lvstore{}, err
 	}
-	if err := o.ensureTransport(ctx); err != nil {
+	if err := e.ensureTransport(ctx); err != nil {
 		return types.Lvstore{}, err
 	}
 	return store, nil
@@ -182,8 +183,8 @@ func (o *OSD) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 // stays silent. SPDK takes the options only before the first controller,
 // so they come first here; refused, a controller exists, which only a
 // Bootstrap of this SPDK attached, after setting them.
-func (o *OSD) ensureNvmeOptions(ctx context.Context) error {
-	err := o.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{
+func (e *Engine) ensureNvmeOptions(ctx context.Context) error {
+	err := e.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{
 		BdevRetryCount: -1, NvmeErrorStat: true,
 		TimeoutUs: uint64(ioTimeout.Microseconds()), TimeoutAdminUs: uint64(adminTimeout.Microseconds()), ActionOnTimeout: "reset",
 	})
@@ -204,8 +205,8 @@ const (
 
 // claimDevice creates the device's bdev unless it exists and returns its
 // name.
-func (o *OSD) claimDevice(ctx context.Context) (string, error) {
-	d := o.cfg.Device
+func (e *Engine) claimDevice(ctx context.Context) (string, error) {
+	d := e.cfg.Device
 	switch d.Driver {
 	case DriverPCIe, DriverAIO, DriverURing, DriverMalloc:
 	default:
@@ -215,19 +216,19 @@ func (o *OSD) claimDevice(ctx context.Context) (string, error) {
 		// The controller is named after the OSD's base; its namespace 1
 		// is the base bdev.
 		name := baseBdevName + "n1"
-		if _, err := o.spdk.BdevNvmeGetControllers(ctx, baseBdevName); err == nil {
+		if _, err := e.spdk.BdevNvmeGetControllers(ctx, baseBdevName); err == nil {
 			return name, nil
 		} else if !errors.Is(err, jsonrpc.ErrNotFound) {
 			return "", fmt.Errorf("look up NVMe controller %s: %w", baseBdevName, err)
 		}
-		if _, err := o.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
+		if _, err := e.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
 			Name: baseBdevName, Trtype: "pcie", Traddr: d.PCIAddress,
 		}); err != nil {
 			return "", fmt.Errorf("attach NVMe device %s: %w", d.PCIAddress, err)
 		}
 		return name, nil
 	}
-	if _, err := o.spdk.BdevGetBdevs(ctx, baseBdevName); err == nil {
+	if _, err := e.spdk.BdevGetBdevs(ctx, baseBdevName); err == nil {
 		return baseBdevName, nil
 	} else if !errors.Is(err, jsonrpc.ErrNotFound) {
 		return "", fmt.Errorf("look up bdev %s: %w", baseBdevName, err)
@@ -235,69 +236,69 @@ func (o *OSD) claimDevice(ctx context.Context) (string, error) {
 	var err error
 	switch d.Driver {
 	case DriverAIO:
-		_, err = o.spdk.BdevAioCreate(ctx, types.BdevAioCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: BlockSize})
+		_, err = e.spdk.BdevAioCreate(ctx, types.BdevAioCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: BlockSize})
 	case DriverURing:
-		_, err = o.spdk.BdevUringCreate(ctx, types.BdevUringCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: BlockSize})
+		_, err = e.spdk.BdevUringCreate(ctx, types.BdevUringCreateRequest{Filename: d.Path, Name: baseBdevName, BlockSize: BlockSize})
 	case DriverMalloc:
-		_, err = o.spdk.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: baseBdevName, NumBlocks: d.MallocBytes / BlockSize, BlockSize: BlockSize})
+		_, err = e.spdk.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: baseBdevName, NumBlocks: d.MallocBytes / BlockSize, BlockSize: BlockSize})
 	}
 	if err != nil {
-		return "", fmt.Errorf("create %s bdev on %s: %w", d.Driver, o.deviceName(), err)
+		return "", fmt.Errorf("create %s bdev on %s: %w", d.Driver, e.deviceName(), err)
 	}
 	return baseBdevName, nil
 }
 
-func (o *OSD) deviceName() string {
-	switch o.cfg.Device.Driver {
+func (e *Engine) deviceName() string {
+	switch e.cfg.Device.Driver {
 	case DriverPCIe:
-		return o.cfg.Device.PCIAddress
+		return e.cfg.Device.PCIAddress
 	case DriverMalloc:
 		return "malloc"
 	}
-	return o.cfg.Device.Path
+	return e.cfg.Device.Path
 }
 
 // ensureLvstore loads or creates the OSD's lvstore on base.
-func (o *OSD) ensureLvstore(ctx context.Context, base string) (types.Lvstore, error) {
-	if err := o.spdk.BdevWaitForExamine(ctx); err != nil {
+func (e *Engine) ensureLvstore(ctx context.Context, base string) (types.Lvstore, error) {
+	if err := e.spdk.BdevWaitForExamine(ctx); err != nil {
 		return types.Lvstore{}, fmt.Errorf("wait for SPDK to examine %s: %w", base, err)
 	}
-	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{})
+	stores, err := e.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{})
 	if err != nil {
 		return types.Lvstore{}, fmt.Errorf("list lvstores: %w", err)
 	}
 	for _, s := range stores {
 		switch {
-		case s.BaseBdev == base && s.Name == o.lvs():
+		case s.BaseBdev == base && s.Name == e.lvs():
 			return s, nil
 		case s.BaseBdev == base:
-			return types.Lvstore{}, fmt.Errorf("%w: %s holds lvstore %q, not this OSD's %q; if its data is no longer needed, delete that lvstore or wipe the device", ErrForeignDevice, o.deviceName(), s.Name, o.lvs())
-		case s.Name == o.lvs():
-			return types.Lvstore{}, fmt.Errorf("%w: this OSD's lvstore %q is on bdev %s, not on %s", ErrConflict, s.Name, s.BaseBdev, o.deviceName())
+			return types.Lvstore{}, fmt.Errorf("%w: %s holds lvstore %q, not this OSD's %q; if its data is no longer needed, delete that lvstore or wipe the device", ErrForeignDevice, e.deviceName(), s.Name, e.lvs())
+		case s.Name == e.lvs():
+			return types.Lvstore{}, fmt.Errorf("%w: this OSD's lvstore %q is on bdev %s, not on %s", ErrConflict, s.Name, s.BaseBdev, e.deviceName())
 		}
 	}
-	bdevs, err := o.spdk.BdevGetBdevs(ctx, base)
+	bdevs, err := e.spdk.BdevGetBdevs(ctx, base)
 	if err != nil {
 		return types.Lvstore{}, fmt.Errorf("look up bdev %s: %w", base, err)
 	}
 	if bdevs[0].Claimed {
-		return types.Lvstore{}, fmt.Errorf("%w: SPDK found something on %s that claims it (a raid superblock or partitions); wipe the device if it is really free", ErrForeignDevice, o.deviceName())
+		return types.Lvstore{}, fmt.Errorf("%w: SPDK found something on %s that claims it (a raid superblock or partitions); wipe the device if it is really free", ErrForeignDevice, e.deviceName())
 	}
 	if bs := bdevs[0].BlockSize; bs != BlockSize {
-		return types.Lvstore{}, fmt.Errorf("%w: %s is formatted with %d-byte logical blocks; every OSD's lvstore has %d-byte blocks, because SPDK's raid1 mirrors only members of one block size: format its namespace with a %d-byte LBA format first (nvme id-ns -H /dev/nvmeXn1 lists them, nvme format /dev/nvmeXn1 --lbaf=N erases the drive), then bind it to vfio-pci", ErrBlockSize, o.deviceName(), bs, BlockSize, BlockSize)
+		return types.Lvstore{}, fmt.Errorf("%w: %s is formatted with %d-byte logical blocks; every OSD's lvstore has %d-byte blocks, because SPDK's raid1 mirrors only members of one block size: format its namespace with a %d-byte LBA format first (nvme id-ns -H /dev/nvmeXn1 lists them, nvme format /dev/nvmeXn1 --lbaf=N erases the drive), then bind it to vfio-pci", ErrBlockSize, e.deviceName(), bs, BlockSize, BlockSize)
 	}
-	if err := o.checkBlank(); err != nil {
+	if err := e.checkBlank(); err != nil {
 		return types.Lvstore{}, err
 	}
-	if _, err := o.spdk.BdevLvolCreateLvstore(ctx, types.BdevLvolCreateLvstoreRequest{BdevName: base, LvsName: o.lvs(), ClearMethod: "unmap"}); err != nil {
-		return types.Lvstore{}, fmt.Errorf("create lvstore %s on %s: %w", o.lvs(), o.deviceName(), err)
+	if _, err := e.spdk.BdevLvolCreateLvstore(ctx, types.BdevLvolCreateLvstoreRequest{BdevName: base, LvsName: e.lvs(), ClearMethod: "unmap"}); err != nil {
+		return types.Lvstore{}, fmt.Errorf("create lvstore %s on %s: %w", e.lvs(), e.deviceName(), err)
 	}
-	stores, err = o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+	stores, err = e.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: e.lvs()})
 	if err != nil {
-		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", e.lvs(), err)
 	}
 	if lvs := stores[0]; lvs.ClusterSize == 0 || lvs.BlockSize == 0 {
-		return types.Lvstore{}, fmt.Errorf("SPDK reports lvstore %s with cluster size %d and block size %d: an answer no SPDK gives; check the SPDK version", o.lvs(), lvs.ClusterSize, lvs.BlockSize)
+		return types.Lvstore{}, fmt.Errorf("SPDK reports lvstore %s with cluster size %d and block size %d: an answer no SPDK gives; check the SPDK version", e.lvs(), lvs.ClusterSize, lvs.BlockSize)
 	}
 	return stores[0], nil
 }
@@ -310,8 +311,8 @@ const blankProbe = 1 << 20
 // a partition table, anything Flint did not write. PCIe devices belong to
 // the user-space driver and cannot be read from here; SPDK's own examine
 // (lvstore, raid, GPT) guards them.
-func (o *OSD) checkBlank() error {
-	d := o.cfg.Device
+func (e *Engine) checkBlank() error {
+	d := e.cfg.Device
 	if d.Driver != DriverAIO && d.Driver != DriverURing {
 		return nil
 	}
@@ -334,16 +335,16 @@ func (o *OSD) checkBlank() error {
 // ensureTransport creates the listener's transport with the OSD's tuning.
 // A transport that exists with other settings cannot be changed while
 // SPDK runs.
-func (o *OSD) ensureTransport(ctx context.Context) error {
-	tr := o.cfg.Listener.Transport
+func (e *Engine) ensureTransport(ctx context.Context) error {
+	tr := e.cfg.Listener.Transport
 	want := types.NvmfCreateTransportRequest{
-		Trtype: trtype(tr), IOUnitSize: o.cfg.Tuning.IOUnitSize, InCapsuleDataSize: o.cfg.Tuning.InCapsuleDataSize,
-		NumSharedBuffers: o.cfg.Tuning.NumSharedBuffers, BufCacheSize: o.cfg.Tuning.BufCacheSize, MaxQueueDepth: o.cfg.Tuning.MaxQueueDepth,
+		Trtype: trtype(tr), IOUnitSize: e.cfg.Tuning.IOUnitSize, InCapsuleDataSize: e.cfg.Tuning.InCapsuleDataSize,
+		NumSharedBuffers: e.cfg.Tuning.NumSharedBuffers, BufCacheSize: e.cfg.Tuning.BufCacheSize, MaxQueueDepth: e.cfg.Tuning.MaxQueueDepth,
 	}
-	have, err := o.spdk.NvmfGetTransports(ctx, trtype(tr))
+	have, err := e.spdk.NvmfGetTransports(ctx, trtype(tr))
 	switch {
 	case errors.Is(err, jsonrpc.ErrNotFound):
-		if err := o.spdk.NvmfCreateTransport(ctx, want); err != nil {
+		if err := e.spdk.NvmfCreateTransport(ctx, want); err != nil {
 			return fmt.Errorf("create the %s transport: %w", tr, err)
 		}
 		return nil
@@ -376,19 +377,19 @@ func trtype(transport string) string {
 }
 
 // Lvstore reads the OSD's lvstore: its capacity and free space.
-func (o *OSD) Lvstore(ctx context.Context) (types.Lvstore, error) {
-	stores, err := o.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: o.lvs()})
+func (e *Engine) Lvstore(ctx context.Context) (types.Lvstore, error) {
+	stores, err := e.spdk.BdevLvolGetLvstores(ctx, types.LvstoreSelector{LvsName: e.lvs()})
 	if errors.Is(err, jsonrpc.ErrNotFound) {
-		return types.Lvstore{}, fmt.Errorf("%w: lvstore %s is not loaded (SPDK restarted?); retry once the agent bootstrapped it again", ErrNotBootstrapped, o.lvs())
+		return types.Lvstore{}, fmt.Errorf("%w: lvstore %s is not loaded (SPDK restarted?); retry once the agent bootstrapped it again", ErrNotBootstrapped, e.lvs())
 	}
 	if err != nil {
-		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", o.lvs(), err)
+		return types.Lvstore{}, fmt.Errorf("read lvstore %s: %w", e.lvs(), err)
 	}
 	if lvs := stores[0]; lvs.ClusterSize == 0 || lvs.BlockSize == 0 {
-		return types.Lvstore{}, fmt.Errorf("SPDK reports lvstore %s with cluster size %d and block size %d: an answer no SPDK gives; check the SPDK version", o.lvs(), lvs.ClusterSize, lvs.BlockSize)
+		return types.Lvstore{}, fmt.Errorf("SPDK reports lvstore %s with cluster size %d and block size %d: an answer no SPDK gives; check the SPDK version", e.lvs(), lvs.ClusterSize, lvs.BlockSize)
 	}
 	return stores[0], nil
 }
 
 // Endpoint is the OSD's NVMe-oF listener.
-func (o *OSD) Endpoint() Export { return o.export("") }
+func (e *Engine) Endpoint() Subsystem { return e.export("") }

@@ -76,7 +76,7 @@ func (r *rig) file(name string, size int64) string {
 	return path
 }
 
-func (r *rig) osd(uid, path string, tuning Tuning) *OSD {
+func (r *rig) osd(uid, path string, tuning Tuning) *Engine {
 	return New(Config{
 		UID:      uid,
 		Device:   Device{Driver: DriverAIO, Path: path},
@@ -247,7 +247,7 @@ func TestReplicas(t *testing.T) {
 
 // exportedReplica is a bootstrapped OSD with replica pvc-1 of 64 MiB
 // exported to hostA.
-func exportedReplica(t *testing.T) (*rig, *OSD, Export) {
+func exportedReplica(t *testing.T) (*rig, *Engine, Subsystem) {
 	t.Helper()
 	ctx := context.Background()
 	r := newRig(t)
@@ -319,7 +319,7 @@ func TestExportRefusesAnOlderEpoch(t *testing.T) {
 		return subs[0].HostNQNs()
 	}
 	restarted := New(cfg, r.spdk)
-	for name, agent := range map[string]*OSD{"the agent": o, "a restarted agent": restarted} {
+	for name, agent := range map[string]*Engine{"the agent": o, "a restarted agent": restarted} {
 		if _, err := agent.ExportReplica(ctx, "pvc-1", hostA, 1); !errors.Is(err, ErrStaleEpoch) {
 			t.Errorf("%s exported for epoch 1 after epoch 2: %v, want %v", name, err, ErrStaleEpoch)
 		}

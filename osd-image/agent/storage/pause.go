@@ -43,45 +43,45 @@ const drainPoll = 10 * time.Millisecond
 // connection is down holds writes, which would never drain
 // (*MembersHeldError). A volume not served here is ErrNotFound; the wait
 // ends with ctx, the listener then stays removed: resume it.
-func (o *OSD) PauseTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
+func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
 	if err := checkVolumeName(volume); err != nil {
 		return Stopped{}, err
 	}
-	sub, err := o.servedSubsystem(ctx, volume)
+	sub, err := e.servedSubsystem(ctx, volume)
 	if err != nil {
 		return Stopped{}, err
 	}
 	nqn := sub.NQN
-	held, err := o.heldMembers(ctx, volume, memberOSDs)
+	held, err := e.heldMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
 	}
 	if len(held) > 0 {
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: held}
 	}
-	if want := o.listenAddress(); listensOn(sub, want) {
-		if err := o.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {
+	if want := e.listenAddress(); listensOn(sub, want) {
+		if err := e.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {
 			return Stopped{}, fmt.Errorf("remove the listener of %s: %w", nqn, err)
 		}
 	}
-	if err := o.waitHostsGone(ctx, nqn); err != nil {
+	if err := e.waitHostsGone(ctx, nqn); err != nil {
 		return Stopped{}, err
 	}
-	st, err := o.inSyncMembers(ctx, volume, memberOSDs)
+	st, err := e.inSyncMembers(ctx, volume, memberOSDs)
 	if err != nil || st.RaidFound {
 		return st, err
 	}
 	// No raid: a volume of one replica exports its lvol itself.
-	if _, err := o.replicaBdev(ctx, volume); err != nil {
+	if _, err := e.replicaBdev(ctx, volume); err != nil {
 		return Stopped{}, err
 	}
-	return Stopped{InSync: []string{o.cfg.UID}}, nil
+	return Stopped{InSync: []string{e.cfg.UID}}, nil
 }
 
 // waitHostsGone waits until SPDK lists no host controller on nqn.
-func (o *OSD) waitHostsGone(ctx context.Context, nqn string) error {
+func (e *Engine) waitHostsGone(ctx context.Context, nqn string) error {
 	for {
-		ctrlrs, err := o.spdk.NvmfSubsystemGetControllers(ctx, nqn)
+		ctrlrs, err := e.spdk.NvmfSubsystemGetControllers(ctx, nqn)
 		if err != nil {
 			return fmt.Errorf("list the controllers of %s: %w", nqn, err)
 		}
@@ -99,22 +99,22 @@ func (o *OSD) waitHostsGone(ctx context.Context, nqn string) error {
 // ResumeTarget lets volume's hosts back in after PauseTarget: it adds the
 // volume's listener again. A listener already there is success; a volume
 // not served here is ErrNotFound.
-func (o *OSD) ResumeTarget(ctx context.Context, volume string) error {
+func (e *Engine) ResumeTarget(ctx context.Context, volume string) error {
 	if err := checkVolumeName(volume); err != nil {
 		return err
 	}
-	sub, err := o.servedSubsystem(ctx, volume)
+	sub, err := e.servedSubsystem(ctx, volume)
 	if err != nil {
 		return err
 	}
-	return o.ensureListener(ctx, sub)
+	return e.ensureListener(ctx, sub)
 }
 
 // servedSubsystem is the subsystem hosts reach volume by here; a volume
 // not served here is ErrNotFound.
-func (o *OSD) servedSubsystem(ctx context.Context, volume string) (types.NvmfSubsystem, error) {
+func (e *Engine) servedSubsystem(ctx context.Context, volume string) (types.NvmfSubsystem, error) {
 	nqn := agentv1.VolumeNQN(volume)
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, nqn)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		return types.NvmfSubsystem{}, fmt.Errorf("%w: volume %s is not served by this OSD", ErrNotFound, volume)
 	}

@@ -42,36 +42,37 @@ type Replica struct {
 	AllocatedBytes uint64
 }
 
-// Export is where a replica is reached.
-type Export struct {
+// Subsystem is an NVMe-oF subsystem and where it listens: how a target
+// reaches a replica, and a host the volume.
+type Subsystem struct {
 	NQN       string
 	Transport string
 	Address   string
 	Port      int
 }
 
-func (o *OSD) lvolAlias(volume string) string { return o.lvs() + "/" + volume }
+func (e *Engine) lvolAlias(volume string) string { return e.lvs() + "/" + volume }
 
 // replica reads a volume's replica; ErrNotFound when there is none.
-func (o *OSD) replica(ctx context.Context, volume string) (Replica, types.Bdev, error) {
-	b, err := o.replicaBdev(ctx, volume)
+func (e *Engine) replica(ctx context.Context, volume string) (Replica, types.Bdev, error) {
+	b, err := e.replicaBdev(ctx, volume)
 	if err != nil {
 		return Replica{}, types.Bdev{}, err
 	}
-	lvs, err := o.Lvstore(ctx)
+	lvs, err := e.Lvstore(ctx)
 	if err != nil {
 		return Replica{}, types.Bdev{}, err
 	}
-	return o.replicaOf(volume, b, lvs), b, nil
+	return e.replicaOf(volume, b, lvs), b, nil
 }
 
 // replicaBdev reads a volume's replica's bdev; ErrNotFound when there is
 // none.
-func (o *OSD) replicaBdev(ctx context.Context, volume string) (types.Bdev, error) {
-	bdevs, err := o.spdk.BdevGetBdevs(ctx, o.lvolAlias(volume))
+func (e *Engine) replicaBdev(ctx context.Context, volume string) (types.Bdev, error) {
+	bdevs, err := e.spdk.BdevGetBdevs(ctx, e.lvolAlias(volume))
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		// No lvol is "no replica" only while the lvstore is loaded.
-		if _, lerr := o.Lvstore(ctx); lerr != nil {
+		if _, lerr := e.Lvstore(ctx); lerr != nil {
 			return types.Bdev{}, lerr
 		}
 		return types.Bdev{}, fmt.Errorf("%w: no replica of volume %s on this OSD", ErrNotFound, volume)
@@ -83,8 +84,8 @@ func (o *OSD) replicaBdev(ctx context.Context, volume string) (types.Bdev, error
 }
 
 // replicaOf is the replica whose lvol is b on lvs.
-func (o *OSD) replicaOf(volume string, b types.Bdev, lvs types.Lvstore) Replica {
-	r := Replica{Volume: volume, Lvol: o.lvolAlias(volume), SizeBytes: b.SizeBytes()}
+func (e *Engine) replicaOf(volume string, b types.Bdev, lvs types.Lvstore) Replica {
+	r := Replica{Volume: volume, Lvol: e.lvolAlias(volume), SizeBytes: b.SizeBytes()}
 	if b.DriverSpecific.Lvol != nil {
 		r.AllocatedBytes = b.DriverSpecific.Lvol.NumAllocatedClusters * lvs.ClusterSize
 	}
@@ -99,7 +100,7 @@ func clusterRound(lvs types.Lvstore, size uint64) uint64 {
 
 // CreateReplica makes a thin lvol of sizeBytes for volume. A replica of the
 // same size is success; one of another size is ErrConflict.
-func (o *OSD) CreateReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
+func (e *Engine) CreateReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
 	if err := checkVolumeName(volume); err != nil {
 		return Replica{}, err
 	}
@@ -108,75 +109,75 @@ func (o *OSD) CreateReplica(ctx context.Context, volume string, sizeBytes uint64
 	}
 	// The lvstore is read once: its cluster size rounds the size, and an
 	// lvstore just read loaded tells a missing lvol from an unloaded one.
-	lvs, err := o.Lvstore(ctx)
+	lvs, err := e.Lvstore(ctx)
 	if err != nil {
 		return Replica{}, err
 	}
 	want := clusterRound(lvs, sizeBytes)
-	bdevs, err := o.spdk.BdevGetBdevs(ctx, o.lvolAlias(volume))
+	bdevs, err := e.spdk.BdevGetBdevs(ctx, e.lvolAlias(volume))
 	switch {
 	case err == nil && bdevs[0].SizeBytes() == want:
-		return o.replicaOf(volume, bdevs[0], lvs), nil
+		return e.replicaOf(volume, bdevs[0], lvs), nil
 	case err == nil:
 		return Replica{}, fmt.Errorf("%w: replica %s has %d bytes, not %d; resize it instead", ErrConflict, volume, bdevs[0].SizeBytes(), sizeBytes)
 	case !errors.Is(err, jsonrpc.ErrNotFound):
 		return Replica{}, fmt.Errorf("look up replica %s: %w", volume, err)
 	}
-	if _, err := o.spdk.BdevLvolCreate(ctx, types.BdevLvolCreateRequest{
-		LvolName: volume, SizeInMiB: (sizeBytes + mib - 1) / mib, ThinProvision: true, LvsName: o.lvs(),
+	if _, err := e.spdk.BdevLvolCreate(ctx, types.BdevLvolCreateRequest{
+		LvolName: volume, SizeInMiB: (sizeBytes + mib - 1) / mib, ThinProvision: true, LvsName: e.lvs(),
 	}); err != nil {
 		return Replica{}, fmt.Errorf("create replica %s: %w", volume, err)
 	}
-	b, err := o.replicaBdev(ctx, volume)
+	b, err := e.replicaBdev(ctx, volume)
 	if err != nil {
 		return Replica{}, err
 	}
-	return o.replicaOf(volume, b, lvs), nil
+	return e.replicaOf(volume, b, lvs), nil
 }
 
 // ResizeReplica grows a replica to sizeBytes. A replica already of that
 // size is left alone; shrinking is refused.
-func (o *OSD) ResizeReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
-	b, err := o.replicaBdev(ctx, volume)
+func (e *Engine) ResizeReplica(ctx context.Context, volume string, sizeBytes uint64) (Replica, error) {
+	b, err := e.replicaBdev(ctx, volume)
 	if err != nil {
 		return Replica{}, err
 	}
-	lvs, err := o.Lvstore(ctx)
+	lvs, err := e.Lvstore(ctx)
 	if err != nil {
 		return Replica{}, err
 	}
-	r, want := o.replicaOf(volume, b, lvs), clusterRound(lvs, sizeBytes)
+	r, want := e.replicaOf(volume, b, lvs), clusterRound(lvs, sizeBytes)
 	switch {
 	case want == r.SizeBytes:
 		return r, nil
 	case want < r.SizeBytes:
 		return Replica{}, fmt.Errorf("%w: replica %s has %d bytes; shrinking to %d would lose data", ErrInvalid, volume, r.SizeBytes, sizeBytes)
 	}
-	if err := o.spdk.BdevLvolResize(ctx, r.Lvol, (sizeBytes+mib-1)/mib); err != nil {
+	if err := e.spdk.BdevLvolResize(ctx, r.Lvol, (sizeBytes+mib-1)/mib); err != nil {
 		return Replica{}, fmt.Errorf("resize replica %s: %w", volume, err)
 	}
-	if b, err = o.replicaBdev(ctx, volume); err != nil {
+	if b, err = e.replicaBdev(ctx, volume); err != nil {
 		return Replica{}, err
 	}
-	return o.replicaOf(volume, b, lvs), nil
+	return e.replicaOf(volume, b, lvs), nil
 }
 
 // DeleteReplica removes a replica's export and its lvol. A missing replica
 // is success. A replica that is a member of this OSD's raid for the volume
 // is refused: delete the target first.
-func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
-	b, err := o.replicaBdev(ctx, volume)
+func (e *Engine) DeleteReplica(ctx context.Context, volume string) error {
+	b, err := e.replicaBdev(ctx, volume)
 	if errors.Is(err, ErrNotFound) {
-		return o.UnexportReplica(ctx, volume)
+		return e.UnexportReplica(ctx, volume)
 	}
 	if err != nil {
 		return err
 	}
 	if b.Claimed {
-		if subs, err := o.spdk.NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume)); err == nil && len(subs[0].Namespaces) > 0 && subs[0].Namespaces[0].BdevName == b.Name {
+		if subs, err := e.spdk.NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume)); err == nil && len(subs[0].Namespaces) > 0 && subs[0].Namespaces[0].BdevName == b.Name {
 			return fmt.Errorf("%w: replica %s is exported as its volume's target; delete the target first", ErrInUse, volume)
 		}
-		raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+		raids, err := e.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
 		if err != nil {
 			return fmt.Errorf("list raids: %w", err)
 		}
@@ -188,17 +189,17 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 			}
 		}
 	}
-	if err := o.UnexportReplica(ctx, volume); err != nil {
+	if err := e.UnexportReplica(ctx, volume); err != nil {
 		return err
 	}
-	if err := o.spdk.BdevLvolDelete(ctx, o.lvolAlias(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if err := e.spdk.BdevLvolDelete(ctx, e.lvolAlias(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return fmt.Errorf("delete replica %s: %w", volume, err)
 	}
-	if err := o.epochs.lock(); err != nil {
+	if err := e.epochs.lock(); err != nil {
 		return err
 	}
-	defer o.epochs.unlock()
-	return o.epochs.forget(volume)
+	defer e.epochs.unlock()
+	return e.epochs.forget(volume)
 }
 
 // ExportReplica exports a replica to exactly one host: the NQN of the OSD
@@ -207,17 +208,17 @@ func (o *OSD) DeleteReplica(ctx context.Context, volume string) error {
 // epoch below the highest the replica was exported for is refused
 // (ErrStaleEpoch): the caller's view of the volume is stale. An export of
 // an earlier lvol of the volume (under another NQN) goes.
-func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string, epoch uint32) (Export, error) {
-	if err := o.epochs.lock(); err != nil {
-		return Export{}, err
+func (e *Engine) ExportReplica(ctx context.Context, volume, targetHostNQN string, epoch uint32) (Subsystem, error) {
+	if err := e.epochs.lock(); err != nil {
+		return Subsystem{}, err
 	}
-	defer o.epochs.unlock()
-	if err := o.epochs.admit(volume, epoch); err != nil {
-		return Export{}, err
+	defer e.epochs.unlock()
+	if err := e.epochs.admit(volume, epoch); err != nil {
+		return Subsystem{}, err
 	}
-	b, err := o.replicaBdev(ctx, volume)
+	b, err := e.replicaBdev(ctx, volume)
 	if err != nil {
-		return Export{}, err
+		return Subsystem{}, err
 	}
 	nqn := agentv1.ReplicaNQN(volume, b.UUID)
 	// An export of an earlier lvol of the volume can only predate this
@@ -227,36 +228,36 @@ func (o *OSD) ExportReplica(ctx context.Context, volume, targetHostNQN string, e
 	// SPDK's app thread in proportion to the OSD's volumes. It is looked
 	// for before this export is made, so that a failed clean-up leaves
 	// the export unmade and the next call looks again.
-	if _, err := o.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
-		if err := o.unexportReplicaBut(ctx, volume, nqn); err != nil {
-			return Export{}, err
+	if _, err := e.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
+		if err := e.unexportReplicaBut(ctx, volume, nqn); err != nil {
+			return Subsystem{}, err
 		}
 	} else if err != nil {
-		return Export{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
+		return Subsystem{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
-	if err := o.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
-		return Export{}, err
+	if err := e.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
+		return Subsystem{}, err
 	}
-	if _, err := o.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
-		return Export{}, err
+	if _, err := e.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
+		return Subsystem{}, err
 	}
-	return o.export(nqn), nil
+	return e.export(nqn), nil
 }
 
 // UnexportReplica deletes a replica's subsystem; a missing one is success.
-func (o *OSD) UnexportReplica(ctx context.Context, volume string) error {
-	return o.unexportReplicaBut(ctx, volume, "")
+func (e *Engine) UnexportReplica(ctx context.Context, volume string) error {
+	return e.unexportReplicaBut(ctx, volume, "")
 }
 
 // unexportReplicaBut deletes every export of volume's replica except keep.
-func (o *OSD) unexportReplicaBut(ctx context.Context, volume, keep string) error {
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+func (e *Engine) unexportReplicaBut(ctx context.Context, volume, keep string) error {
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, "")
 	if err != nil {
 		return fmt.Errorf("list subsystems: %w", err)
 	}
 	for _, s := range subs {
 		if strings.HasPrefix(s.NQN, agentv1.ReplicaNQNPrefix(volume)) && s.NQN != keep {
-			if err := o.deleteSubsystem(ctx, s.NQN); err != nil {
+			if err := e.deleteSubsystem(ctx, s.NQN); err != nil {
 				return err
 			}
 		}
@@ -264,13 +265,13 @@ func (o *OSD) unexportReplicaBut(ctx context.Context, volume, keep string) error
 	return nil
 }
 
-func (o *OSD) export(nqn string) Export {
-	l := o.cfg.Listener
-	return Export{NQN: nqn, Transport: l.Transport, Address: l.Address, Port: l.Port}
+func (e *Engine) export(nqn string) Subsystem {
+	l := e.cfg.Listener
+	return Subsystem{NQN: nqn, Transport: l.Transport, Address: l.Address, Port: l.Port}
 }
 
-func (o *OSD) listenAddress() types.ListenAddress {
-	l := o.cfg.Listener
+func (e *Engine) listenAddress() types.ListenAddress {
+	l := e.cfg.Listener
 	return types.ListenAddress{Trtype: l.Transport, Adrfam: "ipv4", Traddr: l.Address, Trsvcid: strconv.Itoa(l.Port)}
 }
 
@@ -293,23 +294,23 @@ type subsystemSpec struct {
 // another bdev or another identity is a conflict, never changed under a
 // host; one numbering its controllers from another range belongs to an
 // earlier incarnation of the target and is created again.
-func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
+func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 	nqn := spec.NQN
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, nqn)
 	if err == nil && spec.MinCntlid != 0 && (subs[0].MinCntlid != spec.MinCntlid || subs[0].MaxCntlid != spec.MaxCntlid) {
-		if err := o.deleteSubsystem(ctx, nqn); err != nil {
+		if err := e.deleteSubsystem(ctx, nqn); err != nil {
 			return fmt.Errorf("replace subsystem %s of an earlier incarnation (controller ids %d-%d, now %d-%d): %w", nqn, subs[0].MinCntlid, subs[0].MaxCntlid, spec.MinCntlid, spec.MaxCntlid, err)
 		}
 		err = jsonrpc.ErrNotFound // created again below
 	}
 	if errors.Is(err, jsonrpc.ErrNotFound) {
-		if err := o.spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{
+		if err := e.spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{
 			NQN: nqn, SerialNumber: spec.Serial, ModelNumber: spec.Model, AllowAnyHost: false,
 			MinCntlid: spec.MinCntlid, MaxCntlid: spec.MaxCntlid,
 		}); err != nil {
 			return fmt.Errorf("create subsystem %s: %w", nqn, err)
 		}
-		subs, err = o.spdk.NvmfGetSubsystems(ctx, nqn)
+		subs, err = e.spdk.NvmfGetSubsystems(ctx, nqn)
 	}
 	if err != nil {
 		return fmt.Errorf("read subsystem %s: %w", nqn, err)
@@ -322,7 +323,7 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 		if id := spec.Identity; id != nil {
 			ns.UUID, ns.NGUID, ns.EUI64 = id.UUID, id.NGUID, id.EUI64
 		}
-		if _, err := o.spdk.NvmfSubsystemAddNs(ctx, nqn, ns); err != nil {
+		if _, err := e.spdk.NvmfSubsystemAddNs(ctx, nqn, ns); err != nil {
 			return fmt.Errorf("add %s to subsystem %s: %w", spec.Bdev, nqn, err)
 		}
 		added = true
@@ -336,20 +337,20 @@ func (o *OSD) ensureSubsystem(ctx context.Context, spec subsystemSpec) error {
 	if spec.LatencyHistogram {
 		// A namespace added now has new channels, which a histogram left
 		// on from an earlier export would not cover until set afresh.
-		if err := o.keepLatencyHistogram(ctx, spec.Bdev, added); err != nil {
+		if err := e.keepLatencyHistogram(ctx, spec.Bdev, added); err != nil {
 			return err
 		}
 	}
-	return o.ensureListener(ctx, sub)
+	return e.ensureListener(ctx, sub)
 }
 
 // ensureListener makes sub listen on the OSD's listener.
-func (o *OSD) ensureListener(ctx context.Context, sub types.NvmfSubsystem) error {
-	want := o.listenAddress()
+func (e *Engine) ensureListener(ctx context.Context, sub types.NvmfSubsystem) error {
+	want := e.listenAddress()
 	if listensOn(sub, want) {
 		return nil
 	}
-	if err := o.spdk.NvmfSubsystemAddListener(ctx, sub.NQN, want); err != nil {
+	if err := e.spdk.NvmfSubsystemAddListener(ctx, sub.NQN, want); err != nil {
 		return fmt.Errorf("listen for %s on %s:%s: %w", sub.NQN, want.Traddr, want.Trsvcid, err)
 	}
 	return nil
@@ -375,15 +376,15 @@ const (
 // keepLatencyHistogram turns bdev's latency histogram on; SPDK keeps the
 // counts of one turned on again while on. With reset it is first turned
 // off, which empties it and sizes it afresh for every channel.
-func (o *OSD) keepLatencyHistogram(ctx context.Context, bdev string, reset bool) error {
+func (e *Engine) keepLatencyHistogram(ctx context.Context, bdev string, reset bool) error {
 	req := types.BdevEnableHistogramRequest{Name: bdev, Granularity: histogramGranularity, MinNsec: histogramMinNsec, MaxNsec: histogramMaxNsec}
 	if reset {
-		if err := o.spdk.BdevEnableHistogram(ctx, req); err != nil {
+		if err := e.spdk.BdevEnableHistogram(ctx, req); err != nil {
 			return fmt.Errorf("turn the latency histogram of %s off: %w", bdev, err)
 		}
 	}
 	req.Enable = true
-	if err := o.spdk.BdevEnableHistogram(ctx, req); err != nil {
+	if err := e.spdk.BdevEnableHistogram(ctx, req); err != nil {
 		return fmt.Errorf("turn the latency histogram of %s on: %w", bdev, err)
 	}
 	return nil
@@ -398,37 +399,37 @@ func sameIdentity(ns types.NvmfNamespace, id agentv1.Identity) bool {
 // setHosts makes hosts the exact allow-list of nqn: it adds the missing
 // first, then removes the others. It returns the allow-list SPDK holds
 // afterwards, read back: what the caller reports is what SPDK enforces.
-func (o *OSD) setHosts(ctx context.Context, nqn string, hosts []string) ([]string, error) {
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, nqn)
+func (e *Engine) setHosts(ctx context.Context, nqn string, hosts []string) ([]string, error) {
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, nqn)
 	if err != nil {
 		return nil, fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
 	have := subs[0].HostNQNs()
 	for _, h := range hosts {
 		if !slices.Contains(have, h) {
-			if err := o.spdk.NvmfSubsystemAddHost(ctx, nqn, h); err != nil {
+			if err := e.spdk.NvmfSubsystemAddHost(ctx, nqn, h); err != nil {
 				return nil, fmt.Errorf("allow host %s on %s: %w", h, nqn, err)
 			}
 		}
 	}
 	for _, h := range have {
 		if !slices.Contains(hosts, h) {
-			if err := o.spdk.NvmfSubsystemRemoveHost(ctx, nqn, h); err != nil {
+			if err := e.spdk.NvmfSubsystemRemoveHost(ctx, nqn, h); err != nil {
 				return nil, fmt.Errorf("disallow host %s on %s: %w", h, nqn, err)
 			}
 		}
 	}
-	if subs, err = o.spdk.NvmfGetSubsystems(ctx, nqn); err != nil {
+	if subs, err = e.spdk.NvmfGetSubsystems(ctx, nqn); err != nil {
 		return nil, fmt.Errorf("read back subsystem %s: %w", nqn, err)
 	}
 	return subs[0].HostNQNs(), nil
 }
 
-func (o *OSD) deleteSubsystem(ctx context.Context, nqn string) error {
-	if _, err := o.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
+func (e *Engine) deleteSubsystem(ctx context.Context, nqn string) error {
+	if _, err := e.spdk.NvmfGetSubsystems(ctx, nqn); errors.Is(err, jsonrpc.ErrNotFound) {
 		return nil
 	}
-	if err := o.spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
+	if err := e.spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
 		return fmt.Errorf("delete subsystem %s: %w", nqn, err)
 	}
 	return nil

@@ -38,32 +38,32 @@ type Snapshot struct {
 // CreateSnapshot snapshots volume's replica as name. Repeating it for a
 // snapshot that is already in the replica's history is success; a name
 // used by anything else is ErrConflict.
-func (o *OSD) CreateSnapshot(ctx context.Context, volume, name string) (Snapshot, error) {
+func (e *Engine) CreateSnapshot(ctx context.Context, volume, name string) (Snapshot, error) {
 	if err := checkVolumeName(name); err != nil {
 		return Snapshot{}, err
 	}
-	_, vol, err := o.replica(ctx, volume)
+	_, vol, err := e.replica(ctx, volume)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	s, snap, err := o.replica(ctx, name)
+	s, snap, err := e.replica(ctx, name)
 	switch {
-	case err == nil && isSnapshot(snap) && o.inHistory(ctx, vol, name):
+	case err == nil && isSnapshot(snap) && e.inHistory(ctx, vol, name):
 		return snapshotOf(s), nil
 	case err == nil:
 		return Snapshot{}, fmt.Errorf("%w: %s exists on this OSD and is not a snapshot of volume %s", ErrConflict, name, volume)
 	case !errors.Is(err, ErrNotFound):
 		return Snapshot{}, err
 	}
-	if _, err := o.spdk.BdevLvolSnapshot(ctx, o.lvolAlias(volume), name); err != nil {
+	if _, err := e.spdk.BdevLvolSnapshot(ctx, e.lvolAlias(volume), name); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot replica %s as %s: %w", volume, name, err)
 	}
-	s, _, err = o.replica(ctx, name)
+	s, _, err = e.replica(ctx, name)
 	return snapshotOf(s), err
 }
 
 // inHistory reports whether snapshot is an ancestor of the lvol b.
-func (o *OSD) inHistory(ctx context.Context, b types.Bdev, snapshot string) bool {
+func (e *Engine) inHistory(ctx context.Context, b types.Bdev, snapshot string) bool {
 	// A chain is as long as the snapshots taken; the bound guards a
 	// malformed answer only.
 	for range 1024 {
@@ -74,7 +74,7 @@ func (o *OSD) inHistory(ctx context.Context, b types.Bdev, snapshot string) bool
 		if l.BaseSnapshot == snapshot {
 			return true
 		}
-		_, parent, err := o.replica(ctx, l.BaseSnapshot)
+		_, parent, err := e.replica(ctx, l.BaseSnapshot)
 		if err != nil {
 			return false
 		}
@@ -86,11 +86,11 @@ func (o *OSD) inHistory(ctx context.Context, b types.Bdev, snapshot string) bool
 // CloneSnapshot makes volume's replica a thin clone of snapshot: it reads
 // as the snapshot did and allocates only what is written after. Repeating
 // it is success; a replica of that name with another origin is ErrConflict.
-func (o *OSD) CloneSnapshot(ctx context.Context, snapshot, volume string) (Replica, error) {
+func (e *Engine) CloneSnapshot(ctx context.Context, snapshot, volume string) (Replica, error) {
 	if err := checkVolumeName(volume); err != nil {
 		return Replica{}, err
 	}
-	_, snap, err := o.replica(ctx, snapshot)
+	_, snap, err := e.replica(ctx, snapshot)
 	if errors.Is(err, ErrNotFound) {
 		return Replica{}, fmt.Errorf("%w: no snapshot %s on this OSD", ErrNotFound, snapshot)
 	}
@@ -100,7 +100,7 @@ func (o *OSD) CloneSnapshot(ctx context.Context, snapshot, volume string) (Repli
 	if !isSnapshot(snap) {
 		return Replica{}, fmt.Errorf("%w: %s is a volume's replica, not a snapshot; snapshot it first", ErrInvalid, snapshot)
 	}
-	r, b, err := o.replica(ctx, volume)
+	r, b, err := e.replica(ctx, volume)
 	switch {
 	case err == nil && b.DriverSpecific.Lvol != nil && b.DriverSpecific.Lvol.BaseSnapshot == snapshot:
 		return r, nil
@@ -109,18 +109,18 @@ func (o *OSD) CloneSnapshot(ctx context.Context, snapshot, volume string) (Repli
 	case !errors.Is(err, ErrNotFound):
 		return Replica{}, err
 	}
-	if _, err := o.spdk.BdevLvolClone(ctx, o.lvolAlias(snapshot), volume); err != nil {
+	if _, err := e.spdk.BdevLvolClone(ctx, e.lvolAlias(snapshot), volume); err != nil {
 		return Replica{}, fmt.Errorf("clone %s as %s: %w", snapshot, volume, err)
 	}
-	r, _, err = o.replica(ctx, volume)
+	r, _, err = e.replica(ctx, volume)
 	return r, err
 }
 
 // DeleteSnapshot removes a snapshot; a missing one is success. A snapshot
 // with one clone is merged into it, as SPDK does; one with more clones is
 // ErrInUse.
-func (o *OSD) DeleteSnapshot(ctx context.Context, name string) error {
-	_, snap, err := o.replica(ctx, name)
+func (e *Engine) DeleteSnapshot(ctx context.Context, name string) error {
+	_, snap, err := e.replica(ctx, name)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -133,7 +133,7 @@ func (o *OSD) DeleteSnapshot(ctx context.Context, name string) error {
 	if n := len(snap.DriverSpecific.Lvol.Clones); n > 1 {
 		return fmt.Errorf("%w: snapshot %s has %d clones; delete all but one first", ErrInUse, name, n)
 	}
-	if err := o.spdk.BdevLvolDelete(ctx, o.lvolAlias(name)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if err := e.spdk.BdevLvolDelete(ctx, e.lvolAlias(name)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return fmt.Errorf("delete snapshot %s: %w", name, err)
 	}
 	return nil

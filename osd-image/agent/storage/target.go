@@ -44,12 +44,12 @@ const (
 	fastIOFailTimeoutSec = 0
 )
 
-// Member is one replica of a volume as its target sees it.
-type Member struct {
+// MemberSpec is one replica of a volume as its target is told of it.
+type MemberSpec struct {
 	// OSD is the uid of the OSD holding the replica.
 	OSD string
 	// Export is where a remote replica is reached; empty for the local one.
-	Export Export
+	Export Subsystem
 	// InSync says the replica holds every write the volume acknowledged.
 	// Only in-sync replicas assemble a raid; the others are rebuilt from
 	// them, one at a time.
@@ -71,7 +71,7 @@ type TargetSpec struct {
 	// Epoch counts the target's incarnations (1, 2, ...): it picks the
 	// controller-id range of the volume's subsystem (agentv1.CntlidRange).
 	Epoch   uint32
-	Members []Member
+	Members []MemberSpec
 	// Hosts are the NQNs allowed to connect: the nodes the volume is
 	// published to.
 	Hosts []string
@@ -84,17 +84,17 @@ type TargetSpec struct {
 	RebuildMaxMiBPerSec uint32
 }
 
-// MemberStatus is one replica's place in the target.
-type MemberStatus struct {
+// TargetMember is one replica's place in the target, as it found it.
+type TargetMember struct {
 	OSD            string
 	State          agentv1.MemberState
 	RebuildPercent int
 }
 
-// TargetStatus is what a target serves and how healthy it is.
-type TargetStatus struct {
-	Export  Export
-	Members []MemberStatus
+// Target is what a target serves and how healthy it is.
+type Target struct {
+	Export  Subsystem
+	Members []TargetMember
 	// SizeBytes is what the raid exports: its smallest member's size, so
 	// a resize shows once every replica grew.
 	SizeBytes uint64
@@ -104,8 +104,8 @@ type TargetStatus struct {
 }
 
 // Degraded reports whether any member is not online.
-func (s TargetStatus) Degraded() bool {
-	return slices.ContainsFunc(s.Members, func(m MemberStatus) bool { return m.State != agentv1.MemberState_MEMBER_STATE_ONLINE })
+func (s Target) Degraded() bool {
+	return slices.ContainsFunc(s.Members, func(m TargetMember) bool { return m.State != agentv1.MemberState_MEMBER_STATE_ONLINE })
 }
 
 // EnsureTarget makes this OSD serve spec.Volume: remote replicas attached
@@ -114,48 +114,48 @@ func (s TargetStatus) Degraded() bool {
 // not a member, and the volume's subsystem exported to exactly spec.Hosts.
 // It is level-triggered: call it again to progress rebuilds and to re-drive
 // the target after SPDK restarted.
-func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
-	if err := o.checkTargetSpec(spec); err != nil {
-		return TargetStatus{}, err
+func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, error) {
+	if err := e.checkTargetSpec(spec); err != nil {
+		return Target{}, err
 	}
-	localBdev, err := o.replicaBdev(ctx, spec.Volume)
+	localBdev, err := e.replicaBdev(ctx, spec.Volume)
 	if err != nil {
-		return TargetStatus{}, err
+		return Target{}, err
 	}
 	// The local replica joins the raid here, so it is not exported: deleting
 	// an export left from when another OSD was the target also cuts that
 	// target off it (fencing).
-	if err := o.UnexportReplica(ctx, spec.Volume); err != nil {
-		return TargetStatus{}, err
+	if err := e.UnexportReplica(ctx, spec.Volume); err != nil {
+		return Target{}, err
 	}
 	if len(spec.Members) == 1 {
-		return o.ensureSingleTarget(ctx, spec, localBdev)
+		return e.ensureSingleTarget(ctx, spec, localBdev)
 	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
 	held := map[string]string{}  // member OSD → its bdev, when I/O to it is held
 	for _, m := range spec.Members {
-		if m.OSD == o.cfg.UID {
+		if m.OSD == e.cfg.UID {
 			bdevs[m.OSD] = localBdev.Name
 			continue
 		}
 		if m.Leaving && !m.InSync {
 			// Neither reachable nor held: letGo detaches it from the raid,
 			// and a rebuild onto it stops with its controller.
-			if err := o.detachLeaving(ctx, spec.Volume, m.OSD); err != nil {
-				return TargetStatus{}, err
+			if err := e.detachLeaving(ctx, spec.Volume, m.OSD); err != nil {
+				return Target{}, err
 			}
 			continue
 		}
-		b, connected, err := o.attachRemote(ctx, spec.Volume, m)
+		b, connected, err := e.attachRemote(ctx, spec.Volume, m)
 		if err != nil {
-			return TargetStatus{}, err
+			return Target{}, err
 		}
 		if b == "" {
 			continue // not attached: not exported, or the attach was refused
 		}
-		holds, err := o.holdsIO(ctx, b, connected)
+		holds, err := e.holdsIO(ctx, b, connected)
 		if err != nil {
-			return TargetStatus{}, err
+			return Target{}, err
 		}
 		if holds {
 			held[m.OSD] = b
@@ -163,25 +163,25 @@ func (o *OSD) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, 
 			bdevs[m.OSD] = b
 		}
 	}
-	raid, err := o.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/BlockSize)
+	raid, err := e.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/BlockSize)
 	if err != nil {
-		return TargetStatus{}, err
+		return Target{}, err
 	}
-	if raid, err = o.letGo(ctx, spec, raid, bdevs, held); err != nil {
-		return TargetStatus{}, err
+	if raid, err = e.letGo(ctx, spec, raid, bdevs, held); err != nil {
+		return Target{}, err
 	}
-	if err := o.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
-		return TargetStatus{}, err
+	if err := e.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
+		return Target{}, err
 	}
 	nqn := agentv1.VolumeNQN(spec.Volume)
-	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
-		return TargetStatus{}, err
+	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
+		return Target{}, err
 	}
-	allowed, err := o.setHosts(ctx, nqn, spec.Hosts)
+	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
 	if err != nil {
-		return TargetStatus{}, err
+		return Target{}, err
 	}
-	st, err := o.targetStatus(ctx, spec, bdevs, held)
+	st, err := e.targetStatus(ctx, spec, bdevs, held)
 	st.AllowedHosts = allowed
 	return st, err
 }
@@ -196,22 +196,22 @@ func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
 
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two
 // members, and one copy needs no mirror, so the lvol itself is exported.
-func (o *OSD) ensureSingleTarget(ctx context.Context, spec TargetSpec, b types.Bdev) (TargetStatus, error) {
+func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b types.Bdev) (Target, error) {
 	nqn := agentv1.VolumeNQN(spec.Volume)
-	if err := o.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
-		return TargetStatus{}, err
+	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
+		return Target{}, err
 	}
-	allowed, err := o.setHosts(ctx, nqn, spec.Hosts)
+	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
 	if err != nil {
-		return TargetStatus{}, err
+		return Target{}, err
 	}
-	return TargetStatus{
-		Export: o.export(nqn), SizeBytes: b.SizeBytes(), AllowedHosts: allowed,
-		Members: []MemberStatus{{OSD: o.cfg.UID, State: agentv1.MemberState_MEMBER_STATE_ONLINE}},
+	return Target{
+		Export: e.export(nqn), SizeBytes: b.SizeBytes(), AllowedHosts: allowed,
+		Members: []TargetMember{{OSD: e.cfg.UID, State: agentv1.MemberState_MEMBER_STATE_ONLINE}},
 	}, nil
 }
 
-func (o *OSD) checkTargetSpec(spec TargetSpec) error {
+func (e *Engine) checkTargetSpec(spec TargetSpec) error {
 	if err := checkVolumeName(spec.Volume); err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 			return fmt.Errorf("%w: volume %s lists OSD %s twice", ErrInvalid, spec.Volume, m.OSD)
 		}
 		seen[m.OSD] = true
-		if m.OSD == o.cfg.UID {
+		if m.OSD == e.cfg.UID {
 			local++
 		}
 	}
@@ -241,35 +241,35 @@ func (o *OSD) checkTargetSpec(spec TargetSpec) error {
 // returns its bdev and whether its controller is connected; "" when the
 // replica cannot be reached now. A controller that lost its connection
 // keeps its bdev (it retries for ever); letGo decides whether it stays.
-func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string, bool, error) {
+func (e *Engine) attachRemote(ctx context.Context, volume string, m MemberSpec) (string, bool, error) {
 	name, bdev := remoteName(volume, m.OSD), remoteBdev(volume, m.OSD)
-	if _, err := o.spdk.BdevGetBdevs(ctx, bdev); err == nil {
-		connected, err := o.connected(ctx, name)
+	if _, err := e.spdk.BdevGetBdevs(ctx, bdev); err == nil {
+		connected, err := e.connected(ctx, name)
 		return bdev, connected, err
 	} else if !errors.Is(err, jsonrpc.ErrNotFound) {
 		return "", false, fmt.Errorf("look up replica bdev %s: %w", bdev, err)
 	}
 	// A controller without its bdev lost its namespace: let it go and
 	// attach afresh.
-	if _, err := o.spdk.BdevNvmeGetControllers(ctx, name); err == nil {
-		if err := o.spdk.BdevNvmeDetachController(ctx, name); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if _, err := e.spdk.BdevNvmeGetControllers(ctx, name); err == nil {
+		if err := e.spdk.BdevNvmeDetachController(ctx, name); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 			return "", false, fmt.Errorf("detach stale controller %s: %w", name, err)
 		}
 	}
-	e := m.Export
-	if e.NQN == "" {
+	sub := m.Export
+	if sub.NQN == "" {
 		return "", false, nil // its OSD has not exported it
 	}
-	_, err := o.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
-		Name: name, Trtype: e.Transport, Adrfam: "ipv4", Traddr: e.Address, Trsvcid: fmt.Sprint(e.Port),
-		Subnqn: e.NQN, Hostnqn: agentv1.HostNQN(o.cfg.UID),
+	_, err := e.spdk.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
+		Name: name, Trtype: sub.Transport, Adrfam: "ipv4", Traddr: sub.Address, Trsvcid: fmt.Sprint(sub.Port),
+		Subnqn: sub.NQN, Hostnqn: agentv1.HostNQN(e.cfg.UID),
 		CtrlrLossTimeoutSec: ctrlrLossTimeoutSec, ReconnectDelaySec: reconnectDelaySec, FastIOFailTimeoutSec: fastIOFailTimeoutSec,
 	})
 	if jsonrpc.CodeOf(err) == jsonrpc.CodeIOError {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, e.Address, e.Port, err)
+		return "", false, fmt.Errorf("attach replica of %s on OSD %s at %s:%d: %w", volume, m.OSD, sub.Address, sub.Port, err)
 	}
 	return bdev, true, nil
 }
@@ -277,19 +277,19 @@ func (o *OSD) attachRemote(ctx context.Context, volume string, m Member) (string
 // detachLeaving detaches the controller of a leaving member that is not
 // in the raid (the one a rebuild writes to, or one attached and not yet
 // rebuilt onto); a raid member is left to letGo, which takes it out.
-func (o *OSD) detachLeaving(ctx context.Context, volume, osd string) error {
+func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 	name, bdev := remoteName(volume, osd), remoteBdev(volume, osd)
-	r, err := o.raid(ctx, raidName(volume))
+	r, err := e.raid(ctx, raidName(volume))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	if err == nil && slices.Contains(members(r), bdev) {
 		return nil
 	}
-	if _, err := o.spdk.BdevNvmeGetControllers(ctx, name); errors.Is(err, jsonrpc.ErrNotFound) {
+	if _, err := e.spdk.BdevNvmeGetControllers(ctx, name); errors.Is(err, jsonrpc.ErrNotFound) {
 		return nil
 	}
-	if err := o.detachController(ctx, name, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if err := e.detachController(ctx, name, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return fmt.Errorf("detach the leaving replica %s: %w", name, err)
 	}
 	return nil
@@ -297,11 +297,11 @@ func (o *OSD) detachLeaving(ctx context.Context, volume, osd string) error {
 
 // holdsIO reports whether I/O to remote replica bdev is held: its
 // controller is not connected, or its device fails I/O.
-func (o *OSD) holdsIO(ctx context.Context, bdev string, connected bool) (bool, error) {
+func (e *Engine) holdsIO(ctx context.Context, bdev string, connected bool) (bool, error) {
 	if !connected {
 		return true, nil
 	}
-	return o.failing(ctx, bdev)
+	return e.failing(ctx, bdev)
 }
 
 // failing reports whether remote replica bdev failed I/O with an error of
@@ -311,8 +311,8 @@ func (o *OSD) holdsIO(ctx context.Context, bdev string, connected bool) (bool, e
 // holds writes as a lost connection does, and the count never drops while
 // its controller lives. Path errors and the aborts of a lost connection
 // are the connection's, which connected() reports.
-func (o *OSD) failing(ctx context.Context, bdev string) (bool, error) {
-	st, err := o.spdk.BdevGetIostat(ctx, bdev)
+func (e *Engine) failing(ctx context.Context, bdev string) (bool, error) {
+	st, err := e.spdk.BdevGetIostat(ctx, bdev)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		return false, nil
 	}
@@ -340,8 +340,8 @@ func ownErrors(e *types.NvmeErrorStat) bool {
 }
 
 // connected reports whether controller name has a path that is enabled.
-func (o *OSD) connected(ctx context.Context, name string) (bool, error) {
-	ctrlrs, err := o.spdk.BdevNvmeGetControllers(ctx, name)
+func (e *Engine) connected(ctx context.Context, name string) (bool, error) {
+	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, name)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		return false, nil
 	}
@@ -362,22 +362,22 @@ func (o *OSD) connected(ctx context.Context, name string) (bool, error) {
 // in-sync members when it does not exist. Every other member gets a slot
 // held by a null placeholder that is removed at once: SPDK brings a raid1
 // without superblock online only when every named base bdev exists.
-func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]string, blocks uint64) (types.RaidBdev, error) {
+func (e *Engine) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]string, blocks uint64) (types.RaidBdev, error) {
 	name := raidName(spec.Volume)
-	if r, err := o.raid(ctx, name); err == nil || !errors.Is(err, ErrNotFound) {
+	if r, err := e.raid(ctx, name); err == nil || !errors.Is(err, ErrNotFound) {
 		return r, err
 	}
 	if spec.Resume {
 		return types.RaidBdev{}, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume)
 	}
 	var bases, placeholders []string
-	for i, m := range o.localFirst(spec.Members) {
+	for i, m := range e.localFirst(spec.Members) {
 		if b, ok := bdevs[m.OSD]; ok && m.InSync {
 			bases = append(bases, b)
 			continue
 		}
 		ph := placeholderName(spec.Volume, i)
-		if _, err := o.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: BlockSize}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
+		if _, err := e.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: BlockSize}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
 			return types.RaidBdev{}, fmt.Errorf("create placeholder %s: %w", ph, err)
 		}
 		bases = append(bases, ph)
@@ -387,18 +387,18 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 		return types.RaidBdev{}, fmt.Errorf("%w: no replica of %s that the caller knows in sync is reachable to assemble its raid from", ErrNotFound, spec.Volume)
 	}
 	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: agentv1.VolumeIdentity(spec.Volume).RaidUUID}
-	if err := o.spdk.BdevRaidCreate(ctx, raid); err != nil {
+	if err := e.spdk.BdevRaidCreate(ctx, raid); err != nil {
 		return types.RaidBdev{}, fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
 	}
 	for _, ph := range placeholders {
-		if err := o.spdk.BdevRaidRemoveBaseBdev(ctx, ph); err != nil {
+		if err := e.spdk.BdevRaidRemoveBaseBdev(ctx, ph); err != nil {
 			return types.RaidBdev{}, fmt.Errorf("free the slot held by %s: %w", ph, err)
 		}
-		if err := o.spdk.BdevNullDelete(ctx, ph); err != nil {
+		if err := e.spdk.BdevNullDelete(ctx, ph); err != nil {
 			return types.RaidBdev{}, fmt.Errorf("delete placeholder %s: %w", ph, err)
 		}
 	}
-	return o.raid(ctx, name)
+	return e.raid(ctx, name)
 }
 
 // localFirst orders members for the raid's slots: this OSD's replica
@@ -406,23 +406,23 @@ func (o *OSD) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[string]
 // read, the first slot on a tie, so reads at queue depth 1 stay on the
 // local lvol and need no fabric round trip, and deeper queues spread
 // over every member.
-func (o *OSD) localFirst(members []Member) []Member {
-	out := make([]Member, 0, len(members))
+func (e *Engine) localFirst(members []MemberSpec) []MemberSpec {
+	out := make([]MemberSpec, 0, len(members))
 	for _, m := range members {
-		if m.OSD == o.cfg.UID {
+		if m.OSD == e.cfg.UID {
 			out = append(out, m)
 		}
 	}
 	for _, m := range members {
-		if m.OSD != o.cfg.UID {
+		if m.OSD != e.cfg.UID {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-func (o *OSD) raid(ctx context.Context, name string) (types.RaidBdev, error) {
-	raids, err := o.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+func (e *Engine) raid(ctx context.Context, name string) (types.RaidBdev, error) {
+	raids, err := e.spdk.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
 	if err != nil {
 		return types.RaidBdev{}, fmt.Errorf("list raids: %w", err)
 	}
@@ -462,7 +462,7 @@ func members(r types.RaidBdev) []string {
 // member is detached too, so that the next call attaches the replica's
 // current export afresh. The raid keeps at least one member: SPDK deletes
 // a raid that loses its last.
-func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, held map[string]string) (types.RaidBdev, error) {
+func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, held map[string]string) (types.RaidBdev, error) {
 	keep := map[string]bool{}
 	for _, m := range spec.Members {
 		if b, ok := bdevs[m.OSD]; ok {
@@ -475,7 +475,7 @@ func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdev
 	in := members(r)
 	changed := false
 	leave := func(b string) error {
-		if err := o.detachMember(ctx, r, b); err != nil {
+		if err := e.detachMember(ctx, r, b); err != nil {
 			return err
 		}
 		in = slices.DeleteFunc(in, func(x string) bool { return x == b })
@@ -502,22 +502,22 @@ func (o *OSD) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdev
 	if !changed {
 		return r, nil
 	}
-	return o.raid(ctx, r.Name)
+	return e.raid(ctx, r.Name)
 }
 
 // detachMember takes bdev out of raid r: a remote replica by detaching its
 // controller (SPDK then drops it from the raid), anything else by removing
 // it from the raid.
-func (o *OSD) detachMember(ctx context.Context, r types.RaidBdev, bdev string) error {
+func (e *Engine) detachMember(ctx context.Context, r types.RaidBdev, bdev string) error {
 	ctrlr := strings.TrimSuffix(bdev, "n1")
-	err := o.detachController(ctx, ctrlr, bdev)
+	err := e.detachController(ctx, ctrlr, bdev)
 	switch {
 	case err == nil:
 		return nil
 	case !errors.Is(err, jsonrpc.ErrNotFound):
 		return fmt.Errorf("detach member %s of %s: %w", ctrlr, r.Name, err)
 	}
-	if err := o.spdk.BdevRaidRemoveBaseBdev(ctx, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if err := e.spdk.BdevRaidRemoveBaseBdev(ctx, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return fmt.Errorf("remove member %s from %s: %w", bdev, r.Name, err)
 	}
 	return nil
@@ -528,23 +528,23 @@ func (o *OSD) detachMember(ctx context.Context, r types.RaidBdev, bdev string) e
 // that I/O on the live connection for ever and the detach would wait for
 // it (SPDK gives up after 10 s); disabled, the I/O fails, and the raid
 // completes it on the other members.
-func (o *OSD) detachController(ctx context.Context, ctrlr, bdev string) error {
-	failing, err := o.failing(ctx, bdev)
+func (e *Engine) detachController(ctx context.Context, ctrlr, bdev string) error {
+	failing, err := e.failing(ctx, bdev)
 	if err != nil {
 		return err
 	}
 	if failing {
-		if err := o.spdk.BdevNvmeDisableController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) && jsonrpc.CodeOf(err) != jsonrpc.CodeAlready {
+		if err := e.spdk.BdevNvmeDisableController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) && jsonrpc.CodeOf(err) != jsonrpc.CodeAlready {
 			return fmt.Errorf("disable controller %s: %w", ctrlr, err)
 		}
 	}
-	return o.spdk.BdevNvmeDetachController(ctx, ctrlr)
+	return e.spdk.BdevNvmeDetachController(ctx, ctrlr)
 }
 
 // startNextRebuild adds one reachable replica that is not a member and
 // does not wait for a rebuild slot, unless a rebuild runs: SPDK rebuilds
 // one member at a time.
-func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string) error {
+func (e *Engine) startNextRebuild(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string) error {
 	if r.Process != nil {
 		return nil
 	}
@@ -554,7 +554,7 @@ func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.Rai
 		if !ok || m.WaitRebuild || slices.Contains(in, b) {
 			continue
 		}
-		if err := o.startRebuild(ctx, r.Name, b, spec.RebuildMaxMiBPerSec); err != nil {
+		if err := e.startRebuild(ctx, r.Name, b, spec.RebuildMaxMiBPerSec); err != nil {
 			return fmt.Errorf("add replica on OSD %s to %s: %w", m.OSD, r.Name, err)
 		}
 		return nil
@@ -565,28 +565,28 @@ func (o *OSD) startNextRebuild(ctx context.Context, spec TargetSpec, r types.Rai
 // startRebuild adds base to raid with the rebuild that starts capped at
 // maxMiBPerSec. SPDK's cap is one option of the raid module, read when a
 // rebuild starts, so setting it and starting the rebuild go together.
-func (o *OSD) startRebuild(ctx context.Context, raid, base string, maxMiBPerSec uint32) error {
-	o.rebuildStart.Lock()
-	defer o.rebuildStart.Unlock()
-	if err := o.spdk.BdevRaidSetOptions(ctx, types.BdevRaidSetOptionsRequest{ProcessMaxBandwidthMiBPerSec: maxMiBPerSec}); err != nil {
+func (e *Engine) startRebuild(ctx context.Context, raid, base string, maxMiBPerSec uint32) error {
+	e.rebuildStart.Lock()
+	defer e.rebuildStart.Unlock()
+	if err := e.spdk.BdevRaidSetOptions(ctx, types.BdevRaidSetOptionsRequest{ProcessMaxBandwidthMiBPerSec: maxMiBPerSec}); err != nil {
 		return fmt.Errorf("cap the rebuild at %d MiB/s: %w", maxMiBPerSec, err)
 	}
-	return o.spdk.BdevRaidAddBaseBdev(ctx, raid, base)
+	return e.spdk.BdevRaidAddBaseBdev(ctx, raid, base)
 }
 
-func (o *OSD) targetStatus(ctx context.Context, spec TargetSpec, bdevs, held map[string]string) (TargetStatus, error) {
-	r, err := o.raid(ctx, raidName(spec.Volume))
+func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, bdevs, held map[string]string) (Target, error) {
+	r, err := e.raid(ctx, raidName(spec.Volume))
 	if err != nil {
-		return TargetStatus{}, err
+		return Target{}, err
 	}
-	b, err := o.spdk.BdevGetBdevs(ctx, r.Name)
+	b, err := e.spdk.BdevGetBdevs(ctx, r.Name)
 	if err != nil {
-		return TargetStatus{}, fmt.Errorf("read raid %s: %w", r.Name, err)
+		return Target{}, fmt.Errorf("read raid %s: %w", r.Name, err)
 	}
 	in := members(r)
-	st := TargetStatus{Export: o.export(agentv1.VolumeNQN(spec.Volume)), SizeBytes: b[0].SizeBytes()}
+	st := Target{Export: e.export(agentv1.VolumeNQN(spec.Volume)), SizeBytes: b[0].SizeBytes()}
 	for _, m := range spec.Members {
-		ms := MemberStatus{OSD: m.OSD, State: agentv1.MemberState_MEMBER_STATE_MISSING}
+		ms := TargetMember{OSD: m.OSD, State: agentv1.MemberState_MEMBER_STATE_MISSING}
 		b, reachable := bdevs[m.OSD]
 		switch {
 		case reachable && rebuilding(r, b):
@@ -634,8 +634,8 @@ func (e *MembersHeldError) Error() string {
 // is not in outOfSync fails the call (*MembersHeldError): SPDK would wait
 // for its writes for ever, and letting it go would acknowledge writes it
 // lacks while the caller still counts it in sync.
-func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOfSync []string) (Stopped, error) {
-	held, err := o.heldMembers(ctx, volume, memberOSDs)
+func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOfSync []string) (Stopped, error) {
+	held, err := e.heldMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
 	}
@@ -643,25 +643,25 @@ func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOf
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: refused}
 	}
 	for _, m := range held {
-		if err := o.detachController(ctx, remoteName(volume, m), remoteBdev(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		if err := e.detachController(ctx, remoteName(volume, m), remoteBdev(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 			return Stopped{}, fmt.Errorf("let go of the replica of %s on OSD %s: %w", volume, m, err)
 		}
 	}
-	if err := o.deleteSubsystem(ctx, agentv1.VolumeNQN(volume)); err != nil {
+	if err := e.deleteSubsystem(ctx, agentv1.VolumeNQN(volume)); err != nil {
 		return Stopped{}, err
 	}
-	stopped, err := o.inSyncMembers(ctx, volume, memberOSDs)
+	stopped, err := e.inSyncMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
 	}
-	if err := o.spdk.BdevRaidDelete(ctx, raidName(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if err := e.spdk.BdevRaidDelete(ctx, raidName(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return Stopped{}, fmt.Errorf("delete raid %s: %w", raidName(volume), err)
 	}
 	for _, m := range memberOSDs {
-		if m == o.cfg.UID {
+		if m == e.cfg.UID {
 			continue
 		}
-		if err := o.spdk.BdevNvmeDetachController(ctx, remoteName(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		if err := e.spdk.BdevNvmeDetachController(ctx, remoteName(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 			return Stopped{}, fmt.Errorf("detach replica of %s on OSD %s: %w", volume, m, err)
 		}
 	}
@@ -671,15 +671,15 @@ func (o *OSD) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOf
 // heldMembers lists the OSDs among memberOSDs whose replicas are members
 // of the volume's raid here through a controller that lost its connection
 // or whose device fails I/O: they hold writes.
-func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []string) ([]string, error) {
-	r, err := o.raid(ctx, raidName(volume))
+func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []string) ([]string, error) {
+	r, err := e.raid(ctx, raidName(volume))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	down, err := o.downControllers(ctx)
+	down, err := e.downControllers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -689,7 +689,7 @@ func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []strin
 		if !slices.Contains(members(r), bdev) {
 			continue
 		}
-		holds, err := o.holdsIO(ctx, bdev, !down[remoteName(volume, m)])
+		holds, err := e.holdsIO(ctx, bdev, !down[remoteName(volume, m)])
 		if err != nil {
 			return nil, err
 		}
@@ -702,8 +702,8 @@ func (o *OSD) heldMembers(ctx context.Context, volume string, memberOSDs []strin
 
 // downControllers are the names of the NVMe-oF controllers whose
 // connection is down.
-func (o *OSD) downControllers(ctx context.Context) (map[string]bool, error) {
-	ctrlrs, err := o.spdk.BdevNvmeGetControllers(ctx, "")
+func (e *Engine) downControllers(ctx context.Context) (map[string]bool, error) {
+	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list controllers: %w", err)
 	}
@@ -718,8 +718,8 @@ func (o *OSD) downControllers(ctx context.Context) (map[string]bool, error) {
 
 // inSyncMembers reads which of memberOSDs' replicas are configured,
 // not rebuilding, members of the volume's raid.
-func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
-	r, err := o.raid(ctx, raidName(volume))
+func (e *Engine) inSyncMembers(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
+	r, err := e.raid(ctx, raidName(volume))
 	if errors.Is(err, ErrNotFound) {
 		return Stopped{}, nil
 	}
@@ -730,8 +730,8 @@ func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []str
 	st := Stopped{RaidFound: true}
 	for _, m := range memberOSDs {
 		bdev := remoteBdev(volume, m)
-		if m == o.cfg.UID {
-			b, err := o.replicaBdev(ctx, volume)
+		if m == e.cfg.UID {
+			b, err := e.replicaBdev(ctx, volume)
 			if err != nil {
 				continue // the local replica is gone: not in sync
 			}
@@ -748,8 +748,8 @@ func (o *OSD) inSyncMembers(ctx context.Context, volume string, memberOSDs []str
 // serves, which drops their live connections; the raids and replicas stay.
 // It returns the volumes whose targets it fenced, and fences every target
 // it can even when one fails.
-func (o *OSD) FenceTargets(ctx context.Context) ([]string, error) {
-	subs, err := o.spdk.NvmfGetSubsystems(ctx, "")
+func (e *Engine) FenceTargets(ctx context.Context) ([]string, error) {
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list subsystems: %w", err)
 	}
@@ -761,7 +761,7 @@ func (o *OSD) FenceTargets(ctx context.Context) ([]string, error) {
 			continue
 		}
 		volumes = append(volumes, volume)
-		if _, err := o.setHosts(ctx, s.NQN, nil); err != nil {
+		if _, err := e.setHosts(ctx, s.NQN, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -44,7 +44,7 @@ type cluster struct {
 	clock   *spdktest.FakeClock
 	fabric  *spdktest.Fabric
 	targets []*spdktest.Target
-	osds    []*OSD
+	osds    []*Engine
 	spdks   []*client.Client
 }
 
@@ -102,9 +102,9 @@ func (c *cluster) bootstrap(i int) {
 
 // exportReplica (re-)exports OSD i's replica of the volume to OSD 0, the
 // target, and returns the member for the target spec.
-func (c *cluster) exportReplica(i int, inSync bool) Member {
+func (c *cluster) exportReplica(i int, inSync bool) MemberSpec {
 	c.t.Helper()
-	m := Member{OSD: c.osds[i].cfg.UID, InSync: inSync}
+	m := MemberSpec{OSD: c.osds[i].cfg.UID, InSync: inSync}
 	if i == 0 {
 		return m
 	}
@@ -126,14 +126,14 @@ func errorsAsHeld(err error, osd string) bool {
 	return errors.As(err, &held) && slices.Equal(held.OSDs, []string{osd})
 }
 
-func (c *cluster) ensure(members ...Member) TargetStatus {
+func (c *cluster) ensure(members ...MemberSpec) Target {
 	c.t.Helper()
 	return c.ensureSpec(TargetSpec{Members: members})
 }
 
 // ensureSpec ensures the target of spec's members and settings, as
 // volume's, published to publishedHost.
-func (c *cluster) ensureSpec(spec TargetSpec) TargetStatus {
+func (c *cluster) ensureSpec(spec TargetSpec) Target {
 	c.t.Helper()
 	spec.Volume, spec.Epoch, spec.Hosts = volume, 1, []string{publishedHost}
 	st, err := c.osds[0].EnsureTarget(context.Background(), spec)
@@ -145,14 +145,14 @@ func (c *cluster) ensureSpec(spec TargetSpec) TargetStatus {
 
 // threeReplicas is a cluster of three OSDs, each with a 64 MiB replica of
 // volume exported to OSD 0, and those replicas as in-sync members.
-func threeReplicas(t *testing.T) (c *cluster, m0, m1, m2 Member) {
+func threeReplicas(t *testing.T) (c *cluster, m0, m1, m2 MemberSpec) {
 	t.Helper()
 	c = newCluster(t, 3)
 	c.createReplicas(64 << 20)
 	return c, c.exportReplica(0, true), c.exportReplica(1, true), c.exportReplica(2, true)
 }
 
-func states(st TargetStatus) []agentv1.MemberState {
+func states(st Target) []agentv1.MemberState {
 	var s []agentv1.MemberState
 	for _, m := range st.Members {
 		s = append(s, m.State)
@@ -160,7 +160,7 @@ func states(st TargetStatus) []agentv1.MemberState {
 	return s
 }
 
-func wantStates(t *testing.T, st TargetStatus, want ...agentv1.MemberState) {
+func wantStates(t *testing.T, st Target, want ...agentv1.MemberState) {
 	t.Helper()
 	if got := states(st); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("member states = %v, want %v", got, want)
@@ -379,18 +379,18 @@ func TestEnsureTargetRefusesBadSpecs(t *testing.T) {
 	if _, err := c.osds[0].CreateReplica(ctx, volume, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	local := Member{OSD: "osd-0", InSync: true}
+	local := MemberSpec{OSD: "osd-0", InSync: true}
 	tests := []struct {
 		name    string
 		spec    TargetSpec
 		wantErr error
 	}{
-		{"no local replica", TargetSpec{Volume: volume, Epoch: 1, Members: []Member{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
-		{"no in-sync replica and no raid", TargetSpec{Volume: volume, Epoch: 1, Members: []Member{{OSD: "osd-0"}, {OSD: "osd-1", Export: c.osds[1].Endpoint()}}}, ErrNotFound},
-		{"a member twice", TargetSpec{Volume: volume, Epoch: 1, Members: []Member{local, local}}, ErrInvalid},
-		{"bad volume name", TargetSpec{Volume: "Bad_Name", Epoch: 1, Members: []Member{local}}, ErrInvalid},
-		{"no epoch", TargetSpec{Volume: volume, Members: []Member{local}}, ErrInvalid},
-		{"no local lvol", TargetSpec{Volume: "0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e", Epoch: 1, Members: []Member{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
+		{"no local replica", TargetSpec{Volume: volume, Epoch: 1, Members: []MemberSpec{{OSD: "osd-1", InSync: true}}}, ErrInvalid},
+		{"no in-sync replica and no raid", TargetSpec{Volume: volume, Epoch: 1, Members: []MemberSpec{{OSD: "osd-0"}, {OSD: "osd-1", Export: c.osds[1].Endpoint()}}}, ErrNotFound},
+		{"a member twice", TargetSpec{Volume: volume, Epoch: 1, Members: []MemberSpec{local, local}}, ErrInvalid},
+		{"bad volume name", TargetSpec{Volume: "Bad_Name", Epoch: 1, Members: []MemberSpec{local}}, ErrInvalid},
+		{"no epoch", TargetSpec{Volume: volume, Members: []MemberSpec{local}}, ErrInvalid},
+		{"no local lvol", TargetSpec{Volume: "0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e", Epoch: 1, Members: []MemberSpec{{OSD: "osd-0", InSync: true}}}, ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,7 +432,7 @@ func TestALeavingMemberKeepsItsSlot(t *testing.T) {
 	c, m0, m1, m2 := threeReplicas(t)
 	wantStates(t, c.ensure(m0, m1, m2), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE)
 
-	leaving := Member{OSD: m2.OSD, Leaving: true}
+	leaving := MemberSpec{OSD: m2.OSD, Leaving: true}
 	wantStates(t, c.ensure(m0, m1, leaving), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
 	if _, err := c.spdks[0].BdevNvmeGetControllers(ctx, remoteName(volume, m2.OSD)); err == nil {
 		t.Error("the leaving replica's controller is still attached")
@@ -445,7 +445,7 @@ func TestALeavingMemberKeepsItsSlot(t *testing.T) {
 		t.Fatalf("a write once the replica left: %s, want acknowledged at once", out)
 	}
 	// Told again while it leaves, the target attaches it no more.
-	wantStates(t, c.ensure(m0, m1, Member{OSD: m2.OSD, Export: m2.Export, Leaving: true}), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
+	wantStates(t, c.ensure(m0, m1, MemberSpec{OSD: m2.OSD, Export: m2.Export, Leaving: true}), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_MISSING)
 
 	back := c.exportReplica(2, false)
 	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
@@ -461,7 +461,7 @@ func TestARebuildWaitsForItsSlotAndKeepsItsCap(t *testing.T) {
 	ctx := context.Background()
 	c, m0, m1, m2 := threeReplicas(t)
 	c.ensure(m0, m1, m2)
-	c.ensure(m0, m1, Member{OSD: m2.OSD, Leaving: true})
+	c.ensure(m0, m1, MemberSpec{OSD: m2.OSD, Leaving: true})
 
 	back := c.exportReplica(2, false)
 	back.WaitRebuild = true
@@ -471,7 +471,7 @@ func TestARebuildWaitsForItsSlotAndKeepsItsCap(t *testing.T) {
 	}
 
 	back.WaitRebuild = false
-	capped := TargetSpec{Members: []Member{m0, m1, back}, RebuildMaxMiBPerSec: 1}
+	capped := TargetSpec{Members: []MemberSpec{m0, m1, back}, RebuildMaxMiBPerSec: 1}
 	wantStates(t, c.ensureSpec(capped), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_REBUILDING)
 	c.clock.Advance(32 * time.Second)
 	st := c.ensure(m0, m1, back)
@@ -497,7 +497,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{publishedHost}, Members: []Member{
+	st, err := c.osds[1].EnsureTarget(ctx, TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{publishedHost}, Members: []MemberSpec{
 		{OSD: c.osds[1].cfg.UID, InSync: true},
 		{OSD: c.osds[2].cfg.UID, Export: e2},
 		{OSD: c.osds[0].cfg.UID, Export: c.osds[0].Endpoint()},
@@ -554,7 +554,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := TargetSpec{Volume: volume, Epoch: epoch, Hosts: []string{publishedHost}, Members: []Member{
+		spec := TargetSpec{Volume: volume, Epoch: epoch, Hosts: []string{publishedHost}, Members: []MemberSpec{
 			{OSD: c.osds[target].cfg.UID, InSync: true}, {OSD: c.osds[other].cfg.UID, Export: exp, InSync: true},
 		}}
 		for range 2 { // a re-drive keeps the subsystem
@@ -664,7 +664,7 @@ func TestResumeRefusesALostRaid(t *testing.T) {
 	c := newCluster(t, 2)
 	c.createReplicas(64 << 20)
 	m0, m1 := c.exportReplica(0, true), c.exportReplica(1, true)
-	spec := TargetSpec{Volume: volume, Epoch: 1, Members: []Member{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
+	spec := TargetSpec{Volume: volume, Epoch: 1, Members: []MemberSpec{m0, m1}, Hosts: []string{publishedHost}, Resume: true}
 	c.ensure(m0, m1)
 	if _, err := c.osds[0].EnsureTarget(ctx, spec); err != nil {
 		t.Fatalf("resume of a running target: %v", err)

@@ -67,64 +67,64 @@ var ErrWriteCache = errors.New("volatile write cache stays on")
 // it off unless the device has power-loss protection. Features set
 // without saving return to their defaults at every controller reset, so
 // every Bootstrap (each probe of the agent) checks again.
-func (o *OSD) ensureWriteCache(ctx context.Context) (WriteCache, error) {
-	if o.cfg.Device.Driver != DriverPCIe {
+func (e *Engine) ensureWriteCache(ctx context.Context) (WriteCache, error) {
+	if e.cfg.Device.Driver != DriverPCIe {
 		return WriteCacheUnknown, nil
 	}
-	cpl, id, err := o.spdk.BdevNvmeAdminCmd(ctx, baseBdevName, types.NvmeCommand{
+	cpl, id, err := e.spdk.BdevNvmeAdminCmd(ctx, baseBdevName, types.NvmeCommand{
 		Opcode: types.NvmeOpcodeIdentify, CDW10: types.NvmeIdentifyCNSController,
 	}, types.NvmeIdentifySize)
 	if err != nil {
-		return WriteCacheUnknown, fmt.Errorf("identify NVMe controller %s: %w", o.deviceName(), err)
+		return WriteCacheUnknown, fmt.Errorf("identify NVMe controller %s: %w", e.deviceName(), err)
 	}
 	if !cpl.OK() {
-		return WriteCacheUnknown, fmt.Errorf("identify NVMe controller %s: %s", o.deviceName(), cpl)
+		return WriteCacheUnknown, fmt.Errorf("identify NVMe controller %s: %s", e.deviceName(), cpl)
 	}
 	if id[types.NvmeIdentifyVWCOffset]&1 == 0 {
 		return WriteCacheAbsent, nil
 	}
-	on, err := o.writeCacheOn(ctx)
+	on, err := e.writeCacheOn(ctx)
 	if err != nil || !on {
 		return WriteCacheDisabled, err
 	}
-	if o.cfg.Device.PowerLossProtected {
+	if e.cfg.Device.PowerLossProtected {
 		return WriteCacheEnabled, nil
 	}
-	cpl, _, err = o.spdk.BdevNvmeAdminCmd(ctx, baseBdevName, types.NvmeCommand{
+	cpl, _, err = e.spdk.BdevNvmeAdminCmd(ctx, baseBdevName, types.NvmeCommand{
 		Opcode: types.NvmeOpcodeSetFeatures, CDW10: types.NvmeFeatureVolatileWriteCache, CDW11: 0,
 	}, 0)
 	if err != nil {
-		return WriteCacheEnabled, fmt.Errorf("turn off the volatile write cache of %s: %w", o.deviceName(), err)
+		return WriteCacheEnabled, fmt.Errorf("turn off the volatile write cache of %s: %w", e.deviceName(), err)
 	}
 	if !cpl.OK() {
-		return WriteCacheEnabled, fmt.Errorf("%w: %s refused Set Features (Volatile Write Cache off): %s; use a device with power-loss protection and set the Pool's devices.powerLossProtection", ErrWriteCache, o.deviceName(), cpl)
+		return WriteCacheEnabled, fmt.Errorf("%w: %s refused Set Features (Volatile Write Cache off): %s; use a device with power-loss protection and set the Pool's devices.powerLossProtection", ErrWriteCache, e.deviceName(), cpl)
 	}
-	if on, err := o.writeCacheOn(ctx); err != nil {
+	if on, err := e.writeCacheOn(ctx); err != nil {
 		return WriteCacheEnabled, err
 	} else if on {
-		return WriteCacheEnabled, fmt.Errorf("%w: %s still reports its volatile write cache on after Set Features turned it off; use a device with power-loss protection and set the Pool's devices.powerLossProtection", ErrWriteCache, o.deviceName())
+		return WriteCacheEnabled, fmt.Errorf("%w: %s still reports its volatile write cache on after Set Features turned it off; use a device with power-loss protection and set the Pool's devices.powerLossProtection", ErrWriteCache, e.deviceName())
 	}
 	return WriteCacheDisabled, nil
 }
 
 // writeCacheOn reads the Volatile Write Cache feature's WCE bit.
-func (o *OSD) writeCacheOn(ctx context.Context) (bool, error) {
-	cpl, _, err := o.spdk.BdevNvmeAdminCmd(ctx, baseBdevName, types.NvmeCommand{
+func (e *Engine) writeCacheOn(ctx context.Context) (bool, error) {
+	cpl, _, err := e.spdk.BdevNvmeAdminCmd(ctx, baseBdevName, types.NvmeCommand{
 		Opcode: types.NvmeOpcodeGetFeatures, CDW10: types.NvmeFeatureVolatileWriteCache,
 	}, 0)
 	if err != nil {
-		return false, fmt.Errorf("read the volatile write cache of %s: %w", o.deviceName(), err)
+		return false, fmt.Errorf("read the volatile write cache of %s: %w", e.deviceName(), err)
 	}
 	if !cpl.OK() {
-		return false, fmt.Errorf("read the volatile write cache of %s: %s", o.deviceName(), cpl)
+		return false, fmt.Errorf("read the volatile write cache of %s: %s", e.deviceName(), cpl)
 	}
 	return cpl.CDW0&1 == 1, nil
 }
 
 // WriteCache is the volatile write cache's state as the latest Bootstrap
 // left it.
-func (o *OSD) WriteCache() WriteCache {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.writeCache
+func (e *Engine) WriteCache() WriteCache {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.writeCache
 }

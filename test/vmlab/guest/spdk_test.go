@@ -424,7 +424,7 @@ func TestProductionDataPath(t *testing.T) {
 	const key = "prod-vol"
 	_, err = o.CreateReplica(ctx, key, 64<<20)
 	must(t, err, "create the replica")
-	target, err := o.EnsureTarget(ctx, storage.TargetSpec{Volume: key, Epoch: 1, Members: []storage.Member{{OSD: osdUID, InSync: true}}, Hosts: []string{hostNQN}})
+	target, err := o.EnsureTarget(ctx, storage.TargetSpec{Volume: key, Epoch: 1, Members: []storage.MemberSpec{{OSD: osdUID, InSync: true}}, Hosts: []string{hostNQN}})
 	must(t, err, "ensure the target")
 	if target.Export.Transport != "rdma" {
 		t.Fatalf("the target exports over %q, want rdma", target.Export.Transport)
