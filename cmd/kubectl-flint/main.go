@@ -33,6 +33,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,9 +106,13 @@ func main() {
 		if err != nil {
 			return err
 		}
+		clients, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return run(ctx, &kubectl.Plugin{Client: c, Out: os.Stdout}, args)
+		return run(ctx, &kubectl.Plugin{Client: c, Out: os.Stdout, LastLogLine: kubectl.LastLogLineVia(clients)}, args)
 	})
 }
 

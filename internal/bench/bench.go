@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -83,11 +84,26 @@ func (j Job) Args(target string, size int64, runtime time.Duration) []string {
 	return args
 }
 
-// Run runs every job on target with fio and returns their results.
+// runningPrefix starts the progress line Run writes as each job starts.
+const runningPrefix = "running "
+
+// Running reads a progress line of Run: the index in Jobs of the job it
+// says started.
+func Running(line string) (int, bool) {
+	name, ok := strings.CutPrefix(strings.TrimSpace(line), runningPrefix)
+	if !ok {
+		return 0, false
+	}
+	i := slices.IndexFunc(Jobs, func(j Job) bool { return j.Name == name })
+	return i, i >= 0
+}
+
+// Run runs every job on target with fio and returns their results; it
+// writes a line to progress as each job starts (Running reads it).
 func Run(ctx context.Context, fio, target string, size int64, runtime time.Duration, progress io.Writer) ([]Result, error) {
 	var results []Result
 	for _, j := range Jobs {
-		_, _ = fmt.Fprintf(progress, "running %s\n", j.Name)
+		_, _ = fmt.Fprintf(progress, "%s%s\n", runningPrefix, j.Name)
 		cmd := exec.CommandContext(ctx, fio, j.Args(target, size, runtime)...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

@@ -18,7 +18,6 @@ package bench
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +27,8 @@ import (
 )
 
 // Every job runs with the real fio on a file and reports figures that
-// hold together, in a report that fits a termination message.
+// hold together, in a report that fits a termination message; its
+// progress names each job as it starts, in words Running reads back.
 func TestRunReportsEveryJob(t *testing.T) {
 	fio, err := exec.LookPath("fio")
 	if err != nil {
@@ -43,9 +43,22 @@ func TestRunReportsEveryJob(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	results, err := Run(ctx, fio, target, 32<<20, time.Second, io.Discard)
+	var progress strings.Builder
+	results, err := Run(ctx, fio, target, 32<<20, time.Second, &progress)
 	if err != nil {
 		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	for i, line := range lines {
+		if got, ok := Running(line); !ok || got != i {
+			t.Errorf("progress line %q reads as job %d (%v), want %d", line, got, ok, i)
+		}
+	}
+	if len(lines) != len(Jobs) {
+		t.Errorf("%d progress lines for %d jobs: %q", len(lines), len(Jobs), progress.String())
+	}
+	if _, ok := Running("fio: something else"); ok {
+		t.Error("a line that is not a job's start reads as one")
 	}
 	if len(results) != len(Jobs) {
 		t.Fatalf("%d results for %d jobs", len(results), len(Jobs))

@@ -48,6 +48,9 @@ type BenchOptions struct {
 // benchDevice is where the Pod sees the PVC.
 const benchDevice = "/dev/flint-bench"
 
+// benchContainer is the Pod's container, flint-bench running fio.
+const benchContainer = "fio"
+
 // benchLabels mark the PVC and the Pod a benchmark creates.
 var benchLabels = map[string]string{"app.kubernetes.io/name": "flint-bench"}
 
@@ -83,7 +86,7 @@ func (p *Plugin) Bench(ctx context.Context, o BenchOptions) (err error) {
 		return fmt.Errorf("create Pod %s/%s: %w", o.Namespace, name, err)
 	}
 	_, _ = fmt.Fprintf(p.Out, "benchmarking StorageClass %s: PVC and Pod %s/%s (%s, %s per job)\n", o.StorageClass, o.Namespace, name, o.Size.String(), o.Runtime)
-	done, err := p.waitForBench(ctx, pod, pvc)
+	done, err := p.waitForBench(ctx, pod, pvc, o)
 	if err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func benchPod(o BenchOptions, name string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "fio", Image: o.Image,
+				Name: benchContainer, Image: o.Image,
 				Args: []string{"--target=" + benchDevice, "--size=" + o.Size.String(), "--runtime=" + o.Runtime.String()},
 				// A raw block device is root's to open.
 				SecurityContext:          &corev1.SecurityContext{RunAsUser: ptr.To[int64](0)},
@@ -115,8 +118,8 @@ func benchPod(o BenchOptions, name string) *corev1.Pod {
 }
 
 // waitForBench waits until the Pod's container ends and returns how; it
-// says what it waits for when that changes.
-func (p *Plugin) waitForBench(ctx context.Context, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) (*corev1.ContainerStateTerminated, error) {
+// says what it waits for, and which job runs, when that changes.
+func (p *Plugin) waitForBench(ctx context.Context, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim, o BenchOptions) (*corev1.ContainerStateTerminated, error) {
 	var done *corev1.ContainerStateTerminated
 	last := ""
 	say := func(s string) {
@@ -144,7 +147,7 @@ func (p *Plugin) waitForBench(ctx context.Context, pod *corev1.Pod, pvc *corev1.
 		case pod.Status.Phase == corev1.PodPending:
 			say("waiting for the Pod to start")
 		default:
-			say("running fio")
+			say(p.benchProgress(ctx, pod, o))
 		}
 		return false, nil
 	})
@@ -155,6 +158,25 @@ func (p *Plugin) waitForBench(ctx context.Context, pod *corev1.Pod, pvc *corev1.
 		return nil, fmt.Errorf("the benchmark failed (exit code %d): %s; see kubectl logs -n %s %s", done.ExitCode, done.Message, pod.Namespace, pod.Name)
 	}
 	return done, nil
+}
+
+// benchProgress says which of flint-bench's jobs runs, from the line it
+// logged last as the job started.
+func (p *Plugin) benchProgress(ctx context.Context, pod *corev1.Pod, o BenchOptions) string {
+	if p.LastLogLine == nil {
+		return "running fio"
+	}
+	line, err := p.LastLogLine(ctx, pod.Namespace, pod.Name, benchContainer)
+	i, ok := bench.Running(line)
+	if err != nil || !ok {
+		return "running fio"
+	}
+	j := bench.Jobs[i]
+	length := o.Runtime.String()
+	if j.OnePass {
+		length = "one pass over " + o.Size.String()
+	}
+	return fmt.Sprintf("running fio: job %d of %d, %s (%s)", i+1, len(bench.Jobs), j.Name, length)
 }
 
 func deleteIfThere(ctx context.Context, c client.Client, obj client.Object) error {

@@ -17,15 +17,19 @@ limitations under the License.
 package kubectl
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 // reachTimeout bounds the first request to the cluster.
@@ -119,4 +123,13 @@ func orCurrent(asked, current string) string {
 		return asked
 	}
 	return current
+}
+
+// LastLogLineVia reads the last line a Pod's container logged through
+// clients, for Plugin.LastLogLine.
+func LastLogLineVia(clients kubernetes.Interface) func(ctx context.Context, namespace, pod, container string) (string, error) {
+	return func(ctx context.Context, namespace, pod, container string) (string, error) {
+		b, err := clients.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: ptr.To[int64](1)}).DoRaw(ctx)
+		return strings.TrimSpace(string(b)), err
+	}
 }

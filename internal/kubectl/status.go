@@ -42,6 +42,10 @@ import (
 type Plugin struct {
 	Client client.Client
 	Out    io.Writer
+	// LastLogLine reads the last line a container of a Pod logged (the
+	// apiserver asks the kubelet); nil, or an error, leaves out what
+	// only the logs tell.
+	LastLogLine func(ctx context.Context, namespace, pod, container string) (string, error)
 }
 
 // Status is what `kubectl flint status -o json|yaml` prints.

@@ -19,11 +19,13 @@ package kubectl
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,9 +58,10 @@ func (s *syncBuffer) String() string {
 }
 
 // kubectl flint bench creates a raw block PVC of the StorageClass and a
-// Pod on it, and once the Pod's container ends (played here as the
-// provisioner and the kubelet would, with the figures flint-bench's code
-// measured with fio on a file) prints them and deletes both.
+// Pod on it, says which job runs from the line the container logged last,
+// and once the Pod's container ends (played here as the provisioner and
+// the kubelet would, with the figures flint-bench's code measured with
+// fio on a file) prints them and deletes both.
 func TestBench(t *testing.T) {
 	report := fioReport(t)
 	for name, tc := range map[string]struct {
@@ -75,7 +78,14 @@ func TestBench(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out syncBuffer
-			p := &kubectl.Plugin{Client: c, Out: &out}
+			var logged atomic.Value
+			logged.Store("")
+			p := &kubectl.Plugin{Client: c, Out: &out, LastLogLine: func(_ context.Context, namespace, pod, container string) (string, error) {
+				if line := logged.Load().(string); namespace == ns && container == "fio" && line != "" {
+					return line, nil
+				}
+				return "", fmt.Errorf("no logs of container %s of %s/%s", container, namespace, pod)
+			}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			done := make(chan error, 1)
@@ -98,6 +108,14 @@ func TestBench(t *testing.T) {
 			if err := c.Status().Update(ctx, &pvc); err != nil {
 				t.Fatal(err)
 			}
+			pod.Status.Phase = corev1.PodRunning
+			if err := c.Status().Update(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			waitForOutput(t, &out, "running fio\n")
+			logged.Store("running " + bench.Jobs[2].Name)
+			waitForOutput(t, &out, fmt.Sprintf("running fio: job 3 of %d, %s (1s)\n", len(bench.Jobs), bench.Jobs[2].Name))
+
 			pod.Status.Phase = corev1.PodSucceeded
 			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "fio", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: tc.exitCode, Message: tc.message}}}}
 			if err := c.Status().Update(ctx, pod); err != nil {
@@ -129,6 +147,18 @@ func TestBench(t *testing.T) {
 			}
 			t.Logf("kubectl flint bench:\n%s", out.String())
 		})
+	}
+}
+
+// waitForOutput waits until out holds want.
+func waitForOutput(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the output lacks %q after 30 s:\n%s", want, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
