@@ -70,7 +70,7 @@ const commands = `Commands:
                            (cores, hugepages, NVMe devices, RDMA functions) and
                            the operator's preflight verdicts, with the fix
   bench --storage-class SC [--size 10Gi] [--runtime 30s] [--namespace NS]
-        [--image IMAGE] [--keep]
+        [--node NODE] [--image IMAGE] [--keep]
                            fio on a new raw block PVC of SC: 4 KiB random write
                            and read at QD1 and QD32, 128 KiB sequential; ops/s,
                            MiB/s, average and p50/p99/p99.9 latency`
@@ -216,6 +216,7 @@ func runBench(ctx context.Context, p *kubectl.Plugin, args []string) error {
 	size := sub.String("size", "10Gi", "the PVC's size; the jobs use all of it")
 	sub.DurationVar(&o.Runtime, "runtime", 30*time.Second, "how long each timed job runs")
 	sub.StringVar(&o.Image, "image", "ghcr.io/flint-io/flint-bench:"+version.Version, "the image with flint-bench and fio (make images builds it)")
+	sub.StringVar(&o.Node, "node", "", "the node the Pod runs on, to measure its path (default: the scheduler picks)")
 	sub.BoolVar(&o.Keep, "keep", false, "leave the PVC and the Pod behind")
 	timeout := sub.Duration("timeout", 30*time.Minute, "how long provisioning, scheduling and the jobs may take in all")
 	if err := sub.Parse(args); err != nil {

@@ -41,6 +41,9 @@ type BenchOptions struct {
 	Size    resource.Quantity
 	Runtime time.Duration
 	Image   string
+	// Node, when set, is where the Pod runs: the path from that node's
+	// NVMe-oF host is measured. Unset, the scheduler picks.
+	Node string
 	// Keep leaves the PVC and the Pod behind, to look at.
 	Keep bool
 }
@@ -102,6 +105,7 @@ func benchPod(o BenchOptions, name string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name, Labels: benchLabels},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  nodeSelector(o.Node),
 			Containers: []corev1.Container{{
 				Name: benchContainer, Image: o.Image,
 				Args: []string{"--target=" + benchDevice, "--size=" + o.Size.String(), "--runtime=" + o.Runtime.String()},
@@ -158,6 +162,14 @@ func (p *Plugin) waitForBench(ctx context.Context, pod *corev1.Pod, pvc *corev1.
 		return nil, fmt.Errorf("the benchmark failed (exit code %d): %s; see kubectl logs -n %s %s", done.ExitCode, done.Message, pod.Namespace, pod.Name)
 	}
 	return done, nil
+}
+
+// nodeSelector pins a Pod to node; none when node is unset.
+func nodeSelector(node string) map[string]string {
+	if node == "" {
+		return nil
+	}
+	return map[string]string{corev1.LabelHostname: node}
 }
 
 // benchProgress says which of flint-bench's jobs runs, from the line it

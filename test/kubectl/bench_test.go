@@ -90,10 +90,13 @@ func TestBench(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
-				done <- p.Bench(ctx, kubectl.BenchOptions{Namespace: ns, StorageClass: "flint-fast", Size: resource.MustParse("1Gi"), Runtime: time.Second, Image: "flint-bench:test"})
+				done <- p.Bench(ctx, kubectl.BenchOptions{Namespace: ns, StorageClass: "flint-fast", Size: resource.MustParse("1Gi"), Runtime: time.Second, Image: "flint-bench:test", Node: "node-a"})
 			}()
 
 			pod := waitForBenchPod(t, ns)
+			if sel := pod.Spec.NodeSelector; len(sel) != 1 || sel[corev1.LabelHostname] != "node-a" {
+				t.Errorf("the Pod is pinned by %v, want to node-a by its hostname label", sel)
+			}
 			if d := pod.Spec.Containers[0].VolumeDevices; len(d) != 1 || d[0].DevicePath != "/dev/flint-bench" {
 				t.Errorf("the Pod gets the volume as %+v, want the block device /dev/flint-bench", d)
 			}
