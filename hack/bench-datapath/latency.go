@@ -187,10 +187,10 @@ func (h histogram) summary(r result, seconds int) *targetLatency {
 func printTargetLatency(w io.Writer, results []result) {
 	_, _ = fmt.Fprintf(w, "\nflint_volume_io_latency_seconds at the target beside spdk_nvme_perf (agrees: I/O counts within %.0f%%, target quantiles at most %.1fx the initiator's):\n", 100*countTolerance, quantileTolerance)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "CONFIG\tWORKLOAD\tTARGET I/Os\tINITIATOR I/Os\tTARGET P50 µs\tINITIATOR P50 µs\tTARGET P99 µs\tINITIATOR P99 µs\tAGREES")
+	_, _ = fmt.Fprintln(tw, "ROUND\tCONFIG\tWORKLOAD\tTARGET I/Os\tINITIATOR I/Os\tTARGET P50 µs\tINITIATOR P50 µs\tTARGET P99 µs\tINITIATOR P99 µs\tAGREES")
 	for _, r := range results {
 		if t := r.Target; t != nil {
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%v\n", r.Config, r.Workload, t.IOs, t.ClientIO, t.P50Us, r.P50Us, t.P99Us, r.P99Us, t.Agrees)
+			_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%v\n", r.Round, r.Config, r.Workload, t.IOs, t.ClientIO, t.P50Us, r.P50Us, t.P99Us, r.P99Us, t.Agrees)
 		}
 	}
 	_ = tw.Flush()

@@ -16,11 +16,12 @@ limitations under the License.
 
 // Command bench-datapath measures Flint's data path beside raw SPDK on
 // this machine, with SPDK's own initiator (spdk_nvme_perf over NVMe/TCP):
-// a malloc bdev exported by one nvmf_tgt, then Volumes of one, two and
-// three replicas, each built by the real operator and agents over OSDs
-// launched as their pods say. For every Flint workload it also reads the
-// target's latency histogram from the agent's /metrics and sets it beside
-// what the initiator measured. Needs FLINT_SPDK_DIR and root.
+// Volumes of one, two and three replicas, each built by the real operator
+// and agents over OSDs launched as their pods say (flint-N), each followed
+// by the same SPDK objects assembled by hand on the same cores (raw-N).
+// For every Flint workload it also reads the target's latency histogram
+// from the agent's /metrics and sets it beside what the initiator
+// measured. Needs FLINT_SPDK_DIR and root.
 package main
 
 import (
@@ -35,6 +36,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -42,6 +44,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -53,9 +56,6 @@ import (
 	"github.com/flint-io/flint/controllers"
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/internal/bench"
-	spdkclient "github.com/flint-io/flint/internal/spdk/client"
-	"github.com/flint-io/flint/internal/spdk/spdklab"
-	"github.com/flint-io/flint/internal/spdk/types"
 	"github.com/flint-io/flint/test/localcluster"
 	"github.com/flint-io/flint/test/localnode"
 )
@@ -65,6 +65,8 @@ const hostNQN = "nqn.2014-08.org.nvmexpress:uuid:5e1f0a2b-3c4d-4e5f-8a9b-0c1d2e3
 
 // result is one workload's figures on one configuration.
 type result struct {
+	// Round counts the runs of every configuration, from 1.
+	Round  int    `json:"round"`
 	Config string `json:"config"`
 	// Client is the initiator: spdk_nvme_perf, or the kernel's NVMe/TCP
 	// host in the VM lab's guest (fio).
@@ -90,6 +92,7 @@ func main() {
 	replicas := flag.String("replicas", "1,2,3", "the Flint configurations: replica counts, in order")
 	kernel := flag.Bool("kernel", true, "also measure each configuration through the kernel's NVMe/TCP host in a VM lab guest (TCG: the figures are the emulation's)")
 	kernelRuntime := flag.Duration("kernel-runtime", 10*time.Second, "how long each workload runs through the kernel host")
+	rounds := flag.Int("rounds", 1, "how many times each flint-N and raw-N pair runs, interleaved; the table gives each figure's median and the IOPS spread")
 	flag.Parse()
 	spdkDir := os.Getenv("FLINT_SPDK_DIR")
 	if spdkDir == "" {
@@ -105,7 +108,11 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	if err := run(spdkDir, *runtime, *out, counts, newKernelClient(*kernel, *kernelRuntime)); err != nil {
+	if *rounds < 1 {
+		fmt.Fprintf(os.Stderr, "bench-datapath: -rounds %d: want at least 1\n", *rounds)
+		os.Exit(2)
+	}
+	if err := run(spdkDir, *runtime, *out, counts, *rounds, newKernelClient(*kernel, *kernelRuntime)); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-datapath: %v\n", err)
 		os.Exit(1)
 	}
@@ -138,8 +145,17 @@ func initiatorCore(targetCore int, osdCores []int) int {
 	return best
 }
 
-func run(spdkDir string, runtime time.Duration, out string, replicas []int, kernel *kernelClient) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(replicas)+1)*15*time.Minute)
+// What every configuration is made of: each OSD a malloc device of
+// poolDeviceBytes in osdMemoryMiB of ordinary memory, the Volume a thin
+// lvol of volumeBytes on each.
+const (
+	poolDeviceBytes = 1 << 30
+	osdMemoryMiB    = 3072
+	volumeBytes     = 256 << 20
+)
+
+func run(spdkDir string, runtime time.Duration, out string, replicas []int, rounds int, kernel *kernelClient) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds*len(replicas))*30*time.Minute)
 	defer cancel()
 	perf := filepath.Join(spdkDir, "build", "bin", "spdk_nvme_perf")
 	if _, err := os.Stat(perf); err != nil {
@@ -165,18 +181,27 @@ func run(spdkDir string, runtime time.Duration, out string, replicas []int, kern
 	if err := labelNodes(ctx, c); err != nil {
 		return err
 	}
+	// Each pair runs back to back, on the same cores, so that both see
+	// the machine as it is then; rounds show how far that moves.
 	var results []result
-	raw, err := measureRaw(ctx, spdkDir, perf, runtime, kernel)
-	if err != nil {
-		return fmt.Errorf("raw SPDK: %w", err)
-	}
-	results = append(results, raw...)
-	for _, n := range replicas {
-		flint, err := measureFlint(ctx, c, perf, runtime, n, kernel)
-		if err != nil {
-			return fmt.Errorf("a %d-replica Flint Volume: %w", n, err)
+	for round := 1; round <= rounds; round++ {
+		if rounds > 1 {
+			fmt.Printf("round %d of %d\n", round, rounds)
 		}
-		results = append(results, flint...)
+		for _, n := range replicas {
+			flint, place, err := measureFlint(ctx, c, perf, runtime, n, kernel)
+			if err != nil {
+				return fmt.Errorf("a %d-replica Flint Volume: %w", n, err)
+			}
+			raw, err := measureRaw(ctx, spdkDir, perf, runtime, place, kernel)
+			if err != nil {
+				return fmt.Errorf("raw SPDK of %d replicas: %w", n, err)
+			}
+			for _, r := range append(flint, raw...) {
+				r.Round = round
+				results = append(results, r)
+			}
+		}
 	}
 
 	printTable(os.Stdout, results)
@@ -219,106 +244,47 @@ func labelNodes(ctx context.Context, c *localcluster.Cluster) error {
 	return nil
 }
 
-// measureRaw exports a malloc bdev from one nvmf_tgt on core 0, without
-// Flint, and measures it.
-func measureRaw(ctx context.Context, spdkDir, perf string, runtime time.Duration, kernel *kernelClient) ([]result, error) {
-	dir, err := os.MkdirTemp("", "flint-bench-raw-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	bin, err := spdklab.Binary(spdkDir)
-	if err != nil {
-		return nil, err
-	}
-	socket := filepath.Join(dir, "spdk.sock")
-	p, err := spdklab.StartCommand([]string{bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", socket}, socket)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Kill()
-	c := spdkclient.New(socket)
-	defer func() { _ = c.Close() }()
-	const nqn = "nqn.2026-01.io.flint:bench-raw"
-	// An address of the kind the local runner gives OSD pods (127.0.1.x):
-	// SPDK sends with MSG_ZEROCOPY unless the socket's address is one of
-	// an interface marked loopback, and only 127.0.0.1 is, so 127.0.0.1
-	// would spare the raw target the copies loopback zero-copy costs
-	// (about 2x on 4 KiB reads at QD32 here) and the comparison would
-	// measure the address, not Flint.
-	ep := endpoint{addr: "127.0.1.254", port: "4420", nqn: nqn}
-	steps := []func() error{
-		func() error {
-			_, err := c.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: "raw", NumBlocks: 256 << 20 / 4096, BlockSize: 4096})
-			return err
-		},
-		func() error { return c.NvmfCreateTransport(ctx, types.NvmfCreateTransportRequest{Trtype: "TCP"}) },
-		func() error {
-			return c.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{NQN: nqn, AllowAnyHost: true, SerialNumber: "FLINTRAW0001"})
-		},
-		func() error {
-			_, err := c.NvmfSubsystemAddNs(ctx, nqn, types.NvmfNamespaceRequest{BdevName: "raw"})
-			return err
-		},
-		func() error {
-			return c.NvmfSubsystemAddListener(ctx, nqn, types.ListenAddress{Trtype: "TCP", Adrfam: "IPv4", Traddr: ep.addr, Trsvcid: ep.port})
-		},
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return nil, err
-		}
-	}
-	core := initiatorCore(0, nil)
-	fmt.Printf("  raw: one nvmf_tgt (polling, core 0); initiators on core %d\n", core)
-	results, err := measure(ctx, perf, "raw", ep, runtime, core, nil)
-	if err != nil {
-		return nil, err
-	}
-	return kernel.measure(ctx, "raw", ep, core, results)
-}
-
 // measureFlint measures a Volume of n replicas in a Pool of polling OSDs
 // of one core each, one OSD on each of the first n nodes, then deletes
 // both so that the next configuration's OSDs poll alone.
-func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, runtime time.Duration, n int, kernel *kernelClient) ([]result, error) {
+func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, runtime time.Duration, n int, kernel *kernelClient) ([]result, placement, error) {
 	name := poolName(n)
 	pool := &flintv1.Pool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: flintv1.PoolSpec{Replicas: int32(n), NodeSelector: map[string]string{poolLabel(n): "true"}, Devices: flintv1.PoolDevices{
-			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("1Gi")},
-		}, OSD: flintv1.OSDTemplate{OSDResources: flintv1.OSDResources{CPUs: 1, Memory: ptr.To(resource.MustParse("3Gi"))}}},
+			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: *resource.NewQuantity(poolDeviceBytes, resource.BinarySI)},
+		}, OSD: flintv1.OSDTemplate{OSDResources: flintv1.OSDResources{CPUs: 1, Memory: resource.NewQuantity(osdMemoryMiB<<20, resource.BinarySI)}}},
 	}
 	vol := &flintv1.Volume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       flintv1.VolumeSpec{Pool: name, Size: resource.MustParse("256Mi"), Replicas: ptr.To(int32(n)), PublishedHosts: []string{hostNQN}},
+		Spec:       flintv1.VolumeSpec{Pool: name, Size: *resource.NewQuantity(volumeBytes, resource.BinarySI), Replicas: ptr.To(int32(n)), PublishedHosts: []string{hostNQN}},
 	}
 	for _, obj := range []client.Object{pool, vol} {
 		if err := c.Client.Create(ctx, obj); err != nil {
-			return nil, err
+			return nil, placement{}, err
 		}
 	}
 	ep, err := waitReady(ctx, c, vol)
 	if err != nil {
-		return nil, err
+		return nil, placement{}, err
 	}
 	config := fmt.Sprintf("flint-%d", n)
-	core, err := placeInitiator(ctx, c, config, vol)
+	place, err := placeInitiator(ctx, c, config, vol)
 	if err != nil {
-		return nil, err
+		return nil, placement{}, err
 	}
 	latency, err := newLatencyReader(ctx, c, vol)
 	if err != nil {
-		return nil, err
+		return nil, placement{}, err
 	}
-	results, err := measure(ctx, perf, config, ep, runtime, core, latency)
+	results, err := measure(ctx, perf, config, ep, runtime, place.initiator, latency)
 	if err != nil {
-		return nil, err
+		return nil, placement{}, err
 	}
-	if results, err = kernel.measure(ctx, config, ep, core, results); err != nil {
-		return nil, err
+	if results, err = kernel.measure(ctx, config, ep, place.initiator, results); err != nil {
+		return nil, placement{}, err
 	}
-	return results, deleteAndWait(ctx, c, vol, pool)
+	return results, place, deleteAndWait(ctx, c, vol, pool)
 }
 
 // waitReady waits for vol to be Ready with all its replicas and returns
@@ -345,26 +311,35 @@ func waitReady(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Volume
 	}
 }
 
+// placement is where a configuration's pollers and initiators run.
+type placement struct {
+	// cores are the cores of the replicas' OSDs, the target's first.
+	cores []int
+	// initiator is the initiators' core.
+	initiator int
+}
+
 // placeInitiator prints where each replica's OSD polls and which is the
-// target, and returns the core the initiators run on.
-func placeInitiator(ctx context.Context, c *localcluster.Cluster, config string, vol *flintv1.Volume) (int, error) {
+// target, and returns that with the core the initiators run on.
+func placeInitiator(ctx context.Context, c *localcluster.Cluster, config string, vol *flintv1.Volume) (placement, error) {
 	var parts []string
-	var osdCores []int
-	targetCore := 0
+	var place placement
 	for _, r := range vol.Status.Replicas {
 		var o flintv1.OSD
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: r.OSD}, &o); err != nil {
-			return 0, err
+			return placement{}, err
 		}
 		cpus := c.Nodes.CPUs(agentclient.PodName(&o))
 		core, err := strconv.Atoi(cpus)
 		if err != nil {
-			return 0, fmt.Errorf("OSD %s runs on cores %q, want one", r.OSD, cpus)
+			return placement{}, fmt.Errorf("OSD %s runs on cores %q, want one", r.OSD, cpus)
 		}
-		osdCores = append(osdCores, core)
 		role := "replica"
 		if r.OSD == vol.Status.Target.OSD {
-			role, targetCore = "target+replica", core
+			role = "target+replica"
+			place.cores = append([]int{core}, place.cores...)
+		} else {
+			place.cores = append(place.cores, core)
 		}
 		mode := "polling"
 		if o.Spec.SPDK.InterruptMode {
@@ -372,17 +347,21 @@ func placeInitiator(ctx context.Context, c *localcluster.Cluster, config string,
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s, %s, core %d)", r.OSD, role, mode, core))
 	}
-	core := initiatorCore(targetCore, osdCores)
+	place.initiator = initiatorCore(place.cores[0], place.cores)
 	note := ""
-	if pollers := len(osdCores) + 1; pollers > goruntime.NumCPU() {
+	if pollers := len(place.cores) + 1; pollers > goruntime.NumCPU() {
 		note = fmt.Sprintf("; oversubscribed: %d pollers on %d cores", pollers, goruntime.NumCPU())
 	}
-	fmt.Printf("  %s: %s; initiators on core %d%s\n", config, strings.Join(parts, "; "), core, note)
-	return core, nil
+	fmt.Printf("  %s: %s; initiators on core %d%s\n", config, strings.Join(parts, "; "), place.initiator, note)
+	return place, nil
 }
 
 // deleteAndWait unpublishes and deletes vol, then deletes pool, and
-// waits until both are gone: a published Volume is not deleted.
+// waits until both are gone. Then it deletes pool's OSDs and their pods,
+// as the garbage collector would (the local cluster runs none), and waits
+// until they are gone too: the local runner stops a pod's processes
+// before it lets the pod go, and the next configuration's pollers must
+// poll alone. A published Volume is not deleted.
 func deleteAndWait(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Volume, pool *flintv1.Pool) error {
 	patch := client.MergeFrom(vol.DeepCopy())
 	vol.Spec.PublishedHosts = nil
@@ -398,7 +377,41 @@ func deleteAndWait(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Vo
 	if err := c.Client.Delete(ctx, pool); err != nil {
 		return err
 	}
-	return waitGone(ctx, c, "Pool", pool)
+	if err := waitGone(ctx, c, "Pool", pool); err != nil {
+		return err
+	}
+	owned := client.MatchingLabels{flintv1.LabelPool: pool.Name}
+	if err := deleteAllAndWait(ctx, c, "OSDs", &flintv1.OSDList{}, owned); err != nil {
+		return err
+	}
+	return deleteAllAndWait(ctx, c, "OSD pods", &corev1.PodList{}, owned, client.InNamespace(localcluster.Namespace))
+}
+
+// deleteAllAndWait deletes every object of list's kind that opts select,
+// until none is left.
+func deleteAllAndWait(ctx context.Context, c *localcluster.Cluster, what string, list client.ObjectList, opts ...client.ListOption) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := c.Client.List(ctx, list, opts...); err != nil {
+			return err
+		}
+		objs, err := apimeta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		if len(objs) == 0 {
+			return nil
+		}
+		for _, o := range objs {
+			if err := client.IgnoreNotFound(c.Client.Delete(ctx, o.(client.Object))); err != nil {
+				return err
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d %s are not gone after 3 minutes", len(objs), what)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // waitGone waits for obj, a kind, to be deleted.
@@ -498,32 +511,79 @@ func parsePerf(out string) (result, error) {
 	return r, nil
 }
 
-// printTable prints every figure, with the ratios to raw and, for more
-// replicas, to one, each against the same client's.
+// printTable prints each configuration's figures, the median over the
+// rounds with the spread of IOPS, beside the ratios of its medians to
+// raw SPDK's of as many replicas and to the same kind's of one replica,
+// each against the same client's.
 func printTable(w io.Writer, results []result) {
 	type key struct{ client, config, workload string }
-	byKey := map[key]result{}
+	var order []key
+	runs := map[key][]result{}
 	for _, r := range results {
-		byKey[key{r.Client, r.Config, r.Workload}] = r
+		k := key{r.Client, r.Config, r.Workload}
+		if runs[k] == nil {
+			order = append(order, k)
+		}
+		runs[k] = append(runs[k], r)
 	}
-	ratios := func(r result, base string) (string, string) {
-		b, ok := byKey[key{r.Client, base, r.Workload}]
-		if !ok || r.Config == base || r.Config == "raw" {
+	medians := map[key]result{}
+	for k, rs := range runs {
+		medians[k] = median(rs)
+	}
+	ratios := func(k key, base string) (string, string) {
+		b, ok := medians[key{k.client, base, k.workload}]
+		if !ok || k.config == base {
 			return "-", "-"
 		}
+		r := medians[k]
 		return fmt.Sprintf("%.2fx", r.IOPS/b.IOPS), fmt.Sprintf("%.2fx", r.AvgUs/b.AvgUs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "CLIENT\tCONFIG\tWORKLOAD\tIOPS\tMiB/s\tAVG µs\tP50 µs\tP99 µs\tP99.9 µs\tIOPS vs raw\tAVG vs raw\tIOPS vs flint-1\tAVG vs flint-1")
+	_, _ = fmt.Fprintln(tw, "CLIENT\tCONFIG\tWORKLOAD\tRUNS\tIOPS\tIOPS MIN-MAX\tMiB/s\tAVG µs\tP50 µs\tP99 µs\tP99.9 µs\tIOPS vs raw-N\tAVG vs raw-N\tIOPS vs 1 replica\tAVG vs 1 replica")
 	for _, client := range []string{"spdk_nvme_perf", "kernel"} {
-		for _, r := range results {
-			if r.Client != client {
+		for _, k := range order {
+			if k.client != client {
 				continue
 			}
-			iopsRaw, avgRaw := ratios(r, "raw")
-			iopsOne, avgOne := ratios(r, "flint-1")
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\n", r.Client, r.Config, r.Workload, r.IOPS, r.MiBps, r.AvgUs, r.P50Us, r.P99Us, r.P999Us, iopsRaw, avgRaw, iopsOne, avgOne)
+			kind, n, _ := strings.Cut(k.config, "-")
+			iopsRaw, avgRaw := "-", "-"
+			if kind == "flint" {
+				iopsRaw, avgRaw = ratios(k, "raw-"+n)
+			}
+			iopsOne, avgOne := ratios(k, kind+"-1")
+			r, rs := medians[k], runs[k]
+			spread := "-"
+			if len(rs) > 1 {
+				lo, hi := rs[0].IOPS, rs[0].IOPS
+				for _, x := range rs {
+					lo, hi = min(lo, x.IOPS), max(hi, x.IOPS)
+				}
+				spread = fmt.Sprintf("%.0f-%.0f", lo, hi)
+			}
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\n", k.client, k.config, k.workload, len(rs), r.IOPS, spread, r.MiBps, r.AvgUs, r.P50Us, r.P99Us, r.P999Us, iopsRaw, avgRaw, iopsOne, avgOne)
 		}
 	}
 	_ = tw.Flush()
+}
+
+// median gives each figure of rs its median over rs (the lower middle
+// one of an even count).
+func median(rs []result) result {
+	figure := func(of func(result) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = of(r)
+		}
+		slices.Sort(xs)
+		return xs[(len(xs)-1)/2]
+	}
+	return result{
+		Config: rs[0].Config, Client: rs[0].Client, Workload: rs[0].Workload,
+		IOPS:   figure(func(r result) float64 { return r.IOPS }),
+		MiBps:  figure(func(r result) float64 { return r.MiBps }),
+		AvgUs:  figure(func(r result) float64 { return r.AvgUs }),
+		P50Us:  figure(func(r result) float64 { return r.P50Us }),
+		P99Us:  figure(func(r result) float64 { return r.P99Us }),
+		P999Us: figure(func(r result) float64 { return r.P999Us }),
+	}
 }
