@@ -94,7 +94,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, osd *flintv1.OSD, obs obse
 		r.Recorder.Eventf(osd, nil, kind, obs.reason, "Observe", "%s: %s", obs.phase, obs.detail)
 	}
 	st.Phase = obs.phase
-	return patch.Status(ctx, r.Client, before, osd)
+	_, err := patch.Status(ctx, r.Client, before, osd)
+	return err
 }
 
 // setStopping records whether the pod runs the current spec and whether
@@ -178,7 +179,7 @@ func (r *Reconciler) finalize(ctx context.Context, osd *flintv1.OSD) (ctrl.Resul
 		if changed {
 			r.Recorder.Eventf(osd, nil, corev1.EventTypeWarning, reason, "Delete", "%s", msg)
 		}
-		if err := patch.Status(ctx, r.Client, before, osd); err != nil {
+		if _, err := patch.Status(ctx, r.Client, before, osd); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
@@ -210,7 +211,7 @@ func (r *Reconciler) refreshHeld(ctx context.Context, osd *flintv1.OSD) error {
 	if osd.Status.Replicas != obs.status.Replicas {
 		before := osd.DeepCopy()
 		osd.Status.Replicas = obs.status.Replicas
-		if err := patch.Status(ctx, r.Client, before, osd); err != nil {
+		if _, err := patch.Status(ctx, r.Client, before, osd); err != nil {
 			return err
 		}
 	}

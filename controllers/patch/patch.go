@@ -31,17 +31,20 @@ import (
 // obj since this reconcile read it or last wrote it: a merge patch
 // replaces lists (conditions, replicas) whole, and one made from a stale
 // cache would undo another's decisions. Nothing is written when nothing
-// changed. A conflict is returned as is: the reconcile ends and runs again
-// on a fresh read.
-func Status(ctx context.Context, c client.Client, before, obj client.Object) error {
+// changed; written says whether it was. A conflict is returned as is: the
+// reconcile ends and runs again on a fresh read.
+func Status(ctx context.Context, c client.Client, before, obj client.Object) (written bool, err error) {
 	if equality.Semantic.DeepEqual(before, obj) {
-		return nil
+		return false, nil
 	}
 	base := before.DeepCopyObject().(client.Object)
 	// obj's own writes since before (a finalizer, an earlier status
 	// write) moved its resourceVersion: the lock holds from there.
 	base.SetResourceVersion(obj.GetResourceVersion())
-	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // ConflictRetry is how soon an object whose write lost to another writer,

@@ -53,18 +53,18 @@ func TestStatusWritesChangesOverTheVersionRead(t *testing.T) {
 	}
 	stale := pool.DeepCopy()
 
-	if err := Status(ctx, c, pool.DeepCopy(), &pool); err != nil || writes != 0 {
-		t.Fatalf("an unchanged status: err %v, %d writes; want none", err, writes)
+	if written, err := Status(ctx, c, pool.DeepCopy(), &pool); err != nil || written || writes != 0 {
+		t.Fatalf("an unchanged status: written %v, err %v, %d writes; want none", written, err, writes)
 	}
 	before := pool.DeepCopy()
 	pool.Status.Volumes = 2
-	if err := Status(ctx, c, before, &pool); err != nil {
-		t.Fatalf("a changed status: %v", err)
+	if written, err := Status(ctx, c, before, &pool); err != nil || !written {
+		t.Fatalf("a changed status: written %v, err %v", written, err)
 	}
 	before = pool.DeepCopy()
 	pool.Status.Volumes = 3
-	if err := Status(ctx, c, before, &pool); err != nil {
-		t.Fatalf("a second write over this reconcile's own: %v", err)
+	if written, err := Status(ctx, c, before, &pool); err != nil || !written {
+		t.Fatalf("a second write over this reconcile's own: written %v, err %v", written, err)
 	}
 	var got flintv1.Pool
 	if err := c.Get(ctx, client.ObjectKey{Name: "p"}, &got); err != nil || got.Status.Volumes != 3 {
@@ -73,8 +73,8 @@ func TestStatusWritesChangesOverTheVersionRead(t *testing.T) {
 
 	staleBefore := stale.DeepCopy()
 	stale.Status.Volumes = 1
-	err := Status(ctx, c, staleBefore, stale)
-	if !apierrors.IsConflict(err) {
+	written, err := Status(ctx, c, staleBefore, stale)
+	if !apierrors.IsConflict(err) || written {
 		t.Fatalf("a write from a stale read: %v, want a conflict", err)
 	}
 	if res, err := OnConflict(ctrl.Result{}, err); err != nil || res.RequeueAfter != ConflictRetry {

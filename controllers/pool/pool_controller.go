@@ -320,7 +320,8 @@ func (r *Reconciler) finalize(ctx context.Context, pool *flintv1.Pool) error {
 		}) {
 			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, flintv1.PoolVolumesExistReason, "Delete", "%s", msg)
 		}
-		return patch.Status(ctx, r.Client, before, pool)
+		_, err := patch.Status(ctx, r.Client, before, pool)
+		return err
 	}
 	controllerutil.RemoveFinalizer(pool, Finalizer)
 	return r.Update(ctx, pool)

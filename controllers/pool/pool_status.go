@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,12 +89,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *flintv1.Pool, pf *pr
 	r.setDegraded(pool, draining)
 	announce := setRollout(pool, plan, r.Recorder)
 	r.exportMetrics(pool, pf, phases, volPhases)
-	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
-		return nil
-	}
 	// Locked: the rollout is a decision read back from this status, and a
 	// pass from a stale cache must not start a second domain.
-	if err := patch.Status(ctx, r.Client, before, pool); err != nil {
+	if written, err := patch.Status(ctx, r.Client, before, pool); err != nil || !written {
 		return err
 	}
 	announce()

@@ -90,5 +90,6 @@ func (r *Reconciler) wait(ctx context.Context, before, snap *flintv1.Snapshot, r
 // writeStatus writes snap's status when it changed.
 func (r *Reconciler) writeStatus(ctx context.Context, before, snap *flintv1.Snapshot) error {
 	snap.Status.ObservedGeneration = snap.Generation
-	return patch.Status(ctx, r.Client, before, snap)
+	_, err := patch.Status(ctx, r.Client, before, snap)
+	return err
 }

@@ -293,9 +293,9 @@ func (r *Reconciler) recordIntent(ctx context.Context, before, vol *flintv1.Volu
 }
 
 // patchStatus writes vol's status, changed from before (patch.Status),
-// and remembers the write for the events and placements that follow it.
+// and remembers a write for the events and placements that follow it.
 func (r *Reconciler) patchStatus(ctx context.Context, before, vol *flintv1.Volume) error {
-	if err := patch.Status(ctx, r.Client, before, vol); err != nil {
+	if written, err := patch.Status(ctx, r.Client, before, vol); err != nil || !written {
 		return err
 	}
 	r.wrote.Store(vol.Name, vol.ResourceVersion)
