@@ -47,6 +47,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -390,46 +391,39 @@ func deleteAndWait(ctx context.Context, c *localcluster.Cluster, vol *flintv1.Vo
 // deleteAllAndWait deletes every object of list's kind that opts select,
 // until none is left.
 func deleteAllAndWait(ctx context.Context, c *localcluster.Cluster, what string, list client.ObjectList, opts ...client.ListOption) error {
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	left := 0
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Client.List(ctx, list, opts...); err != nil {
-			return err
+			return false, err
 		}
 		objs, err := apimeta.ExtractList(list)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if len(objs) == 0 {
-			return nil
-		}
+		left = len(objs)
 		for _, o := range objs {
 			if err := client.IgnoreNotFound(c.Client.Delete(ctx, o.(client.Object))); err != nil {
-				return err
+				return false, err
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d %s are not gone after 3 minutes", len(objs), what)
-		}
-		time.Sleep(time.Second)
+		return left == 0, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("%d %s are not gone after 3 minutes", left, what)
 	}
+	return err
 }
 
 // waitGone waits for obj, a kind, to be deleted.
 func waitGone(ctx context.Context, c *localcluster.Cluster, kind string, obj client.Object) error {
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s %s is not deleted after 3 minutes", kind, obj.GetName())
-		}
-		time.Sleep(time.Second)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("%s %s is not deleted after 3 minutes", kind, obj.GetName())
 	}
+	return err
 }
 
 // measure runs every workload against ep; with latency, it also reads

@@ -71,42 +71,42 @@ func measureRaw(ctx context.Context, spdkDir, perf string, runtime time.Duration
 		clients[i] = spdkclient.New(socket)
 		defer func() { _ = clients[i].Close() }()
 	}
-	// The replicas first: the target attaches them.
+	// The replicas first, each exported, then attached by the target.
+	target := clients[0]
 	var remotes []string
-	for i := n - 1; i >= 0; i-- {
-		c := clients[i]
-		lvol, err := rawLvol(ctx, c)
+	for i := 1; i < n; i++ {
+		lvol, err := rawLvol(ctx, clients[i])
 		if err != nil {
-			return nil, fmt.Errorf("%s: process %d: %w", config, i, err)
+			return nil, fmt.Errorf("%s: replica %d: %w", config, i, err)
 		}
-		if i > 0 {
-			nqn := fmt.Sprintf("%s-%d", rawNQN, i)
-			if err := rawExport(ctx, c, nqn, lvol, rawAddress(i)); err != nil {
-				return nil, fmt.Errorf("%s: replica %d: %w", config, i, err)
-			}
-			bdevs, err := clients[0].BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
-				Name: fmt.Sprintf("replica%d", i), Trtype: "TCP", Adrfam: "ipv4", Traddr: rawAddress(i), Trsvcid: "4420", Subnqn: nqn,
-			})
-			if err == nil && len(bdevs) != 1 {
-				err = fmt.Errorf("attached %v, want one namespace", bdevs)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: the target attaches replica %d: %w", config, i, err)
-			}
-			remotes = append(remotes, bdevs[0])
-			continue
+		nqn := fmt.Sprintf("%s-%d", rawNQN, i)
+		if err := rawExport(ctx, clients[i], nqn, lvol, rawAddress(i)); err != nil {
+			return nil, fmt.Errorf("%s: replica %d: %w", config, i, err)
 		}
-		exported := lvol
-		if n > 1 {
-			exported = "raid"
-			bases := append([]string{lvol}, remotes...)
-			if err := c.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: exported, RaidLevel: "raid1", BaseBdevs: bases}); err != nil {
-				return nil, fmt.Errorf("%s: raid1 over %v: %w", config, bases, err)
-			}
+		bdevs, err := target.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{
+			Name: fmt.Sprintf("replica%d", i), Trtype: "TCP", Adrfam: "ipv4", Traddr: rawAddress(i), Trsvcid: "4420", Subnqn: nqn,
+		})
+		if err == nil && len(bdevs) != 1 {
+			err = fmt.Errorf("attached %v, want one namespace", bdevs)
 		}
-		if err := rawExport(ctx, c, rawNQN, exported, rawAddress(0)); err != nil {
-			return nil, fmt.Errorf("%s: the target: %w", config, err)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the target attaches replica %d: %w", config, i, err)
 		}
+		remotes = append(remotes, bdevs[0])
+	}
+	exported, err := rawLvol(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the target: %w", config, err)
+	}
+	if n > 1 {
+		bases := append([]string{exported}, remotes...)
+		exported = "raid"
+		if err := target.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: exported, RaidLevel: "raid1", BaseBdevs: bases}); err != nil {
+			return nil, fmt.Errorf("%s: raid1 over %v: %w", config, bases, err)
+		}
+	}
+	if err := rawExport(ctx, target, rawNQN, exported, rawAddress(0)); err != nil {
+		return nil, fmt.Errorf("%s: the target: %w", config, err)
 	}
 	fmt.Printf("  %s: %d nvmf_tgt (polling, cores %v, the target on core %d); initiators on core %d\n", config, n, place.cores, place.cores[0], place.initiator)
 	ep := endpoint{addr: rawAddress(0), port: "4420", nqn: rawNQN}
