@@ -91,6 +91,12 @@ func (c *Client) BdevGetIostat(ctx context.Context, name string) (types.Iostat, 
 	return stat, err
 }
 
+// BdevSetQosLimit sets a bdev's rate limits; SPDK rounds the I/O rate up
+// to a multiple of types.QosIOsStep. A bdev missing is CodeNoSuchDevice.
+func (c *Client) BdevSetQosLimit(ctx context.Context, req types.BdevSetQosLimitRequest) error {
+	return c.rpc.Call(ctx, "bdev_set_qos_limit", req, nil)
+}
+
 // BdevWaitForExamine returns when every module has examined every bdev, for
 // example when an lvstore on a new bdev has loaded.
 func (c *Client) BdevWaitForExamine(ctx context.Context) error {

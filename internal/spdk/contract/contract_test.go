@@ -55,6 +55,7 @@ var scenarios = []struct {
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
 	{"a rebuild keeps the bandwidth cap set when it started", 1, rebuildCappedByOptions},
 	{"latency histogram of an exported bdev", 1, latencyHistogram},
+	{"QoS limits of a raid1, set whole and lost on a restart", 1, qosLimitsOfARaid},
 	{"NVMe options are taken only before the first controller", 2, nvmeOptionsBeforeControllers},
 	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
 }
@@ -686,6 +687,59 @@ func latencyHistogram(t *testing.T, l *spdklab.Lab) {
 	wantErr(t, err, nil, jsonrpc.CodeInternalError) // "Bad address": the namespace's channel has none
 	ok(t, c.BdevEnableHistogram(ctx(t), on))
 	must(c.BdevGetHistogram(ctx(t), "lvs0/vol"))
+}
+
+// qosLimitsOfARaid is how the agent limits a volume: all four limits set
+// at once on the target's raid1 once it is exported, read back as SPDK
+// applied them, cleared with zeroes, and set again after a restart, which
+// loses them. Before the raid is exported (a bdev nobody opened) SPDK
+// takes limits once and refuses to change them.
+func qosLimitsOfARaid(t *testing.T, l *spdklab.Lab) {
+	tg := l.Targets[0]
+	c := tg.Client
+	aioLvstore(t, l, c, "lvs0")
+	for _, name := range []string{"a", "b"} {
+		must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: name, SizeInMiB: 16, ThinProvision: true, LvsName: "lvs0"}))
+	}
+	ok(t, c.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a", "lvs0/b"}}))
+	limitsOf := func(name string) types.QosLimits {
+		t.Helper()
+		return must(c.BdevGetBdevs(ctx(t), name))[0].AssignedRateLimits
+	}
+	if got := limitsOf("vol"); got != (types.QosLimits{}) {
+		t.Fatalf("a new raid's limits = %+v, want none", got)
+	}
+	limits := types.QosLimits{RwIOsPerSec: 1500, RwMbytesPerSec: 100, RMbytesPerSec: 5, WMbytesPerSec: 0}
+	set := func(name string, l types.QosLimits) error {
+		return c.BdevSetQosLimit(ctx(t), types.BdevSetQosLimitRequest{Name: name, QosLimits: l})
+	}
+	ok(t, set("vol", limits))
+	wantErr(t, set("vol", limits), nil, jsonrpc.CodeInvalidParams) // -EAGAIN: nobody opened the raid yet
+
+	nqn := "nqn.2026-01.io.flint:qos"
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: "FLINT0000000003"}))
+	must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "vol"}))
+	ok(t, set("vol", limits))
+	ok(t, set("vol", limits)) // again: nothing changes
+	if got, want := limitsOf("vol"), (types.QosLimits{RwIOsPerSec: 2000, RwMbytesPerSec: 100, RMbytesPerSec: 5}); got != want || limits.Applied() != want {
+		t.Errorf("limits = %+v (Applied says %+v), want %+v: the I/O rate rounded up to a multiple of %d", got, limits.Applied(), want, types.QosIOsStep)
+	}
+	ok(t, set("vol", types.QosLimits{}))
+	if got := limitsOf("vol"); got != (types.QosLimits{}) {
+		t.Errorf("limits after zeroes = %+v, want none", got)
+	}
+	ok(t, set("vol", limits))
+	wantErr(t, set("nosuch", limits), jsonrpc.ErrNotFound, jsonrpc.CodeNoSuchDevice)
+
+	tg.Kill()
+	tg.Restart(t)
+	must(c.BdevAioCreate(ctx(t), types.BdevAioCreateRequest{Filename: l.Image(t, "lvs0", imageSize), Name: "again", BlockSize: 4096}))
+	ok(t, c.BdevWaitForExamine(ctx(t)))
+	ok(t, c.BdevRaidCreate(ctx(t), types.BdevRaidCreateRequest{Name: "vol", RaidLevel: "raid1", BaseBdevs: []string{"lvs0/a", "lvs0/b"}}))
+	if got := limitsOf("vol"); got != (types.QosLimits{}) {
+		t.Errorf("the raid's limits after a restart = %+v, want none: SPDK does not keep them", got)
+	}
 }
 
 func nvmeOptionsBeforeControllers(t *testing.T, l *spdklab.Lab) {

@@ -51,6 +51,7 @@ func init() {
 		"bdev_uring_delete":  bdevDeleteOf(kindUring),
 		"bdev_get_bdevs":     bdevGetBdevs,
 		"bdev_get_iostat":    bdevGetIostat,
+		"bdev_set_qos_limit": bdevSetQosLimit,
 
 		"bdev_enable_histogram": bdevEnableHistogram,
 		"bdev_get_histogram":    bdevGetHistogram,

@@ -22,7 +22,7 @@ func (t *Target) renderBdev(b *bdev) map[string]any {
 	m := map[string]any{
 		"name": b.name, "aliases": b.aliases, "product_name": b.product,
 		"block_size": b.blockSize, "num_blocks": b.numBlocks, "uuid": b.uuid,
-		"claimed": b.claimType != "", "zoned": false,
+		"claimed": b.claimType != "", "zoned": false, "assigned_rate_limits": b.qos,
 	}
 	if b.claimType != "" {
 		m["claim_type"] = b.claimType

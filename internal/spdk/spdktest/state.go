@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flint-io/flint/internal/spdk/types"
 )
 
 // disk is storage that outlives a Target: a file, a PCI device, or the RAM
@@ -85,6 +87,7 @@ type bdev struct {
 	nsid  uint32 // kindNvme
 
 	histogram *histogram // nil until bdev_enable_histogram first names it
+	qos       types.QosLimits
 }
 
 func (b *bdev) matches(name string) bool {

@@ -140,6 +140,37 @@ type Bdev struct {
 	Claimed        bool               `json:"claimed"`
 	ClaimType      string             `json:"claim_type,omitempty"`
 	DriverSpecific BdevDriverSpecific `json:"driver_specific"`
+	// AssignedRateLimits are the bdev's QoS limits; SPDK keeps them in
+	// memory only, so a restarted SPDK has none.
+	AssignedRateLimits QosLimits `json:"assigned_rate_limits"`
+}
+
+// QosLimits are a bdev's rate limits: I/Os per second, reads and writes
+// together, and MiB per second; 0 is no limit.
+type QosLimits struct {
+	RwIOsPerSec    uint64 `json:"rw_ios_per_sec"`
+	RwMbytesPerSec uint64 `json:"rw_mbytes_per_sec"`
+	RMbytesPerSec  uint64 `json:"r_mbytes_per_sec"`
+	WMbytesPerSec  uint64 `json:"w_mbytes_per_sec"`
+}
+
+// QosIOsStep is the granularity of an I/O rate limit: SPDK rounds one up
+// to a multiple of it.
+const QosIOsStep = 1000
+
+// Applied is l as SPDK keeps it once set: the I/O rate rounded up to a
+// multiple of QosIOsStep.
+func (l QosLimits) Applied() QosLimits {
+	l.RwIOsPerSec = (l.RwIOsPerSec + QosIOsStep - 1) / QosIOsStep * QosIOsStep
+	return l
+}
+
+// BdevSetQosLimitRequest sets every rate limit of a bdev at once: each
+// given replaces the bdev's, 0 removes it. (SPDK keeps a limit left out;
+// Flint always gives all four, so that the request alone says what holds.)
+type BdevSetQosLimitRequest struct {
+	Name string `json:"name"`
+	QosLimits
 }
 
 // SizeBytes is the bdev's capacity.
