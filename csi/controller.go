@@ -37,6 +37,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -97,6 +98,7 @@ func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerG
 		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
 		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
 		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+		csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
 	}
@@ -123,6 +125,9 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	params, err := parseParameters(req.GetParameters())
 	if err != nil {
+		return nil, err
+	}
+	if err := applyMutableParameters(&params.qos, req.GetMutableParameters()); err != nil {
 		return nil, err
 	}
 	src, least, err := c.volumeSource(ctx, req.GetVolumeContentSource())
@@ -166,7 +171,7 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 			Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()},
 			Finalizers: []string{flintv1.VolumeFinalizer},
 		},
-		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap},
+		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap, QoS: qosOrNil(p.qos)},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {
@@ -572,6 +577,51 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 		return nil, err
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: vol.Status.Capacity.Value(), NodeExpansionRequired: !isBlock(req.GetVolumeCapability())}, nil
+}
+
+// ControllerModifyVolume sets the limits a VolumeAttributesClass names on
+// the Volume, and waits until its target enforces them. A Volume without a
+// target returns at once: a target is limited before it serves.
+func (c *Controller) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	unlock, err := c.locks.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var want *flintv1.VolumeQoS
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vol, err := getVolume(ctx, c.APIReader, id)
+		if err != nil {
+			return err
+		}
+		q := ptr.Deref(vol.Spec.QoS, flintv1.VolumeQoS{})
+		if err := applyMutableParameters(&q, req.GetMutableParameters()); err != nil {
+			return err
+		}
+		if want = qosOrNil(q); equality.Semantic.DeepEqual(want, vol.Spec.QoS) {
+			return nil
+		}
+		vol.Spec.QoS = want
+		err = c.Client.Update(ctx, vol)
+		if err != nil && !apierrors.IsConflict(err) {
+			return apiError(err)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = c.waitUntil(ctx, id, "limited as its VolumeAttributesClass says", func(v *flintv1.Volume) bool {
+		return v.Status.Target == nil || len(v.Status.Target.Endpoints) == 0 || equality.Semantic.DeepEqual(v.Status.Target.QoS, want)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerModifyVolumeResponse{}, nil
 }
 
 // ValidateVolumeCapabilities confirms the capabilities Flint serves.

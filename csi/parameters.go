@@ -39,6 +39,28 @@ const (
 	ParamRebuildMaxBandwidth = "rebuildMaxBandwidthMiBps"
 )
 
+// QoS parameters: a VolumeAttributesClass's (mutable: ControllerModifyVolume
+// changes them), or a StorageClass's, as defaults. 0 limits nothing.
+const (
+	// ParamMaxIOPS limits reads and writes together, in I/Os per second:
+	// a multiple of 1000, the step SPDK limits in.
+	ParamMaxIOPS = "maxIOPS"
+	// ParamMaxMiBps limits reads and writes together, in MiB/s.
+	ParamMaxMiBps      = "maxMiBps"
+	ParamMaxReadMiBps  = "maxReadMiBps"
+	ParamMaxWriteMiBps = "maxWriteMiBps"
+)
+
+// qosParams are the QoS parameters, in the order errors name them.
+var qosParams = []string{ParamMaxIOPS, ParamMaxMiBps, ParamMaxReadMiBps, ParamMaxWriteMiBps}
+
+// Bounds of the QoS parameters, as the Volume's API has them.
+const (
+	maxIOPS  = 100_000_000
+	iopsStep = 1000
+	maxMiBps = 1_000_000
+)
+
 // Parameters external-provisioner adds with --extra-create-metadata.
 const (
 	ParamClaimName      = "csi.storage.k8s.io/pvc/name"
@@ -60,6 +82,8 @@ type parameters struct {
 	rebuildCap *int32
 	// claim is the PVC the Volume is for, when the provisioner says.
 	claim *flintv1.ClaimReference
+	// qos are the StorageClass's default limits.
+	qos flintv1.VolumeQoS
 }
 
 // parseParameters validates CreateVolume's parameters; each mistake is an
@@ -88,12 +112,16 @@ func parseParameters(in map[string]string) (parameters, error) {
 				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter %s=%q: must be a whole number of MiB/s from 0 (no cap) to 100000 (or left out to use the Pool's)", k, v)
 			}
 			p.rebuildCap = ptr.To(int32(n))
+		case slices.Contains(qosParams, k):
+			if err := setQoS(&p.qos, k, v, "StorageClass"); err != nil {
+				return p, err
+			}
 		case k == ParamClaimName || k == ParamClaimNamespace:
 			// Taken below, as a pair.
 		case strings.HasPrefix(k, "csi.storage.k8s.io/"):
 			// Set by external-provisioner for itself.
 		default:
-			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join([]string{ParamPool, ParamReplicas, ParamFsType, ParamRebuildMaxBandwidth}, ", "))
+			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join(append([]string{ParamPool, ParamReplicas, ParamFsType, ParamRebuildMaxBandwidth}, qosParams...), ", "))
 		}
 	}
 	if name, ns := in[ParamClaimName], in[ParamClaimNamespace]; name != "" && ns != "" {
@@ -103,4 +131,52 @@ func parseParameters(in map[string]string) (parameters, error) {
 		return p, status.Error(codes.InvalidArgument, fmt.Sprintf("StorageClass parameter %s missing: name the Pool to provision from (kubectl get pools)", ParamPool))
 	}
 	return p, nil
+}
+
+// applyMutableParameters sets the limits a VolumeAttributesClass names on
+// q; the limits it leaves out stay as they are (the CSI spec: a key that
+// is absent changes nothing).
+func applyMutableParameters(q *flintv1.VolumeQoS, in map[string]string) error {
+	for k, v := range in {
+		if !slices.Contains(qosParams, k) {
+			return status.Errorf(codes.InvalidArgument, "unknown VolumeAttributesClass parameter %q: Flint takes %s", k, strings.Join(qosParams, ", "))
+		}
+		if err := setQoS(q, k, v, "VolumeAttributesClass"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setQoS sets QoS parameter k of a class to v on q.
+func setQoS(q *flintv1.VolumeQoS, k, v, class string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if k == ParamMaxIOPS {
+		if err != nil || n < 0 || n > maxIOPS || n%iopsStep != 0 {
+			return status.Errorf(codes.InvalidArgument, "%s parameter %s=%q: must be a multiple of %d (SPDK limits I/Os in steps of %d) from 0 (no limit) to %d", class, k, v, iopsStep, iopsStep, maxIOPS)
+		}
+		q.IOPS = n
+		return nil
+	}
+	if err != nil || n < 0 || n > maxMiBps {
+		return status.Errorf(codes.InvalidArgument, "%s parameter %s=%q: must be a whole number of MiB/s from 0 (no limit) to %d", class, k, v, maxMiBps)
+	}
+	switch k {
+	case ParamMaxMiBps:
+		q.ReadWriteMiBps = n
+	case ParamMaxReadMiBps:
+		q.ReadMiBps = n
+	case ParamMaxWriteMiBps:
+		q.WriteMiBps = n
+	}
+	return nil
+}
+
+// qosOrNil is q, or nil when it limits nothing: a Volume without limits
+// has no spec.qos.
+func qosOrNil(q flintv1.VolumeQoS) *flintv1.VolumeQoS {
+	if q == (flintv1.VolumeQoS{}) {
+		return nil
+	}
+	return &q
 }

@@ -50,6 +50,9 @@ func TestParseParameters(t *testing.T) {
 		{"a negative rebuild cap", map[string]string{"pool": "p", "rebuildMaxBandwidthMiBps": "-1"}, parameters{}, codes.InvalidArgument},
 		{"a rebuild cap in other units", map[string]string{"pool": "p", "rebuildMaxBandwidthMiBps": "200Mi"}, parameters{}, codes.InvalidArgument},
 		{"an unknown key", map[string]string{"pool": "p", "colour": "blue"}, parameters{}, codes.InvalidArgument},
+		{"default limits", map[string]string{"pool": "p", "maxIOPS": "5000", "maxMiBps": "200", "maxReadMiBps": "150", "maxWriteMiBps": "100"},
+			parameters{pool: "p", qos: flintv1.VolumeQoS{IOPS: 5000, ReadWriteMiBps: 200, ReadMiBps: 150, WriteMiBps: 100}}, codes.OK},
+		{"IOPS off SPDK's step", map[string]string{"pool": "p", "maxIOPS": "1500"}, parameters{}, codes.InvalidArgument},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseParameters(tt.in)
@@ -58,6 +61,36 @@ func TestParseParameters(t *testing.T) {
 			}
 			if err == nil && !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("parameters = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestApplyMutableParameters(t *testing.T) {
+	was := flintv1.VolumeQoS{IOPS: 3000, WriteMiBps: 40}
+	for _, tt := range []struct {
+		name string
+		in   map[string]string
+		want flintv1.VolumeQoS
+		code codes.Code
+	}{
+		{"nothing named changes nothing", nil, was, codes.OK},
+		{"a limit named replaces that one only", map[string]string{"maxIOPS": "1000"}, flintv1.VolumeQoS{IOPS: 1000, WriteMiBps: 40}, codes.OK},
+		{"0 removes a limit", map[string]string{"maxWriteMiBps": "0", "maxReadMiBps": "10"}, flintv1.VolumeQoS{IOPS: 3000, ReadMiBps: 10}, codes.OK},
+		{"IOPS off SPDK's step", map[string]string{"maxIOPS": "2500"}, was, codes.InvalidArgument},
+		{"IOPS above the API's bound", map[string]string{"maxIOPS": "100001000"}, was, codes.InvalidArgument},
+		{"a negative bandwidth", map[string]string{"maxMiBps": "-5"}, was, codes.InvalidArgument},
+		{"a bandwidth in other units", map[string]string{"maxMiBps": "5Mi"}, was, codes.InvalidArgument},
+		{"a StorageClass key", map[string]string{"pool": "p"}, was, codes.InvalidArgument},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := was
+			err := applyMutableParameters(&got, tt.in)
+			if status.Code(err) != tt.code {
+				t.Fatalf("err = %v, want %s", err, tt.code)
+			}
+			if err == nil && got != tt.want {
+				t.Fatalf("QoS = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -80,6 +80,41 @@ type VolumeSpec struct {
 	// +kubebuilder:validation:items:MaxLength=223
 	// +kubebuilder:validation:items:Pattern=`^nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9.-]+(:.+)?$`
 	PublishedHosts []string `json:"publishedHosts,omitempty"`
+
+	// qos limits the Volume's I/O at its target, for every host together.
+	// Optional: without it nothing is limited. It may change at any time
+	// (a PVC's VolumeAttributesClass through ControllerModifyVolume) and
+	// takes effect without a reconnect; a target that moves, or whose
+	// SPDK restarts, is limited again before it serves.
+	// +optional
+	QoS *VolumeQoS `json:"qos,omitempty"`
+}
+
+// VolumeQoS are a Volume's I/O limits; a limit left out or 0 limits
+// nothing. The target's SPDK enforces them in 1 ms time slices.
+type VolumeQoS struct {
+	// iops limits reads and writes together, in I/Os per second: a
+	// multiple of 1000, the step SPDK limits in.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000000
+	// +kubebuilder:validation:MultipleOf=1000
+	IOPS int64 `json:"iops,omitempty"`
+	// readWriteMiBps limits reads and writes together, in MiB/s.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	ReadWriteMiBps int64 `json:"readWriteMiBps,omitempty"`
+	// readMiBps limits reads, in MiB/s.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	ReadMiBps int64 `json:"readMiBps,omitempty"`
+	// writeMiBps limits writes, in MiB/s.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	WriteMiBps int64 `json:"writeMiBps,omitempty"`
 }
 
 // ClaimReference names a PersistentVolumeClaim.
@@ -215,6 +250,10 @@ type VolumeTarget struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	Members []string `json:"members,omitempty"`
+	// qos are the limits the target enforces, as its agent read them
+	// back from SPDK. It lags spec.qos until the target applied it.
+	// +optional
+	QoS *VolumeQoS `json:"qos,omitempty"`
 }
 
 // VolumeStatus is the observed state of a Volume.

@@ -116,7 +116,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	req := &agentv1.EnsureTargetRequest{
 		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
 		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: servedHere,
-		RebuildMaxMibPerSec: uint32(vol.RebuildMaxBandwidthMiBps(w.pool)),
+		RebuildMaxMibPerSec: uint32(vol.RebuildMaxBandwidthMiBps(w.pool)), Qos: agentQoS(vol.Spec.QoS),
 	}
 	ts, err := r.ensureTarget(ctx, vol, agent, req)
 	if status.Code(err) == codes.Aborted {
@@ -316,7 +316,7 @@ func (r *Reconciler) reassembleFromOneSource(ctx context.Context, vol *flintv1.V
 	// served yet, so a pass that finds it unbuilt (this one failed or
 	// died) assembles it, rather than re-assemble it again.
 	vol.Status.Target.Epoch = epoch(vol.Status.Target) + 1
-	vol.Status.Target.Endpoints, vol.Status.Target.AllowedHosts = nil, nil
+	vol.Status.Target.Endpoints, vol.Status.Target.AllowedHosts, vol.Status.Target.QoS = nil, nil, nil
 	if err := r.recordIntent(ctx, before, vol); err != nil {
 		return false, err
 	}
@@ -335,4 +335,21 @@ func (r *Reconciler) replicaErrors(vol *flintv1.Volume, failures []string) {
 		return
 	}
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaError, "EnsureReplica", "%s", msg)
+}
+
+// agentQoS is a Volume's limits as its target's agent takes them.
+func agentQoS(q *flintv1.VolumeQoS) *agentv1.QoS {
+	if q == nil {
+		return nil
+	}
+	return &agentv1.QoS{RwIosPerSec: uint64(q.IOPS), RwMibPerSec: uint64(q.ReadWriteMiBps), RMibPerSec: uint64(q.ReadMiBps), WMibPerSec: uint64(q.WriteMiBps)}
+}
+
+// volumeQoS is what a target reports it enforces; nil when nothing.
+func volumeQoS(q *agentv1.QoS) *flintv1.VolumeQoS {
+	v := flintv1.VolumeQoS{IOPS: int64(q.GetRwIosPerSec()), ReadWriteMiBps: int64(q.GetRwMibPerSec()), ReadMiBps: int64(q.GetRMibPerSec()), WriteMiBps: int64(q.GetWMibPerSec())}
+	if v == (flintv1.VolumeQoS{}) {
+		return nil
+	}
+	return &v
 }

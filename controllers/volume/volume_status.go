@@ -79,7 +79,7 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
 			}
 		}
-		st.Target.AllowedHosts = ts.GetAllowedHosts()
+		st.Target.AllowedHosts, st.Target.QoS = ts.GetAllowedHosts(), volumeQoS(ts.GetQos())
 		e := ts.GetExport()
 		st.Target.Endpoints = []flintv1.Endpoint{{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())}}
 		st.Capacity = resource.NewQuantity(int64(ts.GetSizeBytes()), resource.BinarySI)

@@ -39,6 +39,8 @@ type VolumeDescription struct {
 	// Target is nil until the Volume has one.
 	Target      *TargetDescription `json:"target,omitempty"`
 	PublishedTo []string           `json:"publishedTo"`
+	// QoS are the limits asked for (spec.qos); nil for none.
+	QoS *flintv1.VolumeQoS `json:"qos,omitempty"`
 	// FailureDomain is the node label each replica's Domain is the value of.
 	FailureDomain string               `json:"failureDomain"`
 	Replicas      []ReplicaDescription `json:"replicas"`
@@ -52,6 +54,8 @@ type TargetDescription struct {
 	NQN          string   `json:"nqn"`
 	Endpoints    []string `json:"endpoints"`
 	AllowedHosts []string `json:"allowedHosts"`
+	// QoS are the limits the target enforces; nil for none.
+	QoS *flintv1.VolumeQoS `json:"qos,omitempty"`
 }
 
 // ReplicaDescription is one replica of a Volume.
@@ -75,14 +79,14 @@ func (p *Plugin) describeVolume(ctx context.Context, name string) (*VolumeDescri
 	}
 	d := &VolumeDescription{
 		Name: v.Name, Claim: v.Spec.Claim.String(), Pool: v.Spec.Pool, Size: v.Spec.Size.String(), Phase: orUnknown(string(v.Status.Phase)),
-		PublishedTo: nonNil(v.Spec.PublishedHosts), Replicas: []ReplicaDescription{},
+		PublishedTo: nonNil(v.Spec.PublishedHosts), QoS: v.Spec.QoS, Replicas: []ReplicaDescription{},
 	}
 	// A Pool that is gone is read as the API's default.
 	var pool flintv1.Pool
 	_ = p.Client.Get(ctx, client.ObjectKey{Name: v.Spec.Pool}, &pool)
 	d.FailureDomain = pool.FailureDomainKey()
 	if t := v.Status.Target; t != nil {
-		d.Target = &TargetDescription{OSD: t.OSD, Epoch: t.Epoch, NQN: t.NQN, Endpoints: []string{}, AllowedHosts: nonNil(t.AllowedHosts)}
+		d.Target = &TargetDescription{OSD: t.OSD, Epoch: t.Epoch, NQN: t.NQN, Endpoints: []string{}, AllowedHosts: nonNil(t.AllowedHosts), QoS: t.QoS}
 		for _, e := range t.Endpoints {
 			d.Target.Endpoints = append(d.Target.Endpoints, endpoint(e))
 		}
@@ -110,10 +114,12 @@ func (d *VolumeDescription) printTable(line func(...string), now time.Time) {
 		line("  NQN:", t.NQN)
 		line("  Endpoints:", dash(strings.Join(t.Endpoints, ", ")))
 		line("  Allowed hosts:", dash(strings.Join(t.AllowedHosts, ", ")))
+		line("  Enforced limits:", limits(t.QoS))
 	} else {
 		line("Target:", "-")
 	}
 	line("Published to:", dash(strings.Join(d.PublishedTo, ", ")))
+	line("Limits:", limits(d.QoS))
 	line("Replicas:")
 	line("  OSD", "NODE", strings.ToUpper(domainName(d.FailureDomain)), "STATE", "REBUILD", "SINCE")
 	for _, r := range d.Replicas {
@@ -123,6 +129,23 @@ func (d *VolumeDescription) printTable(line func(...string), now time.Time) {
 		}
 		line("  "+r.OSD, dash(r.Node), dash(r.Domain), r.State, rebuild, since(r.Since, now))
 	}
+}
+
+// limits says what q limits, or "-" for nothing.
+func limits(q *flintv1.VolumeQoS) string {
+	if q == nil {
+		return "-"
+	}
+	var parts []string
+	for _, l := range []struct {
+		value int64
+		unit  string
+	}{{q.IOPS, "IOPS"}, {q.ReadWriteMiBps, "MiB/s"}, {q.ReadMiBps, "MiB/s read"}, {q.WriteMiBps, "MiB/s write"}} {
+		if l.value != 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", l.value, l.unit))
+		}
+	}
+	return dash(strings.Join(parts, ", "))
 }
 
 // whereIs is the node of OSD osd and that node's value of the label

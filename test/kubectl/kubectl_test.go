@@ -132,7 +132,8 @@ func cluster(t *testing.T) {
 	since := metav1.NewTime(now.Add(-90 * time.Second))
 	degraded := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "vol-degraded"}, Spec: flintv1.VolumeSpec{Pool: "fast", Size: resource.MustParse("1Gi"),
 		Claim:          &flintv1.ClaimReference{Namespace: "shop", Name: "orders"},
-		PublishedHosts: []string{"nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"}}}
+		PublishedHosts: []string{"nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"},
+		QoS:            &flintv1.VolumeQoS{IOPS: 2000, WriteMiBps: 40}}}
 	create(t, degraded, func() {
 		degraded.Status = flintv1.VolumeStatus{Phase: flintv1.VolumePhaseDegraded,
 			Replicas: []flintv1.ReplicaStatus{
@@ -141,7 +142,8 @@ func cluster(t *testing.T) {
 			},
 			Target: &flintv1.VolumeTarget{OSD: "osd-a", NQN: "nqn.2026-01.io.flint:volume:degraded", Epoch: 2,
 				Endpoints:    []flintv1.Endpoint{{Transport: flintv1.TransportTCP, Address: "10.0.0.1", Port: 4420}},
-				AllowedHosts: []string{"nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"}},
+				AllowedHosts: []string{"nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"},
+				QoS:          &flintv1.VolumeQoS{IOPS: 3000}},
 			Conditions: []metav1.Condition{
 				condition(flintv1.ReadyCondition, metav1.ConditionTrue, "Serving", "the target serves"),
 				condition(flintv1.DegradedCondition, metav1.ConditionTrue, "ReplicaRebuilding", "the replica on osd-b rebuilds"),
@@ -240,6 +242,7 @@ func TestCommands(t *testing.T) {
 			"osd-b  node-b  b     Rebuilding  42%      90s",
 			"Degraded  True    ReplicaRebuilding",
 			"Warning  ReplicaOutOfSync  the replica on osd-b missed writes; it is rebuilt",
+			"3000 IOPS", "2000 IOPS, 40 MiB/s write",
 		} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("describe lacks %q", want)

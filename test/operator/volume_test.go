@@ -138,6 +138,15 @@ var _ = Describe("A Volume", Ordered, func() {
 		Eventually(allowed).Should(ConsistOf(hostB))
 	})
 
+	It("is limited at its target by spec.qos, and reports the limits SPDK enforces", func() {
+		target := getVolume("vol-1").Status.Target.OSD
+		for _, q := range []*flintv1.VolumeQoS{{IOPS: 3000}, nil, volumeQoS} {
+			updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.QoS = q })
+			Eventually(func() *flintv1.VolumeQoS { return getVolume("vol-1").Status.Target.QoS }).Should(Equal(q))
+			Expect(qosAt(target, "vol-1")).To(Equal(q))
+		}
+	})
+
 	It("grows online, and refuses to shrink", func() {
 		updateVolume("vol-1", func(v *flintv1.Volume) { v.Spec.Size = resource.MustParse("128Mi") })
 		Eventually(func() string { return getVolume("vol-1").Status.Capacity.String() }).Should(Equal("128Mi"))
@@ -175,6 +184,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		got := getVolume("vol-1")
 		Expect(got.Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a re-assembled target is a new incarnation")
 		expectVolumeIdentity(got)
+		Expect(qosAt(target, "vol-1")).To(Equal(volumeQoS), "the restarted SPDK forgot the limits; the target has them again")
 	})
 
 	It("assembles, once, a re-assembly recorded by an operator that died before it assembled the target", func() {
@@ -250,6 +260,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		got := getVolume("vol-1")
 		Expect(got.Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a moved target is a new incarnation")
 		expectVolumeIdentity(got)
+		Expect(qosAt(moved, "vol-1")).To(Equal(volumeQoS), "the moved target keeps the limits")
 		for _, r := range got.Status.Replicas {
 			if r.OSD != moved {
 				Expect(replicaHostsOf(r.OSD, "vol-1")).To(ConsistOf(agentv1.HostNQN(osdUID(moved))), "replica on %s", r.OSD)
@@ -697,6 +708,23 @@ func hostsOf(osd, nqn string) []string {
 		return nil
 	}
 	return subs[0].HostNQNs()
+}
+
+// volumeQoS are vol-1's limits from the spec that sets them on.
+var volumeQoS = &flintv1.VolumeQoS{IOPS: 2000, ReadWriteMiBps: 100, WriteMiBps: 40}
+
+// qosAt reads the limits SPDK on OSD osd holds on the raid of Volume
+// name; nil when none.
+func qosAt(osd, name string) *flintv1.VolumeQoS {
+	c, cctx := spdkOf(osd)
+	b, err := c.BdevGetBdevs(cctx, "raid_"+uidOf(name))
+	Expect(err).NotTo(HaveOccurred())
+	l := b[0].AssignedRateLimits
+	q := flintv1.VolumeQoS{IOPS: int64(l.RwIOsPerSec), ReadWriteMiBps: int64(l.RwMbytesPerSec), ReadMiBps: int64(l.RMbytesPerSec), WriteMiBps: int64(l.WMbytesPerSec)}
+	if q == (flintv1.VolumeQoS{}) {
+		return nil
+	}
+	return &q
 }
 
 // replicaHostsOf lists the hosts OSD osd exports its replica of Volume

@@ -128,6 +128,7 @@ var _ = BeforeSuite(func() {
 	config.TargetPath = filepath.Join(dir, "mount")
 	config.StagingPath = filepath.Join(dir, "staging")
 	config.TestVolumeParameters = map[string]string{csi.ParamPool: pool}
+	config.TestVolumeMutableParameters = map[string]string{csi.ParamMaxIOPS: "2000", csi.ParamMaxWriteMiBps: "100"}
 	config.TestVolumeSize = 64 << 20
 	config.TestVolumeExpandSize = 128 << 20
 	config.IdempotentCount = 3
@@ -175,5 +176,8 @@ var _ = Describe("config/csi", func() {
 		var vsc volumesnapshotv1.VolumeSnapshotClass
 		Expect(cluster.Client.Get(ctx, ctrlKey("flint"), &vsc)).To(Succeed())
 		Expect(vsc.Driver).To(Equal(csi.DriverName))
+		var vac storagev1.VolumeAttributesClass
+		Expect(cluster.Client.Get(ctx, ctrlKey("flint-limited"), &vac)).To(Succeed())
+		Expect(vac.DriverName).To(Equal(csi.DriverName))
 	})
 })

@@ -34,6 +34,7 @@ import (
 	"github.com/flint-io/flint/internal/rpclog"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/lease"
 	"github.com/flint-io/flint/osd-image/agent/storage"
@@ -258,7 +259,7 @@ func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRe
 func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequest) (*agentv1.TargetStatus, error) {
 	spec := storage.TargetSpec{
 		Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume(),
-		RebuildMaxMiBPerSec: req.GetRebuildMaxMibPerSec(),
+		RebuildMaxMiBPerSec: req.GetRebuildMaxMibPerSec(), QoS: qosLimits(req.GetQos()),
 	}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
@@ -275,7 +276,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	out := &agentv1.TargetStatus{Export: exportOf(st.Export), Degraded: st.Degraded(), SizeBytes: st.SizeBytes, AllowedHosts: st.AllowedHosts}
+	out := &agentv1.TargetStatus{Export: exportOf(st.Export), Degraded: st.Degraded(), SizeBytes: st.SizeBytes, AllowedHosts: st.AllowedHosts, Qos: qosOf(st.QoS)}
 	for _, m := range st.Members {
 		out.Members = append(out.Members, &agentv1.MemberStatus{Osd: m.OSD, State: m.State, RebuildPercent: uint32(m.RebuildPercent)})
 	}
@@ -311,6 +312,14 @@ func replicaOf(r storage.Replica) *agentv1.Replica {
 
 func snapshotOf(sn storage.Snapshot) *agentv1.Snapshot {
 	return &agentv1.Snapshot{Name: sn.Name, Lvol: sn.Lvol, SizeBytes: sn.SizeBytes, AllocatedBytes: sn.AllocatedBytes}
+}
+
+func qosLimits(q *agentv1.QoS) types.QosLimits {
+	return types.QosLimits{RwIOsPerSec: q.GetRwIosPerSec(), RwMbytesPerSec: q.GetRwMibPerSec(), RMbytesPerSec: q.GetRMibPerSec(), WMbytesPerSec: q.GetWMibPerSec()}
+}
+
+func qosOf(l types.QosLimits) *agentv1.QoS {
+	return &agentv1.QoS{RwIosPerSec: l.RwIOsPerSec, RwMibPerSec: l.RwMbytesPerSec, RMibPerSec: l.RMbytesPerSec, WMibPerSec: l.WMbytesPerSec}
 }
 
 func exportOf(e storage.Subsystem) *agentv1.Export {

@@ -82,6 +82,9 @@ type TargetSpec struct {
 	// RebuildMaxMiBPerSec caps the bandwidth of a rebuild started by this
 	// call; 0 for no cap.
 	RebuildMaxMiBPerSec uint32
+	// QoS limits the volume's I/O at the exported bdev; zero limits
+	// nothing.
+	QoS types.QosLimits
 }
 
 // TargetMember is one replica's place in the target, as it found it.
@@ -101,6 +104,8 @@ type Target struct {
 	// AllowedHosts are the hosts SPDK lets connect to the volume, read
 	// back after they were set.
 	AllowedHosts []string
+	// QoS are the limits SPDK holds on the exported bdev.
+	QoS types.QosLimits
 }
 
 // Degraded reports whether any member is not online.
@@ -111,9 +116,9 @@ func (s Target) Degraded() bool {
 // EnsureTarget makes this OSD serve spec.Volume: remote replicas attached
 // with reconnect options, a raid1 assembled from the reachable in-sync
 // replicas, at most one rebuild started onto a reachable replica that is
-// not a member, and the volume's subsystem exported to exactly spec.Hosts.
-// It is level-triggered: call it again to progress rebuilds and to re-drive
-// the target after SPDK restarted.
+// not a member, the volume's subsystem exported to exactly spec.Hosts,
+// limited to spec.QoS. It is level-triggered: call it again to progress
+// rebuilds and to re-drive the target after SPDK restarted.
 func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, error) {
 	if err := e.checkTargetSpec(spec); err != nil {
 		return Target{}, err
@@ -181,9 +186,31 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
+	qos, err := e.ensureQoS(ctx, raidName(spec.Volume), spec.QoS)
+	if err != nil {
+		return Target{}, err
+	}
 	st, err := e.targetStatus(ctx, spec, bdevs, held)
-	st.AllowedHosts = allowed
+	st.AllowedHosts, st.QoS = allowed, qos
 	return st, err
+}
+
+// ensureQoS gives the exported bdev the limits want, unless SPDK holds
+// them already, and returns what it holds. It runs once the bdev is
+// exported: SPDK lets a bdev nobody opened take limits once, then refuses
+// to change them (-EAGAIN).
+func (e *Engine) ensureQoS(ctx context.Context, bdev string, want types.QosLimits) (types.QosLimits, error) {
+	b, err := e.spdk.BdevGetBdevs(ctx, bdev)
+	if err != nil {
+		return types.QosLimits{}, fmt.Errorf("read the QoS limits of %s: %w", bdev, err)
+	}
+	if held := b[0].AssignedRateLimits; held == want.Applied() {
+		return held, nil
+	}
+	if err := e.spdk.BdevSetQosLimit(ctx, types.BdevSetQosLimitRequest{Name: bdev, QosLimits: want}); err != nil {
+		return types.QosLimits{}, fmt.Errorf("set the QoS limits of %s to %+v: %w", bdev, want, err)
+	}
+	return want.Applied(), nil
 }
 
 // volumeSubsystem is the subsystem hosts reach spec's volume by, exporting
@@ -205,8 +232,12 @@ func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b type
 	if err != nil {
 		return Target{}, err
 	}
+	qos, err := e.ensureQoS(ctx, b.Name, spec.QoS)
+	if err != nil {
+		return Target{}, err
+	}
 	return Target{
-		Export: e.export(nqn), SizeBytes: b.SizeBytes(), AllowedHosts: allowed,
+		Export: e.export(nqn), SizeBytes: b.SizeBytes(), AllowedHosts: allowed, QoS: qos,
 		Members: []TargetMember{{OSD: e.cfg.UID, State: agentv1.MemberState_MEMBER_STATE_ONLINE}},
 	}, nil
 }

@@ -809,3 +809,53 @@ func TestOwnErrorsLeaveOutTheConnections(t *testing.T) {
 		}
 	}
 }
+
+// A volume's limits reach its exported bdev, change and clear with the
+// spec, and come back when the target is driven again after its SPDK
+// restarted, which forgets them.
+func TestTargetKeepsItsQoS(t *testing.T) {
+	ctx := context.Background()
+	c, m0, m1, m2 := threeReplicas(t)
+	limitsOf := func() types.QosLimits {
+		t.Helper()
+		b, err := c.spdks[0].BdevGetBdevs(ctx, raidName(volume))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b[0].AssignedRateLimits
+	}
+	members := []MemberSpec{m0, m1, m2}
+	limited := types.QosLimits{RwIOsPerSec: 1500, WMbytesPerSec: 40}
+	for _, want := range []types.QosLimits{limited, {RwIOsPerSec: 3000}, {}, limited} {
+		st := c.ensureSpec(TargetSpec{Members: members, QoS: want})
+		if st.QoS != want.Applied() || limitsOf() != want.Applied() {
+			t.Fatalf("QoS %+v: target reports %+v, SPDK holds %+v; want %+v", want, st.QoS, limitsOf(), want.Applied())
+		}
+	}
+
+	if err := c.targets[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.bootstrap(0)
+	if st := c.ensureSpec(TargetSpec{Members: members, QoS: limited}); st.QoS != limited.Applied() || limitsOf() != limited.Applied() {
+		t.Fatalf("after SPDK restarted: target reports %+v, SPDK holds %+v; want %+v", st.QoS, limitsOf(), limited.Applied())
+	}
+}
+
+// A volume of one replica is limited at its lvol, which it exports.
+func TestOneReplicaVolumeKeepsItsQoS(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 1)
+	if _, err := c.osds[0].CreateReplica(ctx, volume, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	want := types.QosLimits{RwIOsPerSec: 1000, RMbytesPerSec: 10}
+	st := c.ensureSpec(TargetSpec{Members: []MemberSpec{c.exportReplica(0, true)}, QoS: want})
+	r, err := c.osds[0].replicaBdev(ctx, volume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.QoS != want || r.AssignedRateLimits != want {
+		t.Fatalf("target reports %+v, the lvol holds %+v; want %+v", st.QoS, r.AssignedRateLimits, want)
+	}
+}

@@ -1450,8 +1450,12 @@ type EnsureTargetRequest struct {
 	// starts, in MiB/s; 0 for no cap. A running rebuild keeps the cap it
 	// started with.
 	RebuildMaxMibPerSec uint32 `protobuf:"varint,8,opt,name=rebuild_max_mib_per_sec,json=rebuildMaxMibPerSec,proto3" json:"rebuild_max_mib_per_sec,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// qos limits the volume's I/O at the exported bdev; unset or zero
+	// limits nothing. It is set whenever it differs from what SPDK holds,
+	// so a target that moved or whose SPDK restarted gets it again.
+	Qos           *QoS `protobuf:"bytes,9,opt,name=qos,proto3" json:"qos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnsureTargetRequest) Reset() {
@@ -1533,6 +1537,87 @@ func (x *EnsureTargetRequest) GetRebuildMaxMibPerSec() uint32 {
 	return 0
 }
 
+func (x *EnsureTargetRequest) GetQos() *QoS {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
+// QoS are a volume's I/O limits; 0 is no limit. SPDK rounds the I/O rate
+// up to a multiple of 1000.
+type QoS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// rw_ios_per_sec limits reads and writes together, in I/Os per second.
+	RwIosPerSec uint64 `protobuf:"varint,1,opt,name=rw_ios_per_sec,json=rwIosPerSec,proto3" json:"rw_ios_per_sec,omitempty"`
+	// rw_mib_per_sec limits reads and writes together, in MiB/s.
+	RwMibPerSec uint64 `protobuf:"varint,2,opt,name=rw_mib_per_sec,json=rwMibPerSec,proto3" json:"rw_mib_per_sec,omitempty"`
+	// r_mib_per_sec limits reads, in MiB/s.
+	RMibPerSec uint64 `protobuf:"varint,3,opt,name=r_mib_per_sec,json=rMibPerSec,proto3" json:"r_mib_per_sec,omitempty"`
+	// w_mib_per_sec limits writes, in MiB/s.
+	WMibPerSec    uint64 `protobuf:"varint,4,opt,name=w_mib_per_sec,json=wMibPerSec,proto3" json:"w_mib_per_sec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QoS) Reset() {
+	*x = QoS{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QoS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QoS) ProtoMessage() {}
+
+func (x *QoS) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QoS.ProtoReflect.Descriptor instead.
+func (*QoS) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *QoS) GetRwIosPerSec() uint64 {
+	if x != nil {
+		return x.RwIosPerSec
+	}
+	return 0
+}
+
+func (x *QoS) GetRwMibPerSec() uint64 {
+	if x != nil {
+		return x.RwMibPerSec
+	}
+	return 0
+}
+
+func (x *QoS) GetRMibPerSec() uint64 {
+	if x != nil {
+		return x.RMibPerSec
+	}
+	return 0
+}
+
+func (x *QoS) GetWMibPerSec() uint64 {
+	if x != nil {
+		return x.WMibPerSec
+	}
+	return 0
+}
+
 type MemberStatus struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Osd            string                 `protobuf:"bytes,1,opt,name=osd,proto3" json:"osd,omitempty"`
@@ -1544,7 +1629,7 @@ type MemberStatus struct {
 
 func (x *MemberStatus) Reset() {
 	*x = MemberStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1641,7 @@ func (x *MemberStatus) String() string {
 func (*MemberStatus) ProtoMessage() {}
 
 func (x *MemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1654,7 @@ func (x *MemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberStatus.ProtoReflect.Descriptor instead.
 func (*MemberStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MemberStatus) GetOsd() string {
@@ -1602,14 +1687,16 @@ type TargetStatus struct {
 	SizeBytes uint64 `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	// allowed_hosts are the host NQNs the target lets connect, read back
 	// from SPDK after they were set: a host not listed cannot connect.
-	AllowedHosts  []string `protobuf:"bytes,5,rep,name=allowed_hosts,json=allowedHosts,proto3" json:"allowed_hosts,omitempty"`
+	AllowedHosts []string `protobuf:"bytes,5,rep,name=allowed_hosts,json=allowedHosts,proto3" json:"allowed_hosts,omitempty"`
+	// qos are the limits SPDK holds on the exported bdev, read back.
+	Qos           *QoS `protobuf:"bytes,6,opt,name=qos,proto3" json:"qos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TargetStatus) Reset() {
 	*x = TargetStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1708,7 @@ func (x *TargetStatus) String() string {
 func (*TargetStatus) ProtoMessage() {}
 
 func (x *TargetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1721,7 @@ func (x *TargetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetStatus.ProtoReflect.Descriptor instead.
 func (*TargetStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TargetStatus) GetExport() *Export {
@@ -1672,6 +1759,13 @@ func (x *TargetStatus) GetAllowedHosts() []string {
 	return nil
 }
 
+func (x *TargetStatus) GetQos() *QoS {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
 type DeleteTargetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// volume_uid is the Volume's uid: every SPDK object of the volume is
@@ -1690,7 +1784,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1796,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1809,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteTargetRequest) GetVolumeUid() string {
@@ -1749,7 +1843,7 @@ type PauseTargetRequest struct {
 
 func (x *PauseTargetRequest) Reset() {
 	*x = PauseTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1855,7 @@ func (x *PauseTargetRequest) String() string {
 func (*PauseTargetRequest) ProtoMessage() {}
 
 func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1868,7 @@ func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetRequest.ProtoReflect.Descriptor instead.
 func (*PauseTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseTargetRequest) GetVolumeUid() string {
@@ -1803,7 +1897,7 @@ type PauseTargetResponse struct {
 
 func (x *PauseTargetResponse) Reset() {
 	*x = PauseTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1909,7 @@ func (x *PauseTargetResponse) String() string {
 func (*PauseTargetResponse) ProtoMessage() {}
 
 func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1922,7 @@ func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetResponse.ProtoReflect.Descriptor instead.
 func (*PauseTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PauseTargetResponse) GetInSyncOsds() []string {
@@ -1847,7 +1941,7 @@ type ResumeTargetRequest struct {
 
 func (x *ResumeTargetRequest) Reset() {
 	*x = ResumeTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1953,7 @@ func (x *ResumeTargetRequest) String() string {
 func (*ResumeTargetRequest) ProtoMessage() {}
 
 func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1966,7 @@ func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResumeTargetRequest) GetVolumeUid() string {
@@ -1890,7 +1984,7 @@ type ResumeTargetResponse struct {
 
 func (x *ResumeTargetResponse) Reset() {
 	*x = ResumeTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +1996,7 @@ func (x *ResumeTargetResponse) String() string {
 func (*ResumeTargetResponse) ProtoMessage() {}
 
 func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +2009,7 @@ func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 type DeleteTargetResponse struct {
@@ -1933,7 +2027,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2039,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2052,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteTargetResponse) GetRaidFound() bool {
@@ -2071,7 +2165,7 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
 	"\ain_sync\x18\x03 \x01(\bR\x06inSync\x12\x18\n" +
 	"\aleaving\x18\x04 \x01(\bR\aleaving\x12!\n" +
-	"\fwait_rebuild\x18\x05 \x01(\bR\vwaitRebuild\"\x84\x02\n" +
+	"\fwait_rebuild\x18\x05 \x01(\bR\vwaitRebuild\"\xab\x02\n" +
 	"\x13EnsureTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x120\n" +
@@ -2080,18 +2174,27 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\rR\x05epoch\x12\x1c\n" +
 	"\tconfirmed\x18\a \x01(\bR\tconfirmed\x124\n" +
-	"\x17rebuild_max_mib_per_sec\x18\b \x01(\rR\x13rebuildMaxMibPerSecJ\x04\b\x05\x10\x06\"\x82\x01\n" +
+	"\x17rebuild_max_mib_per_sec\x18\b \x01(\rR\x13rebuildMaxMibPerSec\x12%\n" +
+	"\x03qos\x18\t \x01(\v2\x13.flint.agent.v1.QoSR\x03qosJ\x04\b\x05\x10\x06\"\x95\x01\n" +
+	"\x03QoS\x12#\n" +
+	"\x0erw_ios_per_sec\x18\x01 \x01(\x04R\vrwIosPerSec\x12#\n" +
+	"\x0erw_mib_per_sec\x18\x02 \x01(\x04R\vrwMibPerSec\x12!\n" +
+	"\rr_mib_per_sec\x18\x03 \x01(\x04R\n" +
+	"rMibPerSec\x12!\n" +
+	"\rw_mib_per_sec\x18\x04 \x01(\x04R\n" +
+	"wMibPerSec\"\x82\x01\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12'\n" +
 	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\x121\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05stateJ\x04\b\x02\x10\x03\"\xd6\x01\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05stateJ\x04\b\x02\x10\x03\"\xfd\x01\n" +
 	"\fTargetStatus\x12.\n" +
 	"\x06export\x18\x01 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x126\n" +
 	"\amembers\x18\x02 \x03(\v2\x1c.flint.agent.v1.MemberStatusR\amembers\x12\x1a\n" +
 	"\bdegraded\x18\x03 \x01(\bR\bdegraded\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\x12#\n" +
-	"\rallowed_hosts\x18\x05 \x03(\tR\fallowedHosts\"~\n" +
+	"\rallowed_hosts\x18\x05 \x03(\tR\fallowedHosts\x12%\n" +
+	"\x03qos\x18\x06 \x01(\v2\x13.flint.agent.v1.QoSR\x03qos\"~\n" +
 	"\x13DeleteTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
@@ -2165,7 +2268,7 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(WriteCache)(0),                // 0: flint.agent.v1.WriteCache
 	(MemberState)(0),               // 1: flint.agent.v1.MemberState
@@ -2190,14 +2293,15 @@ var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(*Export)(nil),                 // 20: flint.agent.v1.Export
 	(*Member)(nil),                 // 21: flint.agent.v1.Member
 	(*EnsureTargetRequest)(nil),    // 22: flint.agent.v1.EnsureTargetRequest
-	(*MemberStatus)(nil),           // 23: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),           // 24: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),    // 25: flint.agent.v1.DeleteTargetRequest
-	(*PauseTargetRequest)(nil),     // 26: flint.agent.v1.PauseTargetRequest
-	(*PauseTargetResponse)(nil),    // 27: flint.agent.v1.PauseTargetResponse
-	(*ResumeTargetRequest)(nil),    // 28: flint.agent.v1.ResumeTargetRequest
-	(*ResumeTargetResponse)(nil),   // 29: flint.agent.v1.ResumeTargetResponse
-	(*DeleteTargetResponse)(nil),   // 30: flint.agent.v1.DeleteTargetResponse
+	(*QoS)(nil),                    // 23: flint.agent.v1.QoS
+	(*MemberStatus)(nil),           // 24: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 25: flint.agent.v1.TargetStatus
+	(*DeleteTargetRequest)(nil),    // 26: flint.agent.v1.DeleteTargetRequest
+	(*PauseTargetRequest)(nil),     // 27: flint.agent.v1.PauseTargetRequest
+	(*PauseTargetResponse)(nil),    // 28: flint.agent.v1.PauseTargetResponse
+	(*ResumeTargetRequest)(nil),    // 29: flint.agent.v1.ResumeTargetRequest
+	(*ResumeTargetResponse)(nil),   // 30: flint.agent.v1.ResumeTargetResponse
+	(*DeleteTargetResponse)(nil),   // 31: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	20, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
@@ -2209,40 +2313,42 @@ var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	5,  // 6: flint.agent.v1.OSDStatus.preflight_warnings:type_name -> flint.agent.v1.PreflightWarning
 	20, // 7: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
 	21, // 8: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	1,  // 9: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
-	20, // 10: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	23, // 11: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
-	3,  // 12: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	9,  // 13: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	10, // 14: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	11, // 15: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	14, // 16: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
-	16, // 17: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
-	17, // 18: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	19, // 19: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	22, // 20: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	25, // 21: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	26, // 22: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
-	28, // 23: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
-	6,  // 24: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	4,  // 25: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	13, // 26: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	13, // 27: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	12, // 28: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	15, // 29: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	13, // 30: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	18, // 31: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	20, // 32: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	24, // 33: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	30, // 34: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	27, // 35: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
-	29, // 36: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
-	7,  // 37: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	25, // [25:38] is the sub-list for method output_type
-	12, // [12:25] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	23, // 9: flint.agent.v1.EnsureTargetRequest.qos:type_name -> flint.agent.v1.QoS
+	1,  // 10: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
+	20, // 11: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	24, // 12: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	23, // 13: flint.agent.v1.TargetStatus.qos:type_name -> flint.agent.v1.QoS
+	3,  // 14: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
+	9,  // 15: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	10, // 16: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	11, // 17: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	14, // 18: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	16, // 19: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	17, // 20: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	19, // 21: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	22, // 22: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	26, // 23: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	27, // 24: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
+	29, // 25: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
+	6,  // 26: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	4,  // 27: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	13, // 28: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	13, // 29: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	12, // 30: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	15, // 31: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	13, // 32: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	18, // 33: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	20, // 34: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	25, // 35: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	31, // 36: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	28, // 37: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
+	30, // 38: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
+	7,  // 39: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	27, // [27:40] is the sub-list for method output_type
+	14, // [14:27] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_osd_image_agent_api_v1_agent_proto_init() }
@@ -2256,7 +2362,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
