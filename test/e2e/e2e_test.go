@@ -52,7 +52,6 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/test/e2e/lab"
-	"github.com/flint-io/flint/test/localcluster"
 )
 
 const namespace = "flint-system"
@@ -145,29 +144,15 @@ func needStorage(t *testing.T) {
 	}
 }
 
-// The chart installs as a user installs it, from the images built here,
-// and its pods run: the operator; the CSI controller and node plugin with
+// The chart installs as README.md's quickstart installs it, from the
+// images built here, and its pods run: the operator; the CSI controller and node plugin with
 // their sidecars when their images could be built, the node plugin then
 // registered with the kubelet.
 func TestChartInstalls(t *testing.T) {
 	clients := inLab(t)
-	ctx := t.Context()
-	version := os.Getenv("FLINT_E2E_VERSION")
-	// As README.md says: the namespace first, labelled, then the chart.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "privileged",
-	}}}
-	if _, err := clients.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The VolumeSnapshot CRDs the csi-snapshotter sidecar watches, as a
-	// cluster has them (README.md).
-	if err := localcluster.Apply(ctx, flintClient(t), filepath.Join("..", "..", "config", "snapshot-crds")); err != nil {
-		t.Fatal(err)
-	}
-	helm(t, "install", "flint", os.Getenv("FLINT_E2E_CHART"), "--namespace", namespace,
+	// README.md's install block, as written, with the lab's settings.
+	runREADMEBlock(t, "TestChartInstalls", 5*time.Minute, []string{
 		"--set", strings.Join([]string{
-			"images.operator.tag=" + version, "images.osd.tag=" + version, "images.csiDriver.tag=" + version,
 			"operator.replicas=1", "csi.controller.replicas=1",
 			// The emulated node can take seconds to answer a probe: a 2 s
 			// fence probe killed its SPDK again and again under load, its
@@ -179,15 +164,16 @@ func TestChartInstalls(t *testing.T) {
 			// workload node needs runs there.
 			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
 			"csi.controller.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,
-			"storageClass.create=true", "storageClass.pool=dev", "snapshots.class.create=true",
+			"snapshots.class.create=true",
 		}, ","),
 		// The second storage node runs OSDs only (lab.SecondStorageNode);
 		// a label's value is a string. The device plugins run on the pcie
 		// storage node.
-		"--set-string", "csi.node.nodeSelector."+strings.ReplaceAll(lab.CSINodeLabel, ".", "\\.")+"=true",
+		"--set-string", "csi.node.nodeSelector." + strings.ReplaceAll(lab.CSINodeLabel, ".", "\\.") + "=true",
 		"--set", "nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true",
-		"--set-string", "nvmeDevicePlugin.nodeSelector."+strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.")+"=true",
-		"--set-string", "rdmaDevicePlugin.nodeSelector."+strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.")+"=true")
+		"--set-string", "nvmeDevicePlugin.nodeSelector." + strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.") + "=true",
+		"--set-string", "rdmaDevicePlugin.nodeSelector." + strings.ReplaceAll(lab.PCIeStorageLabel, ".", "\\.") + "=true",
+	})
 
 	t.Run("operator", func(t *testing.T) {
 		waitDeploymentAvailable(t, clients, "flint-operator")

@@ -165,6 +165,7 @@ var _ = Describe("config/csi", func() {
 		var driver storagev1.CSIDriver
 		Expect(cluster.Client.Get(ctx, ctrlKey(csi.DriverName), &driver)).To(Succeed())
 		Expect(*driver.Spec.AttachRequired).To(BeTrue())
+		Expect(driver.Spec.PreventPodSchedulingIfMissing).To(HaveValue(BeTrue()), "the apiserver keeps it (VolumeLimitScaling)")
 		var sc storagev1.StorageClass
 		// The samples include a VolumeSnapshotClass: its CRDs first.
 		Expect(localcluster.Apply(ctx, cluster.Client, filepath.Join("..", "..", "config", "snapshot-crds"))).To(Succeed())
