@@ -22,12 +22,14 @@ limitations under the License.
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -45,12 +47,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/internal/bench"
+	"github.com/flint-io/flint/internal/kubectl"
 	"github.com/flint-io/flint/test/e2e/lab"
 )
 
@@ -722,6 +727,59 @@ func TestDataOutlivesThePod(t *testing.T) {
 	createClaim(t, clients, "files", chartClass, corev1.PersistentVolumeFilesystem)
 	runToCompletion(t, clients, "writer", "files", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
 	runToCompletion(t, clients, "reader", "files", "sha256sum -c /data/blob.sha256")
+}
+
+// kubectl flint bench, the plugin's own code on the lab's cluster, runs
+// flint-bench on a raw block Volume of the chart's StorageClass from a Pod
+// on the workload node, through its kernel NVMe-oF host: it says which
+// job runs while it runs, prints a row of figures per job and leaves no
+// Pod behind. The figures are the emulated guest's.
+func TestKubectlFlintBench(t *testing.T) {
+	clients := inLab(t)
+	if cluster.Worker == nil {
+		t.Skip("no workload node")
+	}
+	needStorage(t)
+	devPoolReady(t, clients, flintClient(t))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	p := &kubectl.Plugin{Client: c, Out: &out, LastLogLine: kubectl.LastLogLineVia(clients)}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	err = p.Bench(ctx, kubectl.BenchOptions{
+		Namespace: "default", StorageClass: chartClass, Node: lab.WorkerNode,
+		Size: resource.MustParse("32Mi"), Runtime: 2 * time.Second,
+		Image: "ghcr.io/flint-io/flint-bench:" + os.Getenv("FLINT_E2E_VERSION"),
+	})
+	t.Logf("kubectl flint bench:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range bench.Jobs {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(j.Name) + `\s+(\d+)\s`).FindStringSubmatch(out.String())
+		if m == nil || m[1] == "0" {
+			t.Errorf("no figures for %s", j.Name)
+		}
+	}
+	if !strings.Contains(out.String(), "running fio: job ") {
+		t.Error("no line said which job ran")
+	}
+	pods, err := clients.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=flint-bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		if pod.DeletionTimestamp == nil {
+			t.Errorf("the benchmark left Pod %s behind", pod.Name)
+		}
+	}
 }
 
 // createClaim creates a 256Mi RWO PVC of a StorageClass in default.
