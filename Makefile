@@ -149,11 +149,16 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl into the cache; print 
 
 N ?= 1000
 RATE ?= 5
+QOS ?= 1000
 DURATION ?= 2m
 
 .PHONY: bench-datapath
 bench-datapath: ## Raw SPDK beside Flint Volumes of 1, 2 and 3 replicas (real operator and agents, OSDs launched as their pods say) on nvmf_tgt (FLINT_SPDK_DIR's, or make spdk's): spdk_nvme_perf over NVMe/TCP and the kernel host in a VM lab guest; IOPS, MiB/s, avg/p50/p99/p99.9, ratios to raw and to 1 replica, the target's latency histogram beside the initiator's; JSON in bench-datapath.json (root).
 	dir="$(spdk_dir)"; assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" FLINT_SPDK_DIR="$$dir" go run ./hack/bench-datapath $(BENCH_ARGS)
+
+.PHONY: bench-qos
+bench-qos: ## A Flint Volume of 1 and of 2 replicas on real nvmf_tgt limited to QOS IOPS (default 1000) through spec.qos: spdk_nvme_perf 4k random writes at QD32 unlimited, then limited; fails when the limited rate is more than 5% off the limit.
+	$(MAKE) bench-datapath BENCH_ARGS="-qos $(QOS) -replicas 1,2 -kernel=false -runtime 10s"
 
 .PHONY: bench-provision
 bench-provision: ## Against the real apiserver, 30 OSDs (agents over SPDK doubles): a burst of N Volumes (default 1000), then RATE Volumes/s for DURATION (5, 2m); create-to-Ready p50/p99, total time, API writes and agent calls per Volume; checks placement.

@@ -94,6 +94,7 @@ func main() {
 	kernel := flag.Bool("kernel", true, "also measure each configuration through the kernel's NVMe/TCP host in a VM lab guest (TCG: the figures are the emulation's)")
 	kernelRuntime := flag.Duration("kernel-runtime", 10*time.Second, "how long each workload runs through the kernel host")
 	rounds := flag.Int("rounds", 1, "how many times each flint-N and raw-N pair runs, interleaved; the table gives each figure's median and the IOPS spread")
+	qos := flag.Int64("qos", 0, "instead of the comparison, limit each Flint configuration's Volume to this many IOPS (spec.qos) and check that 4k random writes at QD32 run within 5% of it")
 	flag.Parse()
 	spdkDir := os.Getenv("FLINT_SPDK_DIR")
 	if spdkDir == "" {
@@ -113,7 +114,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench-datapath: -rounds %d: want at least 1\n", *rounds)
 		os.Exit(2)
 	}
-	if err := run(spdkDir, *runtime, *out, counts, *rounds, newKernelClient(*kernel, *kernelRuntime)); err != nil {
+	if *qos < 0 || *qos%1000 != 0 {
+		fmt.Fprintf(os.Stderr, "bench-datapath: -qos %d: want a multiple of 1000 (SPDK limits I/Os in steps of 1000)\n", *qos)
+		os.Exit(2)
+	}
+	if err := run(spdkDir, *runtime, *out, counts, *rounds, *qos, newKernelClient(*kernel, *kernelRuntime)); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-datapath: %v\n", err)
 		os.Exit(1)
 	}
@@ -155,7 +160,7 @@ const (
 	volumeBytes     = 256 << 20
 )
 
-func run(spdkDir string, runtime time.Duration, out string, replicas []int, rounds int, kernel *kernelClient) error {
+func run(spdkDir string, runtime time.Duration, out string, replicas []int, rounds int, qos int64, kernel *kernelClient) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds*len(replicas))*30*time.Minute)
 	defer cancel()
 	perf := filepath.Join(spdkDir, "build", "bin", "spdk_nvme_perf")
@@ -181,6 +186,14 @@ func run(spdkDir string, runtime time.Duration, out string, replicas []int, roun
 	}
 	if err := labelNodes(ctx, c); err != nil {
 		return err
+	}
+	if qos > 0 {
+		for _, n := range replicas {
+			if err := measureQoS(ctx, c, perf, runtime, n, qos); err != nil {
+				return fmt.Errorf("QoS of a %d-replica Flint Volume: %w", n, err)
+			}
+		}
+		return nil
 	}
 	// Each pair runs back to back, on the same cores, so that both see
 	// the machine as it is then; rounds show how far that moves.
@@ -249,28 +262,8 @@ func labelNodes(ctx context.Context, c *localcluster.Cluster) error {
 // of one core each, one OSD on each of the first n nodes, then deletes
 // both so that the next configuration's OSDs poll alone.
 func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, runtime time.Duration, n int, kernel *kernelClient) ([]result, placement, error) {
-	name := poolName(n)
-	pool := &flintv1.Pool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: flintv1.PoolSpec{Replicas: int32(n), NodeSelector: map[string]string{poolLabel(n): "true"}, Devices: flintv1.PoolDevices{
-			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: *resource.NewQuantity(poolDeviceBytes, resource.BinarySI)},
-		}, OSD: flintv1.OSDTemplate{OSDResources: flintv1.OSDResources{CPUs: 1, Memory: resource.NewQuantity(osdMemoryMiB<<20, resource.BinarySI)}}},
-	}
-	vol := &flintv1.Volume{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       flintv1.VolumeSpec{Pool: name, Size: *resource.NewQuantity(volumeBytes, resource.BinarySI), Replicas: ptr.To(int32(n)), PublishedHosts: []string{hostNQN}},
-	}
-	for _, obj := range []client.Object{pool, vol} {
-		if err := c.Client.Create(ctx, obj); err != nil {
-			return nil, placement{}, err
-		}
-	}
-	ep, err := waitReady(ctx, c, vol)
-	if err != nil {
-		return nil, placement{}, err
-	}
 	config := fmt.Sprintf("flint-%d", n)
-	place, err := placeInitiator(ctx, c, config, vol)
+	pool, vol, ep, place, err := startFlint(ctx, c, config, n)
 	if err != nil {
 		return nil, placement{}, err
 	}
@@ -286,6 +279,33 @@ func measureFlint(ctx context.Context, c *localcluster.Cluster, perf string, run
 		return nil, placement{}, err
 	}
 	return results, place, deleteAndWait(ctx, c, vol, pool)
+}
+
+// startFlint creates the Pool and the Volume of n replicas of config and
+// waits until the Volume is Ready; it says where its pollers run.
+func startFlint(ctx context.Context, c *localcluster.Cluster, config string, n int) (*flintv1.Pool, *flintv1.Volume, endpoint, placement, error) {
+	name := poolName(n)
+	pool := &flintv1.Pool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flintv1.PoolSpec{Replicas: int32(n), NodeSelector: map[string]string{poolLabel(n): "true"}, Devices: flintv1.PoolDevices{
+			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: *resource.NewQuantity(poolDeviceBytes, resource.BinarySI)},
+		}, OSD: flintv1.OSDTemplate{OSDResources: flintv1.OSDResources{CPUs: 1, Memory: resource.NewQuantity(osdMemoryMiB<<20, resource.BinarySI)}}},
+	}
+	vol := &flintv1.Volume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       flintv1.VolumeSpec{Pool: name, Size: *resource.NewQuantity(volumeBytes, resource.BinarySI), Replicas: ptr.To(int32(n)), PublishedHosts: []string{hostNQN}},
+	}
+	for _, obj := range []client.Object{pool, vol} {
+		if err := c.Client.Create(ctx, obj); err != nil {
+			return nil, nil, endpoint{}, placement{}, err
+		}
+	}
+	ep, err := waitReady(ctx, c, vol)
+	if err != nil {
+		return nil, nil, endpoint{}, placement{}, err
+	}
+	place, err := placeInitiator(ctx, c, config, vol)
+	return pool, vol, ep, place, err
 }
 
 // waitReady waits for vol to be Ready with all its replicas and returns
@@ -440,23 +460,15 @@ func measure(ctx context.Context, perf, config string, ep endpoint, runtime time
 				return nil, err
 			}
 		}
-		trid := fmt.Sprintf("trtype:TCP adrfam:IPv4 traddr:%s trsvcid:%s subnqn:%s hostnqn:%s", ep.addr, ep.port, ep.nqn, hostNQN)
-		seconds := max(int(runtime.Seconds()), 1)
-		cmd := exec.CommandContext(ctx, perf, "-r", trid, "-q", strconv.Itoa(w.Depth), "-o", strconv.Itoa(w.BlockSize),
-			"-w", w.RW, "-t", strconv.Itoa(seconds), "-c", fmt.Sprintf("0x%x", uint64(1)<<core), "--no-huge", "-s", "1024", "-L")
-		b, err := cmd.CombinedOutput()
+		r, err := runPerf(ctx, perf, config, ep, w, runtime, core)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %v\n%s", config, w.Name, err, b)
+			return nil, err
 		}
+		seconds := max(int(runtime.Seconds()), 1)
 		if latency != nil {
 			// The agent reads SPDK afresh only once per interval.
 			time.Sleep(time.Until(before.at.Add(metricsInterval + time.Second)))
 		}
-		r, err := parsePerf(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w\n%s", config, w.Name, err, b)
-		}
-		r.Config, r.Client, r.Workload = config, "spdk_nvme_perf", w.Name
 		if latency != nil {
 			after, err := latency.read(ctx)
 			if err != nil {
@@ -468,6 +480,24 @@ func measure(ctx context.Context, perf, config string, ep endpoint, runtime time
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// runPerf runs job w with spdk_nvme_perf on core against ep.
+func runPerf(ctx context.Context, perf, config string, ep endpoint, w bench.Job, runtime time.Duration, core int) (result, error) {
+	trid := fmt.Sprintf("trtype:TCP adrfam:IPv4 traddr:%s trsvcid:%s subnqn:%s hostnqn:%s", ep.addr, ep.port, ep.nqn, hostNQN)
+	seconds := max(int(runtime.Seconds()), 1)
+	cmd := exec.CommandContext(ctx, perf, "-r", trid, "-q", strconv.Itoa(w.Depth), "-o", strconv.Itoa(w.BlockSize),
+		"-w", w.RW, "-t", strconv.Itoa(seconds), "-c", fmt.Sprintf("0x%x", uint64(1)<<core), "--no-huge", "-s", "1024", "-L")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("%s %s: %v\n%s", config, w.Name, err, b)
+	}
+	r, err := parsePerf(string(b))
+	if err != nil {
+		return result{}, fmt.Errorf("%s %s: %w\n%s", config, w.Name, err, b)
+	}
+	r.Config, r.Client, r.Workload = config, "spdk_nvme_perf", w.Name
+	return r, nil
 }
 
 var (
