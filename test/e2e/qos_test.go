@@ -90,15 +90,15 @@ func TestQoSThroughAVolumeAttributesClass(t *testing.T) {
 				return err
 			}
 			if pvc.Spec.VolumeName == "" {
-				return fmt.Errorf("PVC %s is %s", claim.Name, pvc.Status.Phase)
+				return fmt.Errorf("PVC %s is %s: %s", claim.Name, pvc.Status.Phase, podEventsIn(t, clients, "default", claim.Name))
 			}
 			var vol flintv1.Volume
 			if err := c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, &vol); err != nil {
 				return err
 			}
 			if current := ptr.Deref(pvc.Status.CurrentVolumeAttributesClassName, ""); current != class || vol.Status.Target == nil || !equalQoS(vol.Status.Target.QoS, want) {
-				return fmt.Errorf("PVC's current class %q (modify status %+v), Volume %s's spec.qos %+v, target %+v; want class %s enforcing %+v",
-					current, pvc.Status.ModifyVolumeStatus, vol.Name, vol.Spec.QoS, vol.Status.Target, class, want)
+				return fmt.Errorf("PVC's current class %q (modify status %+v; events: %s), Volume %s's spec.qos %+v, target %+v; want class %s enforcing %+v",
+					current, pvc.Status.ModifyVolumeStatus, podEventsIn(t, clients, "default", claim.Name), vol.Name, vol.Spec.QoS, vol.Status.Target, class, want)
 			}
 			return nil
 		})
