@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -487,15 +486,6 @@ func longestGap(t *testing.T, clients *kubernetes.Clientset, pod string) time.Du
 		longest = max(longest, times[i].Sub(times[i-1]))
 	}
 	return longest
-}
-
-// helm runs the pinned helm against the lab.
-func helm(t *testing.T, args ...string) {
-	t.Helper()
-	cmd := exec.Command(os.Getenv("FLINT_E2E_HELM"), append(args, "--kubeconfig", cluster.AdminKubeconfig)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 }
 
 func waitDeploymentAvailable(t *testing.T, clients *kubernetes.Clientset, name string) {

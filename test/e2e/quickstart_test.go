@@ -151,7 +151,7 @@ func readmeBlock(t *testing.T, test string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	marker := "<!-- test/e2e's " + test + " runs this block as written. -->"
 	var block strings.Builder
 	state := "before"
