@@ -182,11 +182,11 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
 		return Target{}, err
 	}
-	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
+	qos, err := e.ensureQoS(ctx, raidName(spec.Volume), spec.QoS)
 	if err != nil {
 		return Target{}, err
 	}
-	qos, err := e.ensureQoS(ctx, raidName(spec.Volume), spec.QoS)
+	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
 	if err != nil {
 		return Target{}, err
 	}
@@ -196,9 +196,12 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 }
 
 // ensureQoS gives the exported bdev the limits want, unless SPDK holds
-// them already, and returns what it holds. It runs once the bdev is
-// exported: SPDK lets a bdev nobody opened take limits once, then refuses
-// to change them (-EAGAIN).
+// them already, and returns what it holds. It runs once the subsystem's
+// namespace has opened the bdev's I/O channels, and before any host is
+// let in, so that a new target serves no host unlimited. Before, SPDK
+// takes limits once and then answers -EAGAIN: its own open of the bdev
+// for the call starts QoS on a bdev with limits and no channel, which
+// leaves the change the call asks for "in progress".
 func (e *Engine) ensureQoS(ctx context.Context, bdev string, want types.QosLimits) (types.QosLimits, error) {
 	b, err := e.spdk.BdevGetBdevs(ctx, bdev)
 	if err != nil {
@@ -228,11 +231,11 @@ func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b type
 	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return Target{}, err
 	}
-	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
+	qos, err := e.ensureQoS(ctx, b.Name, spec.QoS)
 	if err != nil {
 		return Target{}, err
 	}
-	qos, err := e.ensureQoS(ctx, b.Name, spec.QoS)
+	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
 	if err != nil {
 		return Target{}, err
 	}

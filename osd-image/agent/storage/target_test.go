@@ -842,20 +842,23 @@ func TestTargetKeepsItsQoS(t *testing.T) {
 	}
 }
 
-// A volume of one replica is limited at its lvol, which it exports.
+// A volume of one replica is limited at its lvol, which it exports; the
+// limits change, round as SPDK's do, and clear.
 func TestOneReplicaVolumeKeepsItsQoS(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, 1)
 	if _, err := c.osds[0].CreateReplica(ctx, volume, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	want := types.QosLimits{RwIOsPerSec: 1000, RMbytesPerSec: 10}
-	st := c.ensureSpec(TargetSpec{Members: []MemberSpec{c.exportReplica(0, true)}, QoS: want})
-	r, err := c.osds[0].replicaBdev(ctx, volume)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.QoS != want || r.AssignedRateLimits != want {
-		t.Fatalf("target reports %+v, the lvol holds %+v; want %+v", st.QoS, r.AssignedRateLimits, want)
+	member := c.exportReplica(0, true)
+	for _, want := range []types.QosLimits{{RwIOsPerSec: 1000, RMbytesPerSec: 10}, {RwIOsPerSec: 2500}, {}} {
+		st := c.ensureSpec(TargetSpec{Members: []MemberSpec{member}, QoS: want})
+		r, err := c.osds[0].replicaBdev(ctx, volume)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.QoS != want.Applied() || r.AssignedRateLimits != want.Applied() {
+			t.Fatalf("QoS %+v: target reports %+v, the lvol holds %+v; want %+v", want, st.QoS, r.AssignedRateLimits, want.Applied())
+		}
 	}
 }
