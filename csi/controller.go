@@ -199,6 +199,17 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 	case !vol.DeletionTimestamp.IsZero():
 		return status.Errorf(codes.Aborted, "volume %s is being deleted: retry when it is gone", req.GetName())
 	}
+	// The limits are mutable: a retry may come with the claim's class
+	// changed, and the provisioner then records that class as current.
+	if want := qosOrNil(p.qos); !equality.Semantic.DeepEqual(vol.Spec.QoS, want) {
+		vol.Spec.QoS = want
+		if err := c.Client.Update(ctx, vol); err != nil {
+			if apierrors.IsConflict(err) {
+				return status.Errorf(codes.Aborted, "volume %s changed while its limits were set: retry", req.GetName())
+			}
+			return apiError(err)
+		}
+	}
 	return nil
 }
 
@@ -585,6 +596,9 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 func (c *Controller) ControllerModifyVolume(ctx context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := requireField(id, "volume id"); err != nil {
+		return nil, err
+	}
+	if err := applyMutableParameters(&flintv1.VolumeQoS{}, req.GetMutableParameters()); err != nil {
 		return nil, err
 	}
 	unlock, err := c.locks.lock(id)

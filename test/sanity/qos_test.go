@@ -30,7 +30,8 @@ import (
 // A Volume's limits come from its StorageClass's defaults and its
 // VolumeAttributesClass, which ControllerModifyVolume changes: each call
 // returns once the target enforces the limits (status.target.qos, read
-// back from SPDK by the target's agent).
+// back from SPDK by the target's agent). A CreateVolume retried with
+// another class gets that class's limits.
 var _ = Describe("QoS through a VolumeAttributesClass", func() {
 	It("limits a Volume from its classes and follows a modification", func(ctx SpecContext) {
 		created, err := controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{
@@ -50,7 +51,7 @@ var _ = Describe("QoS through a VolumeAttributesClass", func() {
 			Expect(cluster.Client.Get(ctx, ctrlKey(id), &vol)).To(Succeed())
 			return vol.Status.Target.QoS
 		}
-		Eventually(enforced).Should(Equal(&flintv1.VolumeQoS{IOPS: 2000, ReadWriteMiBps: 200}), "the class's limit over the StorageClass's default")
+		Expect(enforced()).To(Equal(&flintv1.VolumeQoS{IOPS: 2000, ReadWriteMiBps: 200}), "the class's limit over the StorageClass's default, enforced before the Volume serves")
 
 		modify := func(params map[string]string) error {
 			_, err := controller.ControllerModifyVolume(ctx, &csispec.ControllerModifyVolumeRequest{VolumeId: id, MutableParameters: params})
@@ -62,8 +63,20 @@ var _ = Describe("QoS through a VolumeAttributesClass", func() {
 		err = modify(map[string]string{csi.ParamMaxIOPS: "1500"})
 		Expect(status.Code(err)).To(Equal(codes.InvalidArgument))
 		Expect(err.Error()).To(ContainSubstring("multiple of 1000"))
+		_, err = controller.ControllerModifyVolume(ctx, &csispec.ControllerModifyVolumeRequest{VolumeId: "no-such-volume", MutableParameters: map[string]string{csi.ParamMaxIOPS: "1500"}})
+		Expect(status.Code(err)).To(Equal(codes.InvalidArgument), "a bad class is refused before the volume is looked up")
 
 		Expect(modify(map[string]string{csi.ParamMaxIOPS: "0", csi.ParamMaxWriteMiBps: "0"})).To(Succeed())
 		Expect(enforced()).To(BeNil())
+
+		By("retrying CreateVolume with another class")
+		_, err = controller.CreateVolume(ctx, &csispec.CreateVolumeRequest{
+			Name: "pvc-limited", VolumeCapabilities: []*csispec.VolumeCapability{blockCapability},
+			Parameters:        map[string]string{csi.ParamPool: pool},
+			MutableParameters: map[string]string{csi.ParamMaxIOPS: "4000"},
+			CapacityRange:     &csispec.CapacityRange{RequiredBytes: 16 << 20},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(enforced).Should(Equal(&flintv1.VolumeQoS{IOPS: 4000}))
 	})
 })
