@@ -182,7 +182,11 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
 		return Target{}, err
 	}
-	qos, err := e.ensureQoS(ctx, raidName(spec.Volume), spec.QoS)
+	exported, err := e.spdk.BdevGetBdevs(ctx, raidName(spec.Volume))
+	if err != nil {
+		return Target{}, fmt.Errorf("read raid %s: %w", raidName(spec.Volume), err)
+	}
+	qos, err := e.ensureQoS(ctx, exported[0], spec.QoS)
 	if err != nil {
 		return Target{}, err
 	}
@@ -190,28 +194,25 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
-	st, err := e.targetStatus(ctx, spec, bdevs, held)
+	st, err := e.targetStatus(ctx, spec, exported[0], bdevs, held)
 	st.AllowedHosts, st.QoS = allowed, qos
 	return st, err
 }
 
-// ensureQoS gives the exported bdev the limits want, unless SPDK holds
-// them already, and returns what it holds. It runs once the subsystem's
+// ensureQoS gives the exported bdev b, as read once its namespace was
+// added, the limits want, unless SPDK holds them already, and returns
+// what it holds. It runs once the subsystem's
 // namespace has opened the bdev's I/O channels, and before any host is
 // let in, so that a new target serves no host unlimited. Before, SPDK
 // takes limits once and then answers -EAGAIN: its own open of the bdev
 // for the call starts QoS on a bdev with limits and no channel, which
 // leaves the change the call asks for "in progress".
-func (e *Engine) ensureQoS(ctx context.Context, bdev string, want types.QosLimits) (types.QosLimits, error) {
-	b, err := e.spdk.BdevGetBdevs(ctx, bdev)
-	if err != nil {
-		return types.QosLimits{}, fmt.Errorf("read the QoS limits of %s: %w", bdev, err)
+func (e *Engine) ensureQoS(ctx context.Context, b types.Bdev, want types.QosLimits) (types.QosLimits, error) {
+	if b.AssignedRateLimits == want.Applied() {
+		return b.AssignedRateLimits, nil
 	}
-	if held := b[0].AssignedRateLimits; held == want.Applied() {
-		return held, nil
-	}
-	if err := e.spdk.BdevSetQosLimit(ctx, types.BdevSetQosLimitRequest{Name: bdev, QosLimits: want}); err != nil {
-		return types.QosLimits{}, fmt.Errorf("set the QoS limits of %s to %+v: %w", bdev, want, err)
+	if err := e.spdk.BdevSetQosLimit(ctx, types.BdevSetQosLimitRequest{Name: b.Name, QosLimits: want}); err != nil {
+		return types.QosLimits{}, fmt.Errorf("set the QoS limits of %s to %+v: %w", b.Name, want, err)
 	}
 	return want.Applied(), nil
 }
@@ -231,7 +232,7 @@ func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b type
 	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return Target{}, err
 	}
-	qos, err := e.ensureQoS(ctx, b.Name, spec.QoS)
+	qos, err := e.ensureQoS(ctx, b, spec.QoS)
 	if err != nil {
 		return Target{}, err
 	}
@@ -608,17 +609,14 @@ func (e *Engine) startRebuild(ctx context.Context, raid, base string, maxMiBPerS
 	return e.spdk.BdevRaidAddBaseBdev(ctx, raid, base)
 }
 
-func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, bdevs, held map[string]string) (Target, error) {
+// targetStatus is the target of spec, whose raid's bdev is exported.
+func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported types.Bdev, bdevs, held map[string]string) (Target, error) {
 	r, err := e.raid(ctx, raidName(spec.Volume))
 	if err != nil {
 		return Target{}, err
 	}
-	b, err := e.spdk.BdevGetBdevs(ctx, r.Name)
-	if err != nil {
-		return Target{}, fmt.Errorf("read raid %s: %w", r.Name, err)
-	}
 	in := members(r)
-	st := Target{Export: e.export(agentv1.VolumeNQN(spec.Volume)), SizeBytes: b[0].SizeBytes()}
+	st := Target{Export: e.export(agentv1.VolumeNQN(spec.Volume)), SizeBytes: exported.SizeBytes()}
 	for _, m := range spec.Members {
 		ms := TargetMember{OSD: m.OSD, State: agentv1.MemberState_MEMBER_STATE_MISSING}
 		b, reachable := bdevs[m.OSD]
