@@ -171,7 +171,7 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 			Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()},
 			Finalizers: []string{flintv1.VolumeFinalizer},
 		},
-		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap, QoS: qosOrNil(p.qos)},
+		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap, QoS: p.qos.OrNone()},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {
@@ -201,7 +201,7 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 	}
 	// The limits are mutable: a retry may come with the claim's class
 	// changed, and the provisioner then records that class as current.
-	if want := qosOrNil(p.qos); !equality.Semantic.DeepEqual(vol.Spec.QoS, want) {
+	if want := p.qos.OrNone(); !equality.Semantic.DeepEqual(vol.Spec.QoS, want) {
 		vol.Spec.QoS = want
 		if err := c.Client.Update(ctx, vol); err != nil {
 			if apierrors.IsConflict(err) {
@@ -616,7 +616,7 @@ func (c *Controller) ControllerModifyVolume(ctx context.Context, req *csi.Contro
 		if err := applyMutableParameters(&q, req.GetMutableParameters()); err != nil {
 			return err
 		}
-		if want = qosOrNil(q); equality.Semantic.DeepEqual(want, vol.Spec.QoS) {
+		if want = q.OrNone(); equality.Semantic.DeepEqual(want, vol.Spec.QoS) {
 			return nil
 		}
 		vol.Spec.QoS = want

@@ -171,12 +171,3 @@ func setQoS(q *flintv1.VolumeQoS, k, v, class string) error {
 	}
 	return nil
 }
-
-// qosOrNil is q, or nil when it limits nothing: a Volume without limits
-// has no spec.qos.
-func qosOrNil(q flintv1.VolumeQoS) *flintv1.VolumeQoS {
-	if q == (flintv1.VolumeQoS{}) {
-		return nil
-	}
-	return &q
-}

@@ -61,3 +61,12 @@ func (v *Volume) RebuildMaxBandwidthMiBps(pool *Pool) int32 {
 	}
 	return pool.Spec.Rebuild.MaxBandwidthMiBps
 }
+
+// OrNone is q, or nil when it limits nothing: a Volume without limits
+// has no spec.qos, and a target that enforces none reports none.
+func (q VolumeQoS) OrNone() *VolumeQoS {
+	if q == (VolumeQoS{}) {
+		return nil
+	}
+	return &q
+}

@@ -347,9 +347,5 @@ func agentQoS(q *flintv1.VolumeQoS) *agentv1.QoS {
 
 // volumeQoS is what a target reports it enforces; nil when nothing.
 func volumeQoS(q *agentv1.QoS) *flintv1.VolumeQoS {
-	v := flintv1.VolumeQoS{IOPS: int64(q.GetRwIosPerSec()), ReadWriteMiBps: int64(q.GetRwMibPerSec()), ReadMiBps: int64(q.GetRMibPerSec()), WriteMiBps: int64(q.GetWMibPerSec())}
-	if v == (flintv1.VolumeQoS{}) {
-		return nil
-	}
-	return &v
+	return flintv1.VolumeQoS{IOPS: int64(q.GetRwIosPerSec()), ReadWriteMiBps: int64(q.GetRwMibPerSec()), ReadMiBps: int64(q.GetRMibPerSec()), WriteMiBps: int64(q.GetWMibPerSec())}.OrNone()
 }

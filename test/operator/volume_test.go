@@ -720,11 +720,7 @@ func qosAt(osd, name string) *flintv1.VolumeQoS {
 	b, err := c.BdevGetBdevs(cctx, "raid_"+uidOf(name))
 	Expect(err).NotTo(HaveOccurred())
 	l := b[0].AssignedRateLimits
-	q := flintv1.VolumeQoS{IOPS: int64(l.RwIOsPerSec), ReadWriteMiBps: int64(l.RwMbytesPerSec), ReadMiBps: int64(l.RMbytesPerSec), WriteMiBps: int64(l.WMbytesPerSec)}
-	if q == (flintv1.VolumeQoS{}) {
-		return nil
-	}
-	return &q
+	return flintv1.VolumeQoS{IOPS: int64(l.RwIOsPerSec), ReadWriteMiBps: int64(l.RwMbytesPerSec), ReadMiBps: int64(l.RMbytesPerSec), WriteMiBps: int64(l.WMbytesPerSec)}.OrNone()
 }
 
 // replicaHostsOf lists the hosts OSD osd exports its replica of Volume
