@@ -106,7 +106,8 @@ func errDecode() *rpcError        { return errf(jsonrpc.CodeInternalError, "spdk
 func errInvalidParams() *rpcError { return errf(jsonrpc.CodeInvalidParams, "Invalid parameters") }
 
 // decode decodes params strictly into dst, as spdk_json_decode_object does:
-// unknown keys, wrong types and missing required keys fail with fail.
+// unknown keys, wrong types (null is none of SPDK's) and missing required
+// keys fail with fail.
 func decode(params json.RawMessage, dst any, fail *rpcError, required ...string) error {
 	if params == nil {
 		if len(required) > 0 {
@@ -120,6 +121,11 @@ func decode(params json.RawMessage, dst any, fail *rpcError, required ...string)
 	}
 	for _, k := range required {
 		if _, ok := keys[k]; !ok {
+			return fail
+		}
+	}
+	for _, v := range keys {
+		if string(bytes.TrimSpace(v)) == "null" {
 			return fail
 		}
 	}
