@@ -94,7 +94,7 @@ func (n *Node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequ
 }
 
 // NodeStageVolume connects the volume and, for a filesystem, formats it
-// if blank and mounts it at the staging path.
+// if blank, mounts it at the staging path and grows it to the device.
 func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
 	if err := requireField(id, "volume id"); err != nil {
@@ -155,14 +155,28 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if err != nil {
 		return nil, err
 	}
-	if mounted {
-		if source != vol.Device {
-			return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s, not volume %s's %s: unmount it", staging, source, id, vol.Device)
-		}
-		return &csi.NodeStageVolumeResponse{}, nil
+	if mounted && source != vol.Device {
+		return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s, not volume %s's %s: unmount it", staging, source, id, vol.Device)
 	}
-	if err := n.Mounter.FormatAndMount(vol.Device, staging, vol.FsType, mnt.GetMountFlags()); err != nil {
-		return nil, status.Errorf(codes.Internal, "format (if blank) and mount %s as %s at %s: %v", vol.Device, vol.FsType, staging, err)
+	if !mounted {
+		format, err := n.Mounter.GetDiskFormat(vol.Device)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "read the filesystem of %s: %v", vol.Device, err)
+		}
+		if err := n.Mounter.FormatAndMount(vol.Device, staging, vol.FsType, mnt.GetMountFlags()); err != nil {
+			return nil, status.Errorf(codes.Internal, "format (if blank) and mount %s as %s at %s: %v", vol.Device, vol.FsType, staging, err)
+		}
+		if format == "" {
+			return &csi.NodeStageVolumeResponse{}, nil // made just now, as large as the device
+		}
+	}
+	// A filesystem made on a smaller volume (restored from a Snapshot, or
+	// cloned, into a larger one) grows to its device; at its size already,
+	// the resize does nothing. A retry after a failed one grows it too.
+	if !slices.Contains(mnt.GetMountFlags(), "ro") {
+		if _, err := mount.NewResizeFs(n.Mounter.Exec).Resize(vol.Device, staging); err != nil {
+			return nil, status.Errorf(codes.Internal, "grow the %s filesystem of %s to its device: %v", vol.FsType, id, err)
+		}
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/mount-utils"
 	"k8s.io/utils/exec"
+	testingexec "k8s.io/utils/exec/testing"
 )
 
 // recordingAttacher attaches every target as /dev/nvme9n1 and records
@@ -99,5 +101,57 @@ func TestStageRefusesAnFsTypeFromTheContextFlintDoesNotMake(t *testing.T) {
 	})
 	if status.Code(err) != codes.InvalidArgument || len(a.attached) != 0 {
 		t.Fatalf("NodeStageVolume = %v, attached %v; want InvalidArgument and nothing attached", err, a.attached)
+	}
+}
+
+// A filesystem the node finds on the device (a volume restored from a
+// Snapshot, or cloned, into a larger one) is grown to the device once
+// mounted; one it made just now is not, and a staged one is grown again
+// on a retry.
+func TestStageGrowsAFilesystemItFound(t *testing.T) {
+	for _, tt := range []struct {
+		name, fs string
+		mounted  bool
+		want     []string // the programs run, in order
+	}{
+		{"found", "ext4", false, []string{"blkid", "blkid", "fsck", "blkid", "resize2fs"}},
+		{"made", "", false, []string{"blkid", "blkid", "mkfs.ext4"}},
+		{"staged, a retry", "ext4", true, []string{"blkid", "resize2fs"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ran []string
+			run := func(cmd string, _ ...string) exec.Cmd {
+				ran = append(ran, cmd)
+				out := func() ([]byte, []byte, error) { return nil, nil, nil }
+				if cmd == "blkid" {
+					out = func() ([]byte, []byte, error) {
+						if tt.fs == "" {
+							return nil, nil, testingexec.FakeExitError{Status: 2} // nothing found
+						}
+						return []byte("DEVNAME=/dev/nvme9n1\nTYPE=" + tt.fs + "\n"), nil, nil
+					}
+				}
+				fake := &testingexec.FakeCmd{CombinedOutputScript: []testingexec.FakeAction{out}, OutputScript: []testingexec.FakeAction{out}, RunScript: []testingexec.FakeAction{out}}
+				return testingexec.InitFakeCmd(fake, cmd)
+			}
+			staging := filepath.Join(t.TempDir(), "staging")
+			m := mount.NewFakeMounter(nil)
+			if tt.mounted {
+				m = mount.NewFakeMounter([]mount.MountPoint{{Device: "/dev/nvme9n1", Path: staging, Type: "ext4"}})
+			}
+			n, _ := testNode(t, m)
+			n.Mounter.Exec = &testingexec.FakeExec{CommandScript: slices.Repeat([]testingexec.FakeCommandAction{run}, 10)}
+			_, err := n.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+				VolumeId: "v1", StagingTargetPath: staging,
+				VolumeCapability: &csi.VolumeCapability{
+					AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ext4"}},
+					AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+				},
+				PublishContext: map[string]string{PublishNQN: nodeTestNQN, PublishTransport: "tcp", PublishPaths: "10.0.0.1:4420"},
+			})
+			if err != nil || !slices.Equal(ran, tt.want) {
+				t.Fatalf("NodeStageVolume = %v, ran %v; want %v", err, ran, tt.want)
+			}
+		})
 	}
 }
