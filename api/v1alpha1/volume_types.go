@@ -88,6 +88,20 @@ type VolumeSpec struct {
 	// SPDK restarts, is limited again before it serves.
 	// +optional
 	QoS *VolumeQoS `json:"qos,omitempty"`
+
+	// nearNode is the node whose Pods use the Volume. Its target goes to
+	// a replica on an OSD of that node when one can take it, else to one
+	// in the node's zone (topology.kubernetes.io/zone), so that a
+	// hyperconverged read never crosses the network; a served target
+	// that is farther moves there by a planned move while it lets no host
+	// in and every replica is Online. Optional: without it the target is
+	// the least committed replica. The CSI controller sets it from CreateVolume's preferred
+	// topology (the node a WaitForFirstConsumer claim's Pod was scheduled
+	// to) and from ControllerPublishVolume to a Volume published nowhere
+	// else (its Pod moved).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	NearNode string `json:"nearNode,omitempty"`
 }
 
 // VolumeQoS are a Volume's I/O limits; a limit left out or 0 limits

@@ -51,10 +51,13 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	}
 	p := offer(w, size, nil)
 	var copies map[string]bool
+	var chosen []string
 	if w.origin != nil {
 		copies = w.origin.copies
+		chosen = p.chooseFirst(n, copies)
+	} else {
+		chosen = p.chooseNear(n, w, vol.Spec.NearNode)
 	}
-	chosen := p.chooseFirst(n, copies)
 	if len(chosen) < n {
 		r.setPending(vol, flintv1.VolumeNoPlacementReason, p.shortfall(w.pool.Name, n, size, nil))
 		return false, nil
@@ -77,7 +80,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		vol.Status.Replicas = append(vol.Status.Replicas, newReplica(vol, w.osds[name], state, now))
 	}
-	target := targetOf(w, chosen, copies)
+	target := targetOf(w, chosen, copies, vol.Spec.NearNode)
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: target, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
 	r.notePlaced(vol)
@@ -123,13 +126,61 @@ func (r *Reconciler) refuseReplacing(vol *flintv1.Volume, placed string) {
 }
 
 // targetOf picks the target among the OSDs chosen for a new Volume's
-// replicas: the first that reaches all of them and, for a restored Volume,
-// holds a copy (copies; nil for any), as chosen[0] does.
-func targetOf(w *world, chosen []string, copies map[string]bool) string {
-	if i := slices.IndexFunc(chosen, func(t string) bool { return (copies == nil || copies[t]) && reachesAll(w, t, chosen) }); i >= 0 {
-		return chosen[i]
+// replicas: of those that, for a restored Volume, hold a copy (copies;
+// nil for any), the nearest to node that reaches all of them
+// (nearestReaching); chosen[0] when none holds a copy.
+func targetOf(w *world, chosen []string, copies map[string]bool, node string) string {
+	holding := slices.DeleteFunc(slices.Clone(chosen), func(t string) bool { return copies != nil && !copies[t] })
+	if len(holding) == 0 {
+		return chosen[0]
 	}
-	return chosen[0]
+	return nearestReaching(w, holding, chosen, node)
+}
+
+// nearestReaching is, of candidates, the nearest to node among those
+// that reach every OSD of members, else the nearest of all; "" for none.
+func nearestReaching(w *world, candidates, members []string, node string) string {
+	if reaching := slices.DeleteFunc(slices.Clone(candidates), func(c string) bool { return !reachesAll(w, c, members) }); len(reaching) > 0 {
+		candidates = reaching
+	}
+	return nearest(w, candidates, node)
+}
+
+// nearest is the OSD of osds nearest to node, the first of equals; ""
+// for none.
+func nearest(w *world, osds []string, node string) string {
+	best := ""
+	for _, o := range osds {
+		if best == "" || nearness(w, o, node) > nearness(w, best, node) {
+			best = o
+		}
+	}
+	return best
+}
+
+// The nearness of an OSD to a Volume's nearNode, nearest last.
+const (
+	farAway = iota
+	inZone  // on a node in nearNode's zone
+	onNode  // on nearNode itself
+)
+
+// nearness is how near OSD osd is to node: on it, in its zone
+// (topology.kubernetes.io/zone, both nodes labelled alike), or neither;
+// farAway for no node.
+func nearness(w *world, osd, node string) int {
+	o := w.osds[osd]
+	switch {
+	case node == "" || o == nil:
+		return farAway
+	case o.Spec.NodeName == node:
+		return onNode
+	}
+	near, at := w.nodes[node], w.nodes[o.Spec.NodeName]
+	if near != nil && at != nil && near.Labels[corev1.LabelTopologyZone] != "" && near.Labels[corev1.LabelTopologyZone] == at.Labels[corev1.LabelTopologyZone] {
+		return inZone
+	}
+	return farAway
 }
 
 // reachesAll says a target on OSD t can attach the replicas on every OSD
@@ -324,6 +375,35 @@ func (p placement) chooseFirst(n int, first map[string]bool) []string {
 		}
 	}
 	return append(out, p.choose(n-len(out), used)...)
+}
+
+// chooseNear picks n OSDs as choose does, the first of them the nearest
+// to node that is near at all (on it, else in its zone; then the least
+// committed): the target's replica, so the Pods on node read without
+// crossing the network. The others spread as choose spreads them.
+func (p placement) chooseNear(n int, w *world, node string) []string {
+	// better orders the near candidates: nearer, then less committed,
+	// then by name.
+	better := func(a, b *candidate) bool {
+		if na, nb := nearness(w, a.name, node), nearness(w, b.name, node); na != nb {
+			return na > nb
+		}
+		if a.committed != b.committed {
+			return a.committed < b.committed
+		}
+		return a.name < b.name
+	}
+	var first *candidate
+	for i := range p.candidates {
+		c := &p.candidates[i]
+		if nearness(w, c.name, node) != farAway && (first == nil || better(c, first)) {
+			first = c
+		}
+	}
+	if first == nil || n == 0 {
+		return p.choose(n, nil)
+	}
+	return append([]string{first.name}, p.choose(n-1, map[string]bool{first.domain: true})...)
 }
 
 // shortfall says why choose found fewer than n OSDs, for a person to act.

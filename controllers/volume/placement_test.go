@@ -204,13 +204,13 @@ func TestTargetReachesEveryReplica(t *testing.T) {
 	for name, tr := range transports {
 		w.osds[name].Spec.Network.Transport = tr
 	}
-	if got := targetOf(w, []string{"a", "b", "c"}, nil); got != "b" {
+	if got := targetOf(w, []string{"a", "b", "c"}, nil, ""); got != "b" {
 		t.Errorf("new Volume on a (tcp), b (rdma), c (tcp): target on %s, want b", got)
 	}
-	if got := targetOf(w, []string{"a", "c"}, nil); got != "a" {
+	if got := targetOf(w, []string{"a", "c"}, nil, ""); got != "a" {
 		t.Errorf("new Volume on a and c (both tcp): target on %s, want the least committed, a", got)
 	}
-	if got := targetOf(w, []string{"a", "b", "c"}, map[string]bool{"a": true}); got != "a" {
+	if got := targetOf(w, []string{"a", "b", "c"}, map[string]bool{"a": true}, ""); got != "a" {
 		t.Errorf("restored Volume whose only copy is on a: target on %s, want a, the OSD with the data", got)
 	}
 	online := func(osd string) flintv1.ReplicaStatus {
@@ -226,5 +226,86 @@ func TestTargetReachesEveryReplica(t *testing.T) {
 	w.osds["b"].Spec.Network.Transport = flintv1.TransportTCP
 	if got := newTarget(vol, w); got != "a" {
 		t.Errorf("all tcp, target moving off c: to %s, want a, the first", got)
+	}
+}
+
+// A Volume used on a node puts its target on a replica there, else in the
+// node's zone; its other replicas spread as they would anyway.
+func TestTargetNearItsNode(t *testing.T) {
+	osds := []osdSpec{ready("a", "z1", 10*gi, 0), ready("b", "z2", 10*gi, 0), ready("c", "z3", 10*gi, 5*gi), ready("d", "z3", 10*gi, 4*gi)}
+	cases := []struct {
+		name, node string
+		n          int
+		want       []string // the chosen OSDs, the target's first
+	}{
+		{"no node: least committed", "", 3, []string{"a", "b", "d"}},
+		{"on the node, however committed", "node-c", 3, []string{"c", "a", "b"}},
+		{"a node without an OSD: the least committed in its zone", "app-z3", 3, []string{"d", "a", "b"}},
+		{"a node in a zone without an OSD: least committed", "app-z9", 3, []string{"a", "b", "d"}},
+		{"an unknown node: least committed", "gone", 2, []string{"a", "b"}},
+		{"one replica, on the node", "node-d", 1, []string{"d"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := worldOf(100, osds...)
+			w.nodes["app-z3"] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "app-z3", Labels: map[string]string{corev1.LabelTopologyZone: "z3"}}}
+			w.nodes["app-z9"] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "app-z9", Labels: map[string]string{corev1.LabelTopologyZone: "z9"}}}
+			got := offer(w, gi, nil).chooseNear(tc.n, w, tc.node)
+			if target := targetOf(w, got, nil, tc.node); strings.Join(got, ",") != strings.Join(tc.want, ",") || target != tc.want[0] {
+				t.Fatalf("chose %v with the target on %s, want %v with the target on %s", got, target, tc.want, tc.want[0])
+			}
+		})
+	}
+}
+
+// A served Volume whose replicas are all Online and whose target lets no
+// host in moves its target, planned, to a replica nearer its node that
+// reaches every replica; nothing else moves it, and it never moves away
+// from its node.
+func TestNearerTarget(t *testing.T) {
+	served := []flintv1.Endpoint{{Transport: flintv1.TransportTCP, Address: "10.0.0.1", Port: 4420}}
+	replicas := func(states ...flintv1.ReplicaState) []flintv1.ReplicaStatus {
+		var out []flintv1.ReplicaStatus
+		for i, s := range states {
+			out = append(out, flintv1.ReplicaStatus{OSD: []string{"a", "b", "c"}[i], State: s})
+		}
+		return out
+	}
+	online := flintv1.ReplicaStateOnline
+	cases := []struct {
+		name, node, target string
+		endpoints          []flintv1.Endpoint
+		replicas           []flintv1.ReplicaStatus
+		allowed            []string
+		tcpNode            bool // the node's OSD serves TCP, the others RDMA
+		want               string
+	}{
+		{"to the node's replica", "node-c", "a", served, replicas(online, online, online), nil, false, "c"},
+		{"to the zone's replica", "app-z2", "a", served, replicas(online, online, online), nil, false, "b"},
+		{"already on the node", "node-c", "c", served, replicas(online, online, online), nil, false, ""},
+		{"already in the zone", "app-z2", "b", served, replicas(online, online, online), nil, false, ""},
+		{"no node", "", "a", served, replicas(online, online, online), nil, false, ""},
+		{"not served yet", "node-c", "a", nil, replicas(online, online, online), nil, false, ""},
+		{"a replica rebuilds", "node-c", "a", served, replicas(online, flintv1.ReplicaStateRebuilding, online), nil, false, ""},
+		{"the node's replica is stale", "node-c", "a", served, replicas(online, online, flintv1.ReplicaStateStale), nil, false, ""},
+		{"a host is let in", "node-c", "a", served, replicas(online, online, online), []string{"nqn.2014-08.org.nvmexpress:uuid:a"}, false, ""},
+		{"the node's OSD cannot reach the others", "node-c", "a", served, []flintv1.ReplicaStatus{{OSD: "a", State: online}, {OSD: "c", State: online}}, nil, true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := worldOf(100, ready("a", "z1", 10*gi, 0), ready("b", "z2", 10*gi, 0), ready("c", "z3", 10*gi, 0))
+			w.nodes["app-z2"] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "app-z2", Labels: map[string]string{corev1.LabelTopologyZone: "z2"}}}
+			if tc.tcpNode {
+				w.osds["a"].Spec.Network.Transport, w.osds["b"].Spec.Network.Transport = flintv1.TransportRDMA, flintv1.TransportRDMA
+				w.osds["c"].Spec.Network.Transport = flintv1.TransportTCP
+			}
+			vol := &flintv1.Volume{
+				Spec:   flintv1.VolumeSpec{NearNode: tc.node},
+				Status: flintv1.VolumeStatus{Target: &flintv1.VolumeTarget{OSD: tc.target, Endpoints: tc.endpoints, AllowedHosts: tc.allowed}, Replicas: tc.replicas},
+			}
+			if got := nearerTarget(vol, w); got != tc.want {
+				t.Errorf("target on %s, node %q: moves to %q, want %q", tc.target, tc.node, got, tc.want)
+			}
+		})
 	}
 }

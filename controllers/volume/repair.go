@@ -70,8 +70,9 @@ func inSync(s flintv1.ReplicaState) bool {
 }
 
 // newTarget picks the OSD of an Online replica, other than the current
-// target's, that can take the target: one that reaches every replica if
-// there is one (reachesAll), else any.
+// target's, that can take the target: of those that reach every replica
+// if there are any (reachesAll), else of all, the nearest to the
+// Volume's nearNode.
 func newTarget(vol *flintv1.Volume, w *world) string {
 	var candidates, all []string
 	for _, rep := range vol.Status.Replicas {
@@ -80,21 +81,14 @@ func newTarget(vol *flintv1.Volume, w *world) string {
 			candidates = append(candidates, rep.OSD)
 		}
 	}
-	for _, c := range candidates {
-		if reachesAll(w, c, all) {
-			return c
-		}
-	}
-	if len(candidates) > 0 {
-		return candidates[0]
-	}
-	return ""
+	return nearestReaching(w, candidates, all, vol.Spec.NearNode)
 }
 
-// moveTarget moves the target off an OSD that drains, stops or is deleted (a
-// planned move: the old target is stopped cleanly first, so every replica
-// stays in sync), or that stopped serving for longer than TargetGrace (an
-// unplanned one: the new target assembles from its own replica alone and
+// moveTarget moves the target off an OSD that drains, stops or is deleted,
+// or to a replica nearer the Volume's nearNode (planned moves: the old
+// target is stopped cleanly first, so every replica stays in sync), or off
+// an OSD that stopped serving for longer than TargetGrace (an unplanned
+// one: the new target assembles from its own replica alone and
 // resynchronises the others, which may differ in the writes that were in
 // flight; the old target is fenced from them when they are exported to
 // the new one).
@@ -102,6 +96,18 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	t := vol.Status.Target
 	old := w.osds[t.OSD]
 	if usable(old) {
+		next := nearerTarget(vol, w)
+		if next == "" {
+			return nil
+		}
+		err := r.movePlanned(ctx, vol, w, old, next, func(next string) string {
+			return fmt.Sprintf("OSD %s is nearer node %s, where the Volume is used", next, vol.Spec.NearNode)
+		})
+		if err != nil {
+			// A move for locality is worth no outage: the target stays
+			// where it serves, and a later pass tries again.
+			log.FromContext(ctx).Error(err, "The target stays: it could not move nearer its node", "nearNode", vol.Spec.NearNode)
+		}
 		return nil
 	}
 	planned := old != nil && old.Status.Phase.Serving()
@@ -114,47 +120,86 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	if next == "" {
 		return nil // observeTarget says why the Volume cannot be served
 	}
-	now := r.now()
 	if planned {
-		agent, err := r.Agents.For(ctx, old)
-		if err != nil {
-			return err
-		}
-		stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{
-			VolumeUid: string(vol.UID), MemberOsds: memberUIDs(vol, w, nil), OutOfSyncOsds: memberUIDs(vol, w, notInSync),
-		})
-		if held := agentv1.MembersHeldOf(err); held != nil {
-			// Replicas the target lost and waits for: they are recorded out
-			// of sync first, the target lets them go, and the move follows.
-			r.dropHeld(vol, w, held, now)
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
-		}
-		r.point(ctx, vol, PointTargetStopped)
-		next = r.keepInSync(vol, w, stopped, next)
-		if next == "" {
-			return nil
-		}
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget", "OSD %s is leaving (%s): the target moves to OSD %s; hosts reconnect to the same NQN", old.Name, leavingWhy(old), next)
-	} else {
-		for i := range vol.Status.Replicas {
-			rep := &vol.Status.Replicas[i]
-			switch {
-			case rep.OSD == t.OSD:
-				setState(rep, flintv1.ReplicaStateFaulted, now)
-			case rep.OSD != next && rep.State == flintv1.ReplicaStateOnline:
-				setState(rep, flintv1.ReplicaStateStale, now)
-			}
-		}
-		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventTargetMoved, "MoveTarget",
-			"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
-			t.OSD, r.TargetGrace, next, t.OSD, next)
+		return r.movePlanned(ctx, vol, w, old, next, func(string) string { return fmt.Sprintf("OSD %s is leaving (%s)", old.Name, leavingWhy(old)) })
 	}
+	now := r.now()
+	for i := range vol.Status.Replicas {
+		rep := &vol.Status.Replicas[i]
+		switch {
+		case rep.OSD == t.OSD:
+			setState(rep, flintv1.ReplicaStateFaulted, now)
+		case rep.OSD != next && rep.State == flintv1.ReplicaStateOnline:
+			setState(rep, flintv1.ReplicaStateStale, now)
+		}
+	}
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventTargetMoved, "MoveTarget",
+		"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
+		t.OSD, r.TargetGrace, next, t.OSD, next)
+	recordMove(ctx, vol, next, false)
+	return nil
+}
+
+// movePlanned stops the target on old, which serves, and records its move
+// to next (or to another replica the stopped target held in sync), for
+// the reason why says of the OSD it moves to.
+func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *world, old *flintv1.OSD, next string, why func(next string) string) error {
+	agent, err := r.Agents.For(ctx, old)
+	if err != nil {
+		return err
+	}
+	stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{
+		VolumeUid: string(vol.UID), MemberOsds: memberUIDs(vol, w, nil), OutOfSyncOsds: memberUIDs(vol, w, notInSync),
+	})
+	if held := agentv1.MembersHeldOf(err); held != nil {
+		// Replicas the target lost and waits for: they are recorded out
+		// of sync first, the target lets them go, and the move follows.
+		r.dropHeld(vol, w, held, r.now())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
+	}
+	r.point(ctx, vol, PointTargetStopped)
+	next = r.keepInSync(vol, w, stopped, next)
+	if next == "" {
+		return nil
+	}
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget", "%s: the target moves to OSD %s; hosts reconnect to the same NQN", why(next), next)
+	recordMove(ctx, vol, next, true)
+	return nil
+}
+
+// recordMove records the target's next incarnation, on OSD next.
+func recordMove(ctx context.Context, vol *flintv1.Volume, next string, planned bool) {
+	t := vol.Status.Target
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: epoch(t) + 1}
 	log.FromContext(ctx).Info("Target moves", "from", t.OSD, "to", next, "planned", planned, "epoch", vol.Status.Target.Epoch)
-	return nil
+}
+
+// nearerTarget is the OSD that a served Volume's target, on an OSD that
+// stays, moves to because it is nearer the Volume's nearNode; "" to stay.
+// A Volume moves only while its target lets no host in (between an
+// unpublish and the next publish, when a Pod moved), so that a move
+// holds no host's I/O, and only while its replicas are all Online, so
+// that it never restarts a rebuild. The new target reaches every replica.
+func nearerTarget(vol *flintv1.Volume, w *world) string {
+	t := vol.Status.Target
+	if vol.Spec.NearNode == "" || len(t.Endpoints) == 0 || len(t.AllowedHosts) > 0 {
+		return ""
+	}
+	var all []string
+	for _, rep := range vol.Status.Replicas {
+		if rep.State != flintv1.ReplicaStateOnline {
+			return ""
+		}
+		all = append(all, rep.OSD)
+	}
+	next := newTarget(vol, w)
+	if next == "" || !reachesAll(w, next, all) || nearness(w, next, vol.Spec.NearNode) <= nearness(w, t.OSD, vol.Spec.NearNode) {
+		return ""
+	}
+	return next
 }
 
 // leavingWhy says why a serving OSD takes no target.

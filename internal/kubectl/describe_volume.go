@@ -39,6 +39,8 @@ type VolumeDescription struct {
 	// Target is nil until the Volume has one.
 	Target      *TargetDescription `json:"target,omitempty"`
 	PublishedTo []string           `json:"publishedTo"`
+	// NearNode is the node whose Pods use the Volume (spec.nearNode).
+	NearNode string `json:"nearNode,omitempty"`
 	// QoS are the limits asked for (spec.qos); nil for none.
 	QoS *flintv1.VolumeQoS `json:"qos,omitempty"`
 	// FailureDomain is the node label each replica's Domain is the value of.
@@ -49,7 +51,9 @@ type VolumeDescription struct {
 
 // TargetDescription is a Volume's target.
 type TargetDescription struct {
-	OSD          string   `json:"osd"`
+	OSD string `json:"osd"`
+	// Node is the OSD's node.
+	Node         string   `json:"node,omitempty"`
 	Epoch        int32    `json:"epoch"`
 	NQN          string   `json:"nqn"`
 	Endpoints    []string `json:"endpoints"`
@@ -79,7 +83,7 @@ func (p *Plugin) describeVolume(ctx context.Context, name string) (*VolumeDescri
 	}
 	d := &VolumeDescription{
 		Name: v.Name, Claim: v.Spec.Claim.String(), Pool: v.Spec.Pool, Size: v.Spec.Size.String(), Phase: orUnknown(string(v.Status.Phase)),
-		PublishedTo: nonNil(v.Spec.PublishedHosts), QoS: v.Spec.QoS, Replicas: []ReplicaDescription{},
+		PublishedTo: nonNil(v.Spec.PublishedHosts), NearNode: v.Spec.NearNode, QoS: v.Spec.QoS, Replicas: []ReplicaDescription{},
 	}
 	// A Pool that is gone is read as the API's default.
 	var pool flintv1.Pool
@@ -87,6 +91,7 @@ func (p *Plugin) describeVolume(ctx context.Context, name string) (*VolumeDescri
 	d.FailureDomain = pool.FailureDomainKey()
 	if t := v.Status.Target; t != nil {
 		d.Target = &TargetDescription{OSD: t.OSD, Epoch: t.Epoch, NQN: t.NQN, Endpoints: []string{}, AllowedHosts: nonNil(t.AllowedHosts), QoS: t.QoS}
+		d.Target.Node, _ = p.whereIs(ctx, t.OSD, d.FailureDomain)
 		for _, e := range t.Endpoints {
 			d.Target.Endpoints = append(d.Target.Endpoints, endpoint(e))
 		}
@@ -110,7 +115,7 @@ func (d *VolumeDescription) printTable(line func(...string), now time.Time) {
 	line("Size:", d.Size)
 	line("Phase:", d.Phase)
 	if t := d.Target; t != nil {
-		line("Target:", fmt.Sprintf("OSD %s, epoch %d", t.OSD, t.Epoch))
+		line("Target:", fmt.Sprintf("OSD %s on node %s, epoch %d", t.OSD, dash(t.Node), t.Epoch))
 		line("  NQN:", t.NQN)
 		line("  Endpoints:", dash(strings.Join(t.Endpoints, ", ")))
 		line("  Allowed hosts:", dash(strings.Join(t.AllowedHosts, ", ")))
@@ -119,6 +124,7 @@ func (d *VolumeDescription) printTable(line func(...string), now time.Time) {
 		line("Target:", "-")
 	}
 	line("Published to:", dash(strings.Join(d.PublishedTo, ", ")))
+	line("Near node:", dash(d.NearNode))
 	line("Limits:", limits(d.QoS))
 	line("Replicas:")
 	line("  OSD", "NODE", strings.ToUpper(domainName(d.FailureDomain)), "STATE", "REBUILD", "SINCE")

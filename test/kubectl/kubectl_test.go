@@ -133,7 +133,7 @@ func cluster(t *testing.T) {
 	degraded := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "vol-degraded"}, Spec: flintv1.VolumeSpec{Pool: "fast", Size: resource.MustParse("1Gi"),
 		Claim:          &flintv1.ClaimReference{Namespace: "shop", Name: "orders"},
 		PublishedHosts: []string{"nqn.2014-08.org.nvmexpress:uuid:6b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b"},
-		QoS:            &flintv1.VolumeQoS{IOPS: 2000, WriteMiBps: 40}}}
+		QoS:            &flintv1.VolumeQoS{IOPS: 2000, WriteMiBps: 40}, NearNode: "node-a"}}
 	create(t, degraded, func() {
 		degraded.Status = flintv1.VolumeStatus{Phase: flintv1.VolumePhaseDegraded,
 			Replicas: []flintv1.ReplicaStatus{
@@ -238,7 +238,7 @@ func TestCommands(t *testing.T) {
 		}
 		t.Logf("kubectl flint volume describe vol-degraded:\n%s", out.String())
 		for _, want := range []string{
-			"OSD osd-a, epoch 2", "tcp 10.0.0.1:4420",
+			"OSD osd-a on node node-a, epoch 2", "tcp 10.0.0.1:4420", "Near node:          node-a",
 			"osd-b  node-b  b     Rebuilding  42%      90s",
 			"Degraded  True    ReplicaRebuilding",
 			"Warning  ReplicaOutOfSync  the replica on osd-b missed writes; it is rebuilt",

@@ -171,6 +171,41 @@ var _ = Describe("A Volume", Ordered, func() {
 		}, "60s").Should(Succeed())
 	})
 
+	It("puts its target on its nearNode's OSD, and moves it there, planned, when the node changes", func() {
+		nodeOf := func(osd string) string {
+			var o flintv1.OSD
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: osd}, &o)).To(Succeed())
+			return o.Spec.NodeName
+		}
+		v := newVolume("vol-near", "vols", "64Mi")
+		v.Spec.NearNode = "vols-3"
+		Expect(k8sClient.Create(ctx, v)).To(Succeed())
+		Eventually(func() flintv1.VolumePhase { return getVolume("vol-near").Status.Phase }).Should(Equal(flintv1.VolumePhaseReady))
+		got := getVolume("vol-near")
+		Expect(nodeOf(got.Status.Target.OSD)).To(Equal("vols-3"))
+		epoch := got.Status.Target.Epoch
+
+		var next string
+		for _, r := range got.Status.Replicas {
+			if r.OSD != got.Status.Target.OSD {
+				next = r.OSD
+			}
+		}
+		updateVolume("vol-near", func(v *flintv1.Volume) { v.Spec.NearNode = nodeOf(next) })
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-near")
+			g.Expect(got.Status.Target.OSD).To(Equal(next))
+			g.Expect(got.Status.Target.Epoch).To(Equal(epoch + 1))
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+			for _, r := range got.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline), "a planned move keeps every replica in sync")
+			}
+		}).Should(Succeed())
+		Expect(eventNotes("vol-near", flintv1.EventTargetMoved)).To(ContainElement(HavePrefix(fmt.Sprintf("OSD %s is nearer node %s, where the Volume is used", next, nodeOf(next)))))
+		Consistently(func() int32 { return getVolume("vol-near").Status.Target.Epoch }, "2s").Should(Equal(epoch + 1))
+		deleteVolume("vol-near")
+	})
+
 	It("re-assembles the target from one replica when the target's SPDK restarts", func() {
 		v := getVolume("vol-1")
 		target := v.Status.Target.OSD
