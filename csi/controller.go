@@ -151,6 +151,10 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		}
 		return nil, apiError(err)
 	}
+	accessible, err := accessibleTopology(ctx, c.APIReader, params.claim)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "read the StorageClass of claim %s/%s for its allowedTopologies: %v", params.claim.Namespace, params.claim.Name, err)
+	}
 	if err := c.ensureVolume(ctx, id, req, params, size, src); err != nil {
 		return nil, err
 	}
@@ -160,6 +164,7 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	v := csiVolume(vol, params.fsType)
 	v.ContentSource = contentSource(vol.Spec.Source)
+	v.AccessibleTopology = accessible
 	return &csi.CreateVolumeResponse{Volume: v}, nil
 }
 
@@ -171,7 +176,8 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 			Name: id, Annotations: map[string]string{AnnotationCSIName: req.GetName()},
 			Finalizers: []string{flintv1.VolumeFinalizer},
 		},
-		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap, QoS: p.qos.OrNone()},
+		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap, QoS: p.qos.OrNone(),
+			NearNode: nearNode(req.GetAccessibilityRequirements())},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {
@@ -427,17 +433,24 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 	if !nvmeof.ValidNQN(host) {
 		return nil, status.Errorf(codes.NotFound, "node %q is not a Flint node: node ids are the host NQNs the node plugin reports (NodeGetInfo)", host)
 	}
-	if err := c.hostOfOneNode(ctx, host); err != nil {
+	node, err := c.nodeOfHost(ctx, host)
+	if err != nil {
 		return nil, err
 	}
-	err = c.updateHosts(ctx, id, func(hosts []string) ([]string, error) {
-		if slices.Contains(hosts, host) {
-			return hosts, nil
+	err = c.updateSpec(ctx, id, func(spec *flintv1.VolumeSpec) error {
+		if slices.Contains(spec.PublishedHosts, host) {
+			return nil
 		}
-		if len(hosts) > 0 {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is published to %s: a Flint volume attaches to one node at a time; detach it there first", id, strings.Join(hosts, ", "))
+		if len(spec.PublishedHosts) > 0 {
+			return status.Errorf(codes.FailedPrecondition, "volume %s is published to %s: a Flint volume attaches to one node at a time; detach it there first", id, strings.Join(spec.PublishedHosts, ", "))
 		}
-		return append(hosts, host), nil
+		spec.PublishedHosts = append(spec.PublishedHosts, host)
+		// The Volume is used on node now: its target follows, while no
+		// host is connected to be held up by the move.
+		if node != "" {
+			spec.NearNode = node
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -449,15 +462,17 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(vol.Status.Target)}, nil
 }
 
-// hostOfOneNode refuses a host NQN that the node plugins of more than one
-// node report (nodes cloned from one image with its /etc/nvme/hostnqn): a
-// target admits hosts by NQN, so it would let the other node in too, and
-// a node's kernel that still reconnects after a force-detach would write
-// to the volume beside the node it was published to.
-func (c *Controller) hostOfOneNode(ctx context.Context, host string) error {
+// nodeOfHost is the node whose node plugin reports host as its node id;
+// "" when none does yet. It refuses a host NQN that the node plugins of
+// more than one node report (nodes cloned from one image with its
+// /etc/nvme/hostnqn): a target admits hosts by NQN, so it would let the
+// other node in too, and a node's kernel that still reconnects after a
+// force-detach would write to the volume beside the node it was
+// published to.
+func (c *Controller) nodeOfHost(ctx context.Context, host string) (string, error) {
 	var nodes storagev1.CSINodeList
 	if err := c.APIReader.List(ctx, &nodes); err != nil {
-		return status.Errorf(codes.Unavailable, "list CSINodes to check that host NQN %s is one node's: %v", host, err)
+		return "", status.Errorf(codes.Unavailable, "list CSINodes to check that host NQN %s is one node's: %v", host, err)
 	}
 	var claim []string
 	for _, n := range nodes.Items {
@@ -467,10 +482,13 @@ func (c *Controller) hostOfOneNode(ctx context.Context, host string) error {
 			}
 		}
 	}
-	if len(claim) > 1 {
-		return status.Errorf(codes.FailedPrecondition, "host NQN %s is the node id of nodes %s, whose /etc/nvme/hostnqn is one file cloned: a target admits hosts by NQN, so it would admit all of them; give each node its own (nvme gen-hostnqn > /etc/nvme/hostnqn, or delete the file and the node plugin writes one), restart its node plugin, then retry", host, strings.Join(claim, ", "))
+	switch len(claim) {
+	case 0:
+		return "", nil
+	case 1:
+		return claim[0], nil
 	}
-	return nil
+	return "", status.Errorf(codes.FailedPrecondition, "host NQN %s is the node id of nodes %s, whose /etc/nvme/hostnqn is one file cloned: a target admits hosts by NQN, so it would admit all of them; give each node its own (nvme gen-hostnqn > /etc/nvme/hostnqn, or delete the file and the node plugin writes one), restart its node plugin, then retry", host, strings.Join(claim, ", "))
 }
 
 // ControllerUnpublishVolume removes node's host NQN and waits until the
@@ -485,11 +503,13 @@ func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *csi.Con
 		return nil, err
 	}
 	defer unlock()
-	err = c.updateHosts(ctx, id, func(hosts []string) ([]string, error) {
+	err = c.updateSpec(ctx, id, func(spec *flintv1.VolumeSpec) error {
 		if host == "" {
-			return nil, nil
+			spec.PublishedHosts = nil
+		} else {
+			spec.PublishedHosts = slices.DeleteFunc(spec.PublishedHosts, func(h string) bool { return h == host })
 		}
-		return slices.DeleteFunc(hosts, func(h string) bool { return h == host }), nil
+		return nil
 	})
 	if status.Code(err) == codes.NotFound {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
@@ -513,22 +533,23 @@ func allows(vol *flintv1.Volume, host string) bool {
 	return t != nil && (slices.Contains(t.AllowedHosts, host) || host == "" && len(t.AllowedHosts) > 0)
 }
 
-// updateHosts rewrites the Volume's publishedHosts with change, retrying
-// on conflicts.
-func (c *Controller) updateHosts(ctx context.Context, id string, change func([]string) ([]string, error)) error {
+// updateSpec rewrites the Volume's spec with change, retrying on
+// conflicts; it writes nothing when change changes nothing. A Volume
+// being deleted takes no new host.
+func (c *Controller) updateSpec(ctx context.Context, id string, change func(*flintv1.VolumeSpec) error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		vol, err := getVolume(ctx, c.APIReader, id)
 		if err != nil {
 			return err
 		}
-		hosts, err := change(slices.Clone(vol.Spec.PublishedHosts))
-		if err != nil || slices.Equal(hosts, vol.Spec.PublishedHosts) {
+		spec := vol.Spec.DeepCopy()
+		if err := change(spec); err != nil || equality.Semantic.DeepEqual(*spec, vol.Spec) {
 			return err
 		}
-		if !vol.DeletionTimestamp.IsZero() && len(hosts) > len(vol.Spec.PublishedHosts) {
+		if !vol.DeletionTimestamp.IsZero() && len(spec.PublishedHosts) > len(vol.Spec.PublishedHosts) {
 			return status.Errorf(codes.NotFound, "volume %s is being deleted", id)
 		}
-		vol.Spec.PublishedHosts = hosts
+		vol.Spec = *spec
 		if err := c.Client.Update(ctx, vol); err != nil {
 			if apierrors.IsConflict(err) {
 				return err
@@ -607,24 +628,14 @@ func (c *Controller) ControllerModifyVolume(ctx context.Context, req *csi.Contro
 	}
 	defer unlock()
 	var want *flintv1.VolumeQoS
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vol, err := getVolume(ctx, c.APIReader, id)
-		if err != nil {
-			return err
-		}
-		q := ptr.Deref(vol.Spec.QoS, flintv1.VolumeQoS{})
+	err = c.updateSpec(ctx, id, func(spec *flintv1.VolumeSpec) error {
+		q := ptr.Deref(spec.QoS, flintv1.VolumeQoS{})
 		if err := applyMutableParameters(&q, req.GetMutableParameters()); err != nil {
 			return err
 		}
-		if want = q.OrNone(); equality.Semantic.DeepEqual(want, vol.Spec.QoS) {
-			return nil
-		}
-		vol.Spec.QoS = want
-		err = c.Client.Update(ctx, vol)
-		if err != nil && !apierrors.IsConflict(err) {
-			return apiError(err)
-		}
-		return err
+		want = q.OrNone()
+		spec.QoS = want
+		return nil
 	})
 	if err != nil {
 		return nil, err

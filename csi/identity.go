@@ -37,13 +37,14 @@ func (i *Identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*c
 	return &csi.GetPluginInfoResponse{Name: DriverName, VendorVersion: version.Version}, nil
 }
 
-// GetPluginCapabilities says the driver has a controller service and
-// grows volumes online. They describe the driver, so its node plugin
-// answers the same.
+// GetPluginCapabilities says the driver has a controller service, grows
+// volumes online and takes accessibility requirements (topology.go).
+// They describe the driver, so its node plugin answers the same.
 func (i *Identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
 		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
 		{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}},
+		{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS}}},
 	}}, nil
 }
 

@@ -30,13 +30,17 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	mount "k8s.io/mount-utils"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
 
-// TopologyKeyNode is the topology key the node service reports.
+// TopologyKeyNode is the topology key the node service reports with the
+// node's name; it reports the node's topology.kubernetes.io/zone beside
+// it, when the node has one, so that a StorageClass's allowedTopologies
+// may name zones.
 const TopologyKeyNode = "topology.flint.io/node"
 
 // Node is the CSI node service.
@@ -46,6 +50,9 @@ type Node struct {
 	// the Volume's allow-list as it is.
 	NodeID   string
 	NodeName string
+	// Zone is the node's topology.kubernetes.io/zone label, read at start;
+	// "" for none.
+	Zone     string
 	Attacher Attacher
 	Mounter  *mount.SafeFormatAndMount
 	// StateDir holds what the node knows of the volumes it staged.
@@ -73,9 +80,14 @@ func (n *Node) staged(id string) (*stagedVolume, error) {
 	return vol, nil
 }
 
-// NodeGetInfo returns the host NQN as node id and the node's topology.
+// NodeGetInfo returns the host NQN as node id and the node's topology:
+// its name, and its zone when it has one.
 func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{NodeId: n.NodeID, AccessibleTopology: &csi.Topology{Segments: map[string]string{TopologyKeyNode: n.NodeName}}}, nil
+	segments := map[string]string{TopologyKeyNode: n.NodeName}
+	if n.Zone != "" {
+		segments[corev1.LabelTopologyZone] = n.Zone
+	}
+	return &csi.NodeGetInfoResponse{NodeId: n.NodeID, AccessibleTopology: &csi.Topology{Segments: segments}}, nil
 }
 
 // NodeGetCapabilities lists what the node serves.

@@ -27,12 +27,15 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	mount "k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -115,11 +118,16 @@ func run(ctx context.Context, o options, log logr.Logger) error {
 			NodeID: hostNQN, NodeName: o.nodeName, Attacher: attacher, StateDir: o.stateDir, ResizeTimeout: 30 * time.Second,
 			Mounter: mount.NewSafeFormatAndMount(mount.New(""), utilexec.New()),
 		}
-		log.Info("node", "name", o.nodeName, "hostNQN", hostNQN)
+		cfg, cfgErr := ctrl.GetConfig()
+		if cfgErr == nil {
+			if ns.Zone, err = nodeZone(ctx, cfg, o.nodeName); err != nil {
+				return err
+			}
+		}
+		log.Info("node", "name", o.nodeName, "zone", ns.Zone, "hostNQN", hostNQN)
 		if o.followPaths {
-			cfg, err := ctrl.GetConfig()
-			if err != nil {
-				return fmt.Errorf("find the cluster to watch Volumes (or --follow-paths=false): %w", err)
+			if cfgErr != nil {
+				return fmt.Errorf("find the cluster to watch Volumes (or --follow-paths=false): %w", cfgErr)
 			}
 			scheme, err := flintScheme()
 			if err != nil {
@@ -156,4 +164,18 @@ func flintScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	return scheme, flintv1.AddToScheme(scheme)
+}
+
+// nodeZone is the topology.kubernetes.io/zone label of Node name; "" for
+// none.
+func nodeZone(ctx context.Context, cfg *rest.Config, name string) (string, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return "", err
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+		return "", fmt.Errorf("read Node %s for its zone label (the node plugin's ServiceAccount needs get on nodes): %w", name, err)
+	}
+	return node.Labels[corev1.LabelTopologyZone], nil
 }

@@ -589,8 +589,8 @@ func TestVolumeOnTheStorageNode(t *testing.T) {
 		volumeName = pvc.Spec.VolumeName
 		return nil
 	})
+	var volume flintv1.Volume
 	eventually(t, 3*time.Minute, func() error {
-		var volume flintv1.Volume
 		if err := c.Get(ctx, client.ObjectKey{Name: volumeName}, &volume); err != nil {
 			return err
 		}
@@ -599,6 +599,15 @@ func TestVolumeOnTheStorageNode(t *testing.T) {
 		}
 		return nil
 	})
+	// The claim bound for a Pod on the storage node, which has an OSD:
+	// the target is there, where the Pod's reads need no network.
+	var target flintv1.OSD
+	if err := c.Get(ctx, client.ObjectKey{Name: volume.Status.Target.OSD}, &target); err != nil {
+		t.Fatal(err)
+	}
+	if volume.Spec.NearNode != lab.StorageNode || target.Spec.NodeName != lab.StorageNode {
+		t.Errorf("Volume %s for a Pod on %s: near %q, target on OSD %s of node %s; want both on the Pod's node", volumeName, lab.StorageNode, volume.Spec.NearNode, target.Name, target.Spec.NodeName)
+	}
 	eventually(t, 3*time.Minute, func() error {
 		attachments, err := clients.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -706,16 +715,22 @@ func TestOSDServesOnTheStorageNetwork(t *testing.T) {
 // A Pod on the workload node writes a file to its volume, fsyncs it and
 // ends; a second Pod, once the first is deleted, mounts the volume again
 // and reads the same bytes back: the kernel NVMe-oF host of the node
-// connected to the OSD's target over NVMe/TCP each time.
+// connected to the OSD's target over NVMe/TCP each time. The claim binds
+// when the first Pod is scheduled, so its Volume is near that Pod's node
+// (which has no OSD in the lab to put the target on).
 func TestDataOutlivesThePod(t *testing.T) {
 	clients := inLab(t)
 	if cluster.Worker == nil {
 		t.Skip("no workload node")
 	}
 	needStorage(t)
-	devPoolReady(t, clients, flintClient(t))
+	c := flintClient(t)
+	devPoolReady(t, clients, c)
 	createClaim(t, clients, "files", chartClass, corev1.PersistentVolumeFilesystem)
 	runToCompletion(t, clients, "writer", "files", "head -c 4194304 /dev/urandom > /data/blob && sha256sum /data/blob > /data/blob.sha256 && sync /data/blob /data/blob.sha256 && cat /data/blob.sha256")
+	if near := volumeOfClaim(t, clients, c, "files").Spec.NearNode; near != lab.WorkerNode {
+		t.Errorf("the Volume of a claim bound for a Pod on %s is near %q, want that node", lab.WorkerNode, near)
+	}
 	runToCompletion(t, clients, "reader", "files", "sha256sum -c /data/blob.sha256")
 }
 
