@@ -322,7 +322,7 @@ func TestARollingUpdateUnderAWriter(t *testing.T) { rollingUpdate(t) }
 func replicatedPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
-	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
+	pool := readConfig[flintv1.Pool](t, "samples", "pool_dev_malloc.yaml")
 	pool.Name = replicatedPool
 	pool.Spec.Replicas = 2
 	pool.Spec.NodeSelector = map[string]string{lab.StorageLabel: "true"}
@@ -631,7 +631,7 @@ func TestVolumeOnTheStorageNode(t *testing.T) {
 func devPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
-	pool := readSample[flintv1.Pool](t, "pool_dev_malloc.yaml")
+	pool := readConfig[flintv1.Pool](t, "samples", "pool_dev_malloc.yaml")
 	pool.Spec.NodeSelector = map[string]string{corev1.LabelHostname: lab.StorageNode}
 	// The storage suite's volumes are thin and hold little: several of
 	// 512Mi-2Gi at a time fit the 1Gi device.
@@ -895,10 +895,11 @@ func flintClient(t *testing.T) client.Client {
 	return c
 }
 
-// readSample reads a file of config/samples.
-func readSample[T any](t *testing.T, name string) *T {
+// readConfig reads a file of the repository's config folder.
+func readConfig[T any](t *testing.T, elem ...string) *T {
 	t.Helper()
-	data, err := os.ReadFile(repoPath("config", "samples", name))
+	name := filepath.Join(elem...)
+	data, err := os.ReadFile(repoPath(append([]string{"config"}, elem...)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,13 +55,7 @@ func TestQuickstart(t *testing.T) {
 		t.Skip("no busybox image: the storage suite's images are built with E2E_SUITE=ci or full")
 	}
 	devPoolReady(t, clients, flintClient(t))
-	noKernelHost := corev1.Taint{Key: "lab.flint.io/no-kernel-nvme-host", Effect: corev1.TaintEffectNoSchedule}
-	updateNode(t, clients, lab.StorageNode, func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, noKernelHost) })
-	t.Cleanup(func() {
-		updateNode(t, clients, lab.StorageNode, func(n *corev1.Node) {
-			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == noKernelHost.Key })
-		})
-	})
+	keepNewPodsOff(t, clients, lab.StorageNode)
 	t.Cleanup(func() {
 		// Whatever the block left, so that the tests after it start clean.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -90,6 +84,23 @@ func TestREADMEHoldsTheQuickstart(t *testing.T) {
 			t.Errorf("README.md's block for %s runs no kubectl:\n%s", test, block)
 		}
 	}
+}
+
+// noKernelHostTaint marks a node without a kernel NVMe-oF host.
+const noKernelHostTaint = "lab.flint.io/no-kernel-nvme-host"
+
+// keepNewPodsOff taints node, which has no kernel NVMe-oF host, for the
+// test's duration: Pods that use a Flint volume and name no node then go
+// to the workload node. Pods already there stay.
+func keepNewPodsOff(t *testing.T, clients *kubernetes.Clientset, node string) {
+	t.Helper()
+	noKernelHost := corev1.Taint{Key: noKernelHostTaint, Effect: corev1.TaintEffectNoSchedule}
+	updateNode(t, clients, node, func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, noKernelHost) })
+	t.Cleanup(func() {
+		updateNode(t, clients, node, func(n *corev1.Node) {
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == noKernelHost.Key })
+		})
+	})
 }
 
 // updateNode changes a Node, again on a conflict.

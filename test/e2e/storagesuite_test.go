@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -35,24 +37,34 @@ import (
 )
 
 // suiteFocus is the part of the external storage suite every CI run
-// takes, for Flint's driver only: a filesystem and a raw block volume
-// written by one Pod and read back by another (about 2 minutes on the
-// emulated workload node).
-const suiteFocus = `External.Storage \[Driver: csi\.flint\.io\] \[Testpattern: Dynamic PV \((default fs|block volmode)\)\] volumes should store data`
+// takes, for Flint's driver only (about 15 minutes on the emulated
+// workload node): a filesystem and a raw block volume written by one Pod
+// and read back by another; a snapshot restored after its source changed,
+// and into a larger claim; a clone; a modification to an invalid
+// VolumeAttributesClass refused and then one to a valid class done; a
+// claim bound WaitForFirstConsumer under a class's allowedTopologies.
+const suiteFocus = `External.Storage \[Driver: csi\.flint\.io\] \[Testpattern: (` +
+	`Dynamic PV \((default fs|block volmode)\)\] volumes should store data` +
+	`|Dynamic Snapshot \(delete policy\)\] snapshottable .* \(persistent\)` +
+	`|Dynamic PV \(default fs\)\] provisioning should provision (storage with pvc data source( \[|$)|correct filesystem size when restoring snapshot to larger size pvc)` +
+	`|Dynamic PV \(default fs\)\] volume-modify .* should recover from invalid target VAC` +
+	`|Dynamic PV \(delayed binding\)\] topology should provision a volume and schedule a pod with AllowedTopologies)`
 
 // suiteFocusFull (E2E_SUITE=full) is the suites a block driver's users
-// rely on: provisioning, data, volume modes, expansion, several volumes
-// and pods, generic ephemeral volumes, subPath. It takes about an hour on
-// the emulated workload node. FLINT_E2E_SUITE_FOCUS (E2E_SUITE_FOCUS)
-// replaces either.
-const suiteFocusFull = `External.Storage \[Driver: csi\.flint\.io\] \[Testpattern: [^]]*\] (provisioning|volumes|volumeMode|volume-expand|multiVolume|ephemeral|subPath) `
+// rely on: provisioning (with snapshot and PVC data sources), data,
+// volume modes, expansion, several volumes and pods, generic ephemeral
+// volumes, subPath, snapshots, VolumeAttributesClasses and topology. It
+// takes about two hours on the emulated workload node.
+// FLINT_E2E_SUITE_FOCUS (E2E_SUITE_FOCUS) replaces either.
+const suiteFocusFull = `External.Storage \[Driver: csi\.flint\.io\] \[Testpattern: [^]]*\] (provisioning|volumes|volumeMode|volume-expand|multiVolume|ephemeral|subPath|snapshottable|volume-modify|topology) `
 
 // suiteSkip leaves out what cannot run in the lab, each for its reason:
 // Disruptive tests restart the kubelet, which the lab runs outside any
 // service manager; Serial ones need a quiet cluster and more than one
-// workload node; Feature-gated ones need alpha APIs the lab's API server
-// does not enable.
-const suiteSkip = `\[Disruptive\]|\[Serial\]|\[Feature:|\[FeatureGate:[^]]*\] \[Alpha\]`
+// workload node; SELinux needs an SELinux host; snapshot metadata and
+// group snapshots are CSI services Flint does not offer; alpha feature
+// gates are off in the lab's API server.
+const suiteSkip = `\[Disruptive\]|\[Serial\]|\[Feature:(SELinux|SnapshotMetadata|VolumeGroupSnapshotDataSource)\]|\[FeatureGate:[^]]*\] \[Alpha\]`
 
 // Kubernetes' external storage e2e suite (k8s.io/kubernetes/test/e2e/
 // storage/external), built from k8s.io/kubernetes at the lab's version,
@@ -78,6 +90,21 @@ func TestKubernetesStorageSuite(t *testing.T) {
 	// has no CSI node plugin (nor the suite's images): keep them off it.
 	if cluster.SecondStorageNode {
 		setUnschedulable(t, clients, lab.SecondStorageNodeName, true)
+	}
+	// The snapshot specs need the cluster's snapshot controller, which
+	// runs on the storage node: before the taint below.
+	startSnapshotController(t, clients)
+	// The storage node has the node plugin but no kernel NVMe-oF host: the
+	// topology specs, whose pods go to any node their class allows, and
+	// which take every schedulable node's topology, must see only the
+	// workload node.
+	keepNewPodsOff(t, clients, lab.StorageNode)
+
+	// testdriver.yaml names the sample class for the volume-modify tests,
+	// which copy it.
+	vac := readConfig[storagev1.VolumeAttributesClass](t, "csi", "samples", "volumeattributesclass.yaml")
+	if _, err := clients.StorageV1().VolumeAttributesClasses().Create(t.Context(), vac, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 
 	report := filepath.Join(cluster.Dir, "storage-suite")
@@ -107,6 +134,9 @@ func TestKubernetesStorageSuite(t *testing.T) {
 		"--ginkgo.skip="+suiteSkip,
 		"--ginkgo.junit-report="+filepath.Join(report, "junit.xml"),
 		"--ginkgo.no-color", "--ginkgo.v",
+		// The storage node's taint (keepNewPodsOff) keeps the topology
+		// specs off it, but must not hold the suite's start.
+		"--non-blocking-taints=node-role.kubernetes.io/control-plane,"+noKernelHostTaint,
 		"--ginkgo.timeout=3h",
 		// Nothing but the lab's nodes: no system pods to wait for.
 		"--minStartupPods=0",

@@ -82,7 +82,7 @@ func TestPCIeStorageNode(t *testing.T) {
 		return nil
 	})
 
-	pool := readSample[flintv1.Pool](t, "pool_rdma_pcie.yaml")
+	pool := readConfig[flintv1.Pool](t, "samples", "pool_rdma_pcie.yaml")
 	pool.Spec.Replicas = 1
 	pool.Spec.FailureDomain = corev1.LabelHostname
 	pool.Spec.NodeSelector = map[string]string{lab.PCIeStorageLabel: "true"}
@@ -295,7 +295,7 @@ func TestPCIeNodePreflight(t *testing.T) {
 		}, flintv1.PoolRDMAResourceMissingCondition, fmt.Sprintf("node %s has 0 flint.io/absent-rdma allocatable, its 1 OSDs on the host network need one each", lab.WorkerNode)},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
-			pool := readSample[flintv1.Pool](t, "pool_rdma_pcie.yaml")
+			pool := readConfig[flintv1.Pool](t, "samples", "pool_rdma_pcie.yaml")
 			pool.Name = tc.name
 			pool.Spec.Replicas = 1
 			pool.Spec.NodeSelector = map[string]string{lab.PCIeStorageLabel: "true"}
