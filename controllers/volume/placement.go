@@ -377,8 +377,8 @@ func (p placement) chooseFirst(n int, first map[string]bool) []string {
 	return append(out, p.choose(n-len(out), used)...)
 }
 
-// chooseNear picks n OSDs as choose does, the first of them the nearest
-// to node that is near at all (on it, else in its zone; then the least
+// chooseNear picks n OSDs as chooseFirst does, first the nearest to node
+// that is near at all (on it, else in its zone; then the least
 // committed): the target's replica, so the Pods on node read without
 // crossing the network. The others spread as choose spreads them.
 func (p placement) chooseNear(n int, w *world, node string) []string {
@@ -400,10 +400,10 @@ func (p placement) chooseNear(n int, w *world, node string) []string {
 			first = c
 		}
 	}
-	if first == nil || n == 0 {
+	if first == nil {
 		return p.choose(n, nil)
 	}
-	return append([]string{first.name}, p.choose(n-1, map[string]bool{first.domain: true})...)
+	return p.chooseFirst(n, map[string]bool{first.name: true})
 }
 
 // shortfall says why choose found fewer than n OSDs, for a person to act.
