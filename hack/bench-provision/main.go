@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,13 @@ type config struct {
 	rate              float64 // Volumes per second; 0 is a burst
 	nodes, perNode    int
 	workers, creators int
-	size              resource.Quantity
+	size, osdSize     resource.Quantity
+	// snapshots takes a Snapshot of every Volume once all are Ready.
+	snapshots bool
+	// rest, when set, runs the operator as a process and measures what
+	// the control plane costs for that long with nothing changing, then
+	// how long a restarted operator takes to observe everything again.
+	rest time.Duration
 }
 
 func main() {
@@ -78,9 +85,12 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 16, "Volume controller workers (the operator's --volume-workers default)")
 	flag.IntVar(&c.creators, "creators", 16, "clients creating Volumes at once")
 	size := flag.String("size", "16Mi", "each Volume's size; the 2Gi OSDs hold 1000 x 3 replicas of 16Mi without overcommit")
+	osdSize := flag.String("osd-size", "2Gi", "each OSD's (malloc) device in the SPDK double, which holds no data")
+	flag.BoolVar(&c.snapshots, "snapshots", false, "take a Snapshot of every Volume once all are Ready")
+	flag.DurationVar(&c.rest, "rest", 0, "then measure the control plane at rest for this long, the operator running as a process, and time its restart")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the operator and the SPDK doubles run here) to this file")
 	flag.Parse()
-	c.size = resource.MustParse(*size)
+	c.size, c.osdSize = resource.MustParse(*size), resource.MustParse(*osdSize)
 	if c.rate > 0 {
 		c.n = int(c.rate * duration.Seconds())
 	}
@@ -98,25 +108,40 @@ func main() {
 }
 
 func run(cfg config) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	var ns []localcluster.Node
 	for i := range cfg.nodes {
 		ns = append(ns, localcluster.Node{Name: fmt.Sprintf("bench-%02d", i), Zone: fmt.Sprintf("z%02d", i)})
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Root: ".", Nodes: ns, Pools: []string{"bench"}, StartSPDK: localnode.DoubleSPDK(spdktest.NewFabric()),
+	fabric := spdktest.NewFabric()
+	opts := localcluster.Options{
+		Root: ".", Nodes: ns, Pools: []string{"bench"}, StartSPDK: localnode.DoubleSPDK(fabric),
 		// As osd-agent's default: the local runner's 200ms would have 30
 		// agents probe the one SPDK double 150 times a second.
 		ProbeInterval: 2 * time.Second,
 		Operator:      controllers.Options{Resync: 30 * time.Second, ReplicaGrace: 5 * time.Minute, TargetGrace: 30 * time.Second, AgentLease: 20 * time.Second, VolumeWorkers: cfg.workers},
-	})
+	}
+	if cfg.rest > 0 {
+		opts.OperatorProcesses, opts.OperatorArgs = 1, []string{"--metrics-bind-address=" + operatorMetrics}
+	}
+	c, err := localcluster.Start(ctx, opts)
 	if c != nil {
 		defer func() { _ = c.Stop() }()
 	}
 	if err != nil {
 		return err
+	}
+	gather := crmetrics.Registry.Gather
+	var s *scraper
+	if cfg.rest > 0 {
+		if s, err = newScraper(ctx, c, fabric); err != nil {
+			return err
+		}
+		gather = func() ([]*dto.MetricFamily, error) {
+			return s.scrape(ctx, s.operator, "https://"+operatorMetrics+"/metrics", s.token)
+		}
 	}
 	osds := cfg.nodes * cfg.perNode
 	arrival := "a burst"
@@ -128,7 +153,7 @@ func run(cfg config) error {
 	pool := &flintv1.Pool{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 		Spec: flintv1.PoolSpec{Replicas: 3, Devices: flintv1.PoolDevices{
-			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: resource.MustParse("2Gi")}, MaxPerNode: ptr.To(int32(cfg.perNode)),
+			Driver: flintv1.DriverMalloc, Malloc: &flintv1.MallocDevice{Size: cfg.osdSize}, MaxPerNode: ptr.To(int32(cfg.perNode)),
 		}},
 	}
 	if err := c.Client.Create(ctx, pool); err != nil {
@@ -155,7 +180,16 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	before := volumeCounters()
+	if cfg.rest > 0 {
+		// The operator's process serves its metrics once it leads.
+		if err := waitFor(ctx, "the operator's metrics", func() (bool, error) { _, err := gather(); return err == nil, nil }); err != nil {
+			return err
+		}
+	}
+	before, err := volumeCounters(gather)
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	created := map[string]time.Time{}
 	start := time.Now()
@@ -207,7 +241,10 @@ func run(cfg config) error {
 			return err
 		}
 	}
-	after := volumeCounters()
+	after, err := volumeCounters(gather)
+	if err != nil {
+		return err
+	}
 	slices.Sort(latencies)
 	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
 	fmt.Printf("created and Ready: %d Volumes in %s (%.1f Volumes/s)\n", cfg.n, total.Round(time.Millisecond), float64(cfg.n)/total.Seconds())
@@ -220,8 +257,31 @@ func run(cfg config) error {
 		return err
 	}
 	fmt.Println("placement: every Volume on 3 OSDs in distinct failure domains, no OSD over its capacity")
-	return nil
+	snapshots := 0
+	if cfg.snapshots {
+		names := make([]string, cfg.n)
+		for i := range names {
+			names[i] = volumeName(i)
+		}
+		if err := snapshotAll(ctx, c, names); err != nil {
+			return err
+		}
+		snapshots = cfg.n
+	}
+	if cfg.rest == 0 {
+		return nil
+	}
+	if err := atRest(ctx, s, cfg.rest, opts.Operator.AgentLease, osds); err != nil {
+		return err
+	}
+	if err := repairDrift(ctx, c, volumeName(0)); err != nil {
+		return err
+	}
+	return restart(ctx, s, cfg.n, snapshots)
 }
+
+// volumeName is the name of the i-th Volume created.
+func volumeName(i int) string { return fmt.Sprintf("pvc-bench-%05d", i) }
 
 // arrive hands out the Volumes' names: all at once, or one every 1/rate
 // seconds from start.
@@ -239,7 +299,7 @@ func arrive(ctx context.Context, cfg config, start time.Time, names chan<- strin
 		select {
 		case <-ctx.Done():
 			return
-		case names <- fmt.Sprintf("pvc-bench-%05d", i):
+		case names <- volumeName(i):
 		}
 	}
 }
@@ -328,21 +388,23 @@ func checkPlacement(ctx context.Context, c *localcluster.Cluster) error {
 	return nil
 }
 
-// volumeCounters reads, from controller-runtime's and client-go's metrics
-// in this process, the Volume controller's reconciles, the operator's API
-// writes, and the agent calls made.
-func volumeCounters() map[string]float64 {
-	out := map[string]float64{}
-	families, err := crmetrics.Registry.Gather()
+// volumeCounters reads, from the operator's controller-runtime and
+// client-go metrics, its counters.
+func volumeCounters(gather func() ([]*dto.MetricFamily, error)) (map[string]float64, error) {
+	families, err := gather()
 	if err != nil {
-		return out
+		return nil, fmt.Errorf("the operator's metrics: %w", err)
 	}
+	return counters(families), nil
+}
+
+// counters are the Volume controller's reconciles, the operator's API
+// writes, and the agent calls made, by method.
+func counters(families []*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
+			labels := labelsOf(m)
 			switch {
 			case f.GetName() == "controller_runtime_reconcile_total" && labels["controller"] == "volume":
 				out["reconciles"] += m.GetCounter().GetValue()

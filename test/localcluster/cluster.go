@@ -79,6 +79,9 @@ type Options struct {
 	// processes of cmd/operator (Cluster.Operators) rather than in this
 	// process, for tests that kill it; Operator's hooks are then unused.
 	OperatorProcesses int
+	// OperatorArgs are flags added to those of the operator's processes
+	// (a later flag wins), such as a /metrics address to scrape.
+	OperatorArgs []string
 }
 
 // Cluster is a running local cluster.
@@ -156,7 +159,7 @@ func (c *Cluster) startOperator(ctx context.Context, cfg *rest.Config, o Options
 		if err != nil {
 			return err
 		}
-		if c.Operators, err = startOperators(o.Root, c.dir, kubeconfig, o.OperatorProcesses, op); err != nil {
+		if c.Operators, err = startOperators(o.Root, c.dir, kubeconfig, o.OperatorProcesses, append(operatorArgs(op), o.OperatorArgs...)); err != nil {
 			return err
 		}
 		go func() {

@@ -77,15 +77,15 @@ func operatorArgs(o controllers.Options) []string {
 }
 
 // startOperators builds cmd/operator in dir and runs n supervised
-// replicas of it against kubeconfig.
-func startOperators(root, dir, kubeconfig string, n int, o controllers.Options) (*Operators, error) {
+// replicas of it with args against kubeconfig.
+func startOperators(root, dir, kubeconfig string, n int, args []string) (*Operators, error) {
 	bin := filepath.Join(dir, "operator")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/operator")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build the operator: %v\n%s", err, out)
 	}
-	ops := &Operators{bin: bin, dir: dir, args: operatorArgs(o), env: append(os.Environ(), "KUBECONFIG="+kubeconfig), quit: make(chan struct{})}
+	ops := &Operators{bin: bin, dir: dir, args: args, env: append(os.Environ(), "KUBECONFIG="+kubeconfig), quit: make(chan struct{})}
 	ops.procs = make([]*operatorProcess, n)
 	for i := range n {
 		if err := ops.start(i); err != nil {
@@ -170,6 +170,13 @@ func (ops *Operators) Signal(i int, sig syscall.Signal) error {
 	ops.mu.Lock()
 	defer ops.mu.Unlock()
 	return ops.procs[i].cmd.Process.Signal(sig)
+}
+
+// Pid is the process id of replica i's current process.
+func (ops *Operators) Pid(i int) int {
+	ops.mu.Lock()
+	defer ops.mu.Unlock()
+	return ops.procs[i].cmd.Process.Pid
 }
 
 // stop ends every replica: each supervisor kills its own on quit.

@@ -176,6 +176,8 @@ type Target struct {
 	// Guarded by fabric.mu.
 	st      *state
 	running bool
+	// rpcs counts the calls answered since the Target was started first.
+	rpcs uint64
 
 	lnMu  sync.Mutex
 	ln    net.Listener
@@ -238,6 +240,19 @@ func (t *Target) Kill() {
 func (t *Target) Restart() error {
 	t.Kill()
 	return t.start()
+}
+
+// RPCs counts, by socket, the calls each Target has answered: what the
+// control plane costs SPDK, whose reactor answers them on the core it
+// polls I/O with.
+func (f *Fabric) RPCs() map[string]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	counts := make(map[string]uint64, len(f.targets))
+	for _, t := range f.targets {
+		counts[t.socket] = t.rpcs
+	}
+	return counts
 }
 
 // Running reports whether the Target serves its socket.
@@ -343,6 +358,7 @@ func (t *Target) handle(_ context.Context, method string, params json.RawMessage
 	if !t.running {
 		return nil, errf(CodeNotModeled, "target is not running")
 	}
+	t.rpcs++
 	f.refresh()
 	h, ok := handlers[method]
 	if !ok {
