@@ -67,8 +67,9 @@ type Options struct {
 	ServiceAccount string
 	// AgentPort is where agents serve gRPC.
 	AgentPort int
-	// Resync is how often OSD status is read from agents and a Ready
-	// Volume is re-driven.
+	// Resync is how often each OSD's status and inventory are read from
+	// its agent; drift the inventory shows re-drives the Volumes and
+	// Snapshots it contradicts.
 	Resync time.Duration
 	// ReplicaGrace is how long a lost replica may come back before it is
 	// replaced; TargetGrace how long a target's OSD may stop serving
@@ -144,8 +145,8 @@ func Setup(mgr manager.Manager, o Options) error {
 		return fmt.Errorf("set up the Pool controller: %w", err)
 	}
 	agents := &agentclient.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
-	leases := &agentclient.Leases{}
-	observe, observeVolume := make(chan event.GenericEvent), make(chan event.GenericEvent)
+	leases, inventories := &agentclient.Leases{}, &agentclient.Inventories{}
+	observe, observeVolume, observeSnapshot := make(chan event.GenericEvent), make(chan event.GenericEvent), make(chan event.GenericEvent)
 	renewer := &osd.LeaseRenewer{
 		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, ObserveVolume: observeVolume, Log: ctrl.Log.WithName("leases"),
 	}
@@ -154,6 +155,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, ImagePullSecrets: o.OSDImagePullSecrets, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
 			FenceProbeTimeout: o.FenceProbeTimeout, AgentCPU: o.AgentCPU},
 		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync, OrphanGrace: o.OrphanGrace,
+		ObserveVolume: observeVolume, ObserveSnapshot: observeSnapshot, Inventories: inventories,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the OSD controller: %w", err)
 	}
@@ -170,6 +172,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	if err := (&snapshot.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-snapshot"), Agents: agents, Locks: locks, Resync: o.Resync,
+		Observe: observeSnapshot, Inventories: inventories,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Snapshot controller: %w", err)
 	}

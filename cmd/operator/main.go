@@ -50,7 +50,7 @@ func main() {
 	})
 	fs.StringVar(&o.ServiceAccount, "osd-service-account", "flint-osd", "the ServiceAccount of OSD pods (they need no API access)")
 	fs.IntVar(&o.AgentPort, "agent-port", 9440, "where OSD agents serve gRPC")
-	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often OSD status is read from agents and a Ready Volume is re-driven")
+	fs.DurationVar(&o.Resync, "resync", 30*time.Second, "how often each OSD's status and inventory are read from its agent: a replica, target or Snapshot copy the inventory lacks re-drives its Volume or Snapshot (Ready ones are not polled)")
 	fs.DurationVar(&o.ReplicaGrace, "replica-grace", 5*time.Minute, "how long a lost replica may come back (and rebuild in place) before a replacement is placed on another OSD")
 	fs.DurationVar(&o.TargetGrace, "target-grace", 30*time.Second, "how long a volume target's OSD may stop serving, and its lease go unrenewed, before the target moves to another replica's OSD; at least agent-lease x 1.25 + fence-probe-timeout + 2s")
 	fs.DurationVar(&o.OrphanGrace, "orphan-grace", 24*time.Hour, "how long an OSD keeps an lvol that no Volume or Snapshot claims (Event OrphanFound, metric flint_osd_orphans) before it is deleted: objects restored from a backup get new uids and leave their old data so; 0 deletes at once")

@@ -59,6 +59,12 @@ type Reconciler struct {
 	Renewer *LeaseRenewer
 	// Observe carries OSDs to observe at once (a lease renewal failed).
 	Observe <-chan event.GenericEvent
+	// ObserveVolume and ObserveSnapshot carry the Volumes and Snapshots
+	// the OSD's inventory contradicts to their controllers (findDrift).
+	ObserveVolume, ObserveSnapshot chan<- event.GenericEvent
+	// Inventories keeps each OSD's latest inventory for the Snapshot
+	// controller, which counts copies from it.
+	Inventories *agentclient.Inventories
 	// Resync is how often a healthy OSD's status is read from its agent.
 	Resync time.Duration
 	// OrphanGrace is how long an lvol no Volume or Snapshot claims is kept
@@ -125,6 +131,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.collectOrphans(ctx, &osd, obs.agent, obs.inventory); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.findDrift(ctx, &osd, obs.inventory, obs.asked)
 	}
 	switch {
 	case obs.agent == nil:
@@ -209,6 +216,9 @@ type observation struct {
 	targetsDegraded int
 	agent           agentv1.OSDAgentClient // when it answered ready
 	inventory       *agentv1.OSDStatus
+	// asked is when the agent was asked for the inventory: it holds what
+	// existed then, or later.
+	asked time.Time
 }
 
 // observe reads the OSD's state from its pod and, once the pod runs,
@@ -223,13 +233,14 @@ func (r *Reconciler) observe(ctx context.Context, osd *flintv1.OSD, pod *corev1.
 	if err != nil {
 		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDAgentUnreachableReason, detail: err.Error()}
 	}
+	asked := time.Now()
 	st, err := agent.GetStatus(ctx, &agentv1.GetStatusRequest{})
 	if err != nil {
 		return observation{phase: flintv1.OSDPhaseStarting, reason: flintv1.OSDAgentUnreachableReason, detail: fmt.Sprintf("the agent in pod %s does not answer at %s: %v", pod.Name, pod.Status.PodIP, err)}
 	}
 	obs := observeAgent(osd, pod.Name, st)
 	if obs.status != nil {
-		obs.agent = agent
+		obs.agent, obs.asked = agent, asked
 	}
 	return obs
 }

@@ -19,8 +19,8 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,25 +36,24 @@ import (
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
-// holdsCopy asks OSD name whether it holds snap's copy; known is false
-// when it cannot say now (its agent does not answer).
+// holdsCopy says whether OSD name holds snap's copy, from the OSD's
+// latest inventory asked after the cut; known is false when there is none
+// yet, or the OSD does not serve.
 func (r *Reconciler) holdsCopy(ctx context.Context, snap *flintv1.Snapshot, name string) (held, known bool) {
 	var o flintv1.OSD
 	if err := r.Get(ctx, client.ObjectKey{Name: name}, &o); err != nil {
 		return false, apierrors.IsNotFound(err)
 	}
-	if !o.Status.Phase.Serving() {
+	if !o.Status.Phase.Serving() || snap.Status.CreationTime == nil {
 		return false, false
 	}
-	agent, err := r.Agents.For(ctx, &o)
-	if err != nil {
-		return false, false
+	// The copies exist once the pause ends; the creation time keeps whole
+	// seconds only.
+	cut := snap.Status.CreationTime.Add(time.Second)
+	if p := snap.Status.PauseDuration; p != nil {
+		cut = cut.Add(p.Duration)
 	}
-	inv, err := agent.GetStatus(ctx, &agentv1.GetStatusRequest{})
-	if err != nil || !inv.GetReady() {
-		return false, false
-	}
-	return slices.ContainsFunc(inv.GetSnapshots(), func(s *agentv1.Snapshot) bool { return s.GetName() == string(snap.UID) }), true
+	return r.Inventories.HoldsCopy(name, string(snap.UID), cut)
 }
 
 // deleteCopy removes c from its OSD. A copy whose OSD is gone went with

@@ -118,7 +118,7 @@ func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Resu
 	if err := r.writeStatus(ctx, before, snap); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.Resync}, nil
+	return ctrl.Result{}, nil
 }
 
 // pause is when and for how long a Volume's I/O was paused.

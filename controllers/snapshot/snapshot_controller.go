@@ -27,10 +27,14 @@ import (
 
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
@@ -59,8 +63,15 @@ type Reconciler struct {
 	// Locks keeps the Volume controller off a Volume while its cut pauses
 	// it.
 	Locks *volumelock.Locks
-	// Resync is how often a taken Snapshot's copies are counted.
+	// Resync is how soon a deletion SPDK refuses is tried again. A taken
+	// Snapshot's copies are counted on change: its OSDs', or a copy an
+	// OSD's inventory lacks (Observe).
 	Resync time.Duration
+	// Observe carries Snapshots to count again at once.
+	Observe <-chan event.GenericEvent
+	// Inventories are the OSDs' latest inventories, which copies are
+	// counted from.
+	Inventories *agentclient.Inventories
 	// Now is the clock; tests move it.
 	Now func() time.Time
 }
@@ -107,7 +118,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, before, &snap); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.Resync}, nil
+	return ctrl.Result{}, nil
 }
 
 // cutTaken says the cut finished: copies are recorded and none is still
@@ -165,6 +176,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("snapshot").
 		For(&flintv1.Snapshot{}).
 		Watches(&flintv1.Volume{}, handler.EnqueueRequestsFromMapFunc(volumeSnapshots)).
-		Watches(&flintv1.OSD{}, handler.EnqueueRequestsFromMapFunc(snapshotsBy(indexOSD))).
+		// Only an OSD that goes or stops serving can lose a copy at once;
+		// a copy missing from a serving OSD's inventory comes by Observe.
+		Watches(&flintv1.OSD{}, handler.EnqueueRequestsFromMapFunc(snapshotsBy(indexOSD)), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				old, oldOK := e.ObjectOld.(*flintv1.OSD)
+				osd, ok := e.ObjectNew.(*flintv1.OSD)
+				return !oldOK || !ok || old.Status.Phase != osd.Status.Phase || !old.DeletionTimestamp.Equal(osd.DeletionTimestamp)
+			},
+		})).
+		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }

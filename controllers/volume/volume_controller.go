@@ -76,7 +76,8 @@ type Reconciler struct {
 	// TargetGrace is how long the target's OSD may stop serving before the
 	// target moves to another replica's OSD.
 	TargetGrace time.Duration
-	// Resync is how often a Ready Volume is re-driven.
+	// Resync caps how soon a Volume that is not Ready is driven again
+	// (every 2 s at most); a Ready one is driven on change only.
 	Resync time.Duration
 	// Workers is how many Volumes reconcile at once.
 	Workers int

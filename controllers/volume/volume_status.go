@@ -192,9 +192,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volum
 		names.ClaimNamespace, names.Claim = c.Namespace, c.Name
 	}
 	metrics.ObserveVolume(names, rebuilding(vol))
-	if vol.Status.Phase == flintv1.VolumePhaseReady {
-		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	if vol.Status.Phase == flintv1.VolumePhaseReady && before.Status.Phase == flintv1.VolumePhaseReady {
+		// Driven again on a change of its own or of its OSDs, or when an
+		// OSD's inventory contradicts it: polling every Ready Volume
+		// would cost the agents in proportion to size, not to change.
+		return ctrl.Result{}, nil
 	}
+	// Not settled; or Ready just now, and looked at once more from there:
+	// the decisions that wait for every replica in sync (a nearer target)
+	// come after this write, and the Volume's own writes do not drive it.
 	return ctrl.Result{RequeueAfter: min(unsettled, r.Resync)}, nil
 }
 

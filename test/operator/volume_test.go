@@ -273,6 +273,25 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
 
+	It("re-creates a target deleted behind its back once its OSD's inventory lacks it, though Ready Volumes are not polled", func() {
+		// Settled: past the one drive a Volume gets once it turns Ready.
+		Eventually(func(g Gomega) {
+			v := getVolume("vol-1")
+			g.Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+			g.Expect(time.Since(readyOf(v).LastTransitionTime.Time)).To(BeNumerically(">", 3*time.Second))
+		}, "60s").Should(Succeed())
+		v := getVolume("vol-1")
+		c, cctx := spdkOf(v.Status.Target.OSD)
+		Expect(c.NvmfDeleteSubsystem(cctx, agentv1.VolumeNQN(string(v.UID)))).To(Succeed())
+		Expect(c.BdevRaidDelete(cctx, "raid_"+string(v.UID))).To(Succeed())
+		Eventually(func(g Gomega) {
+			_, err := c.BdevGetBdevs(ctx, "raid_"+string(v.UID))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(getVolume("vol-1").Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		}, "30s").Should(Succeed())
+		Expect(hostsOf(getVolume("vol-1").Status.Target.OSD, agentv1.VolumeNQN(string(v.UID)))).To(ConsistOf(v.Spec.PublishedHosts))
+	})
+
 	It("moves the target off an OSD that stops serving, fences it, and replaces its replica", func() {
 		v := getVolume("vol-1")
 		lost := v.Status.Target.OSD
