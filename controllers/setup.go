@@ -172,7 +172,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	if err := (&snapshot.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-snapshot"), Agents: agents, Locks: locks, Resync: o.Resync,
-		Observe: observeSnapshot, Inventories: inventories,
+		Observe: observeSnapshot, ObserveVolume: observeVolume, Inventories: inventories,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Snapshot controller: %w", err)
 	}

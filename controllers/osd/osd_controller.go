@@ -128,10 +128,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if obs.agent != nil {
+		// Before the orphans: a deletion SPDK refuses there must not hide
+		// drift here.
+		r.findDrift(ctx, &osd, obs.inventory, obs.asked)
 		if err := r.collectOrphans(ctx, &osd, obs.agent, obs.inventory); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.findDrift(ctx, &osd, obs.inventory, obs.asked)
 	}
 	switch {
 	case obs.agent == nil:

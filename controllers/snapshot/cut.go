@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/conditions"
@@ -144,11 +145,16 @@ func (r *Reconciler) cutCopies(ctx context.Context, snap *flintv1.Snapshot, vol 
 	p := pause{start: r.now()}
 	defer func() {
 		// The hosts wait for this; a failure is healed by the Volume
-		// controller's next EnsureTarget, which adds the listener back.
+		// controller's EnsureTarget, which adds the listener back: a Ready
+		// Volume is not driven on a timer, so it is driven now.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
 		defer cancel()
 		if _, err := target.ResumeTarget(rctx, &agentv1.ResumeTargetRequest{VolumeUid: string(vol.UID)}); err != nil {
 			r.Recorder.Eventf(snap, vol, corev1.EventTypeWarning, flintv1.EventResumeFailed, "Cut", "resume Volume %s after the cut: %v; the Volume controller's next pass resumes it", vol.Name, err)
+			select {
+			case r.ObserveVolume <- event.GenericEvent{Object: vol}:
+			case <-rctx.Done():
+			}
 		}
 	}()
 	paused, err := target.PauseTarget(ctx, &agentv1.PauseTargetRequest{VolumeUid: string(vol.UID), MemberOsds: members})

@@ -69,6 +69,9 @@ type Reconciler struct {
 	Resync time.Duration
 	// Observe carries Snapshots to count again at once.
 	Observe <-chan event.GenericEvent
+	// ObserveVolume has the Volume controller drive a Volume whose target
+	// did not resume after a cut.
+	ObserveVolume chan<- event.GenericEvent
 	// Inventories are the OSDs' latest inventories, which copies are
 	// counted from.
 	Inventories *agentclient.Inventories

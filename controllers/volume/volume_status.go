@@ -192,16 +192,41 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, vol *flintv1.Volum
 		names.ClaimNamespace, names.Claim = c.Namespace, c.Name
 	}
 	metrics.ObserveVolume(names, rebuilding(vol))
-	if vol.Status.Phase == flintv1.VolumePhaseReady && before.Status.Phase == flintv1.VolumePhaseReady {
-		// Driven again on a change of its own or of its OSDs, or when an
-		// OSD's inventory contradicts it: polling every Ready Volume
-		// would cost the agents in proportion to size, not to change.
-		return ctrl.Result{}, nil
+	return r.nextDrive(before, vol), nil
+}
+
+// nextDrive says when vol, written from before, is driven again without
+// a change.
+func (r *Reconciler) nextDrive(before, vol *flintv1.Volume) ctrl.Result {
+	switch {
+	case vol.Status.Phase != flintv1.VolumePhaseReady:
+		return ctrl.Result{RequeueAfter: min(unsettled, r.Resync)}
+	case before.Status.Phase != flintv1.VolumePhaseReady:
+		// Looked at once more from the settled state: the decisions that
+		// wait for every replica in sync (a nearer target) come after
+		// this write, and the Volume's own writes do not drive it.
+		return ctrl.Result{RequeueAfter: min(unsettled, r.Resync)}
+	case !r.settled(vol):
+		return ctrl.Result{RequeueAfter: r.Resync}
 	}
-	// Not settled; or Ready just now, and looked at once more from there:
-	// the decisions that wait for every replica in sync (a nearer target)
-	// come after this write, and the Volume's own writes do not drive it.
-	return ctrl.Result{RequeueAfter: min(unsettled, r.Resync)}, nil
+	// Driven again on a change of its own or of its OSDs, or when an
+	// OSD's inventory contradicts it: polling every Ready Volume would
+	// cost the agents in proportion to size, not to change.
+	return ctrl.Result{}
+}
+
+// settled says whether a Ready Volume waits for nothing that only a later
+// pass brings: it has its size, no replica failed to be ensured, and no
+// replacement waits for room (which an OSD elsewhere may free without
+// touching this Volume).
+func (r *Reconciler) settled(vol *flintv1.Volume) bool {
+	if c := vol.Status.Capacity; c == nil || c.Cmp(vol.Spec.Size) < 0 {
+		return false
+	}
+	if failures, _ := r.lastReplicaErrors.Load(vol.UID); failures != nil && failures.(string) != "" {
+		return false
+	}
+	return !meta.IsStatusConditionTrue(vol.Status.Conditions, flintv1.ReplacementBlockedCondition)
 }
 
 // rebuilding maps the OSDs of vol's replicas being rebuilt to their

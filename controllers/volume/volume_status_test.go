@@ -20,11 +20,15 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -90,5 +94,49 @@ func TestReplicaErrorsAreToldOnTransitions(t *testing.T) {
 	want := []string{"Warning ReplicaError a", "Warning ReplicaError a; b", "Warning ReplicaError a"}
 	if !reflect.DeepEqual(told, want) {
 		t.Fatalf("events = %q, want %q", told, want)
+	}
+}
+
+// TestNextDrive: a Ready Volume is not polled once settled; one that is
+// Ready but waits for something only a later pass brings (its size, a
+// replica that failed, room for a replacement) still is, as is one not
+// Ready, and one just turned Ready gets one more pass.
+func TestNextDrive(t *testing.T) {
+	const resync = 30 * time.Second
+	volume := func(phase flintv1.VolumePhase, capacity string, mutate ...func(*flintv1.Volume)) *flintv1.Volume {
+		v := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Spec: flintv1.VolumeSpec{Size: resource.MustParse("1Gi")}}
+		v.Status.Phase = phase
+		if capacity != "" {
+			v.Status.Capacity = ptr.To(resource.MustParse(capacity))
+		}
+		for _, m := range mutate {
+			m(v)
+		}
+		return v
+	}
+	blocked := func(v *flintv1.Volume) {
+		meta.SetStatusCondition(&v.Status.Conditions, metav1.Condition{Type: flintv1.ReplacementBlockedCondition, Status: metav1.ConditionTrue, Reason: flintv1.VolumeNoPlacementReason})
+	}
+	ready := volume(flintv1.VolumePhaseReady, "1Gi")
+	for _, tc := range []struct {
+		name          string
+		before, vol   *flintv1.Volume
+		replicaErrors string
+		want          time.Duration
+	}{
+		{"not Ready", ready, volume(flintv1.VolumePhaseDegraded, "1Gi"), "", unsettled},
+		{"Ready just now", volume(flintv1.VolumePhaseRebuilding, "1Gi"), ready, "", unsettled},
+		{"settled", ready, ready, "", 0},
+		{"growing", ready, volume(flintv1.VolumePhaseReady, "512Mi"), "", resync},
+		{"a replica failed", ready, ready, "the replica on OSD a: no space", resync},
+		{"replacement blocked", ready, volume(flintv1.VolumePhaseReady, "1Gi", blocked), "", resync},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Resync: resync}
+			r.lastReplicaErrors.Store(tc.vol.UID, tc.replicaErrors)
+			if got := r.nextDrive(tc.before, tc.vol).RequeueAfter; got != tc.want {
+				t.Errorf("driven again after %s, want %s (0: on change only)", got, tc.want)
+			}
+		})
 	}
 }
