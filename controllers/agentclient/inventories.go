@@ -35,12 +35,10 @@ type inventory struct {
 	copies map[string]bool
 }
 
-// Record keeps the copies osd's agent listed when asked at asked.
-func (i *Inventories) Record(osd string, asked time.Time, copies []string) {
-	inv := inventory{asked: asked, copies: make(map[string]bool, len(copies))}
-	for _, c := range copies {
-		inv.copies[c] = true
-	}
+// Record keeps the copies osd's agent listed when asked at asked; the
+// caller no longer changes the set.
+func (i *Inventories) Record(osd string, asked time.Time, copies map[string]bool) {
+	inv := inventory{asked: asked, copies: copies}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.osds == nil {

@@ -33,11 +33,11 @@ func TestInventoriesSayNothingFromBeforeACopyWasCut(t *testing.T) {
 	if _, known := inv.HoldsCopy("osd-a", "snap", cut); known {
 		t.Error("an inventory asked before the cut says the copy is gone")
 	}
-	inv.Record("osd-a", cut.Add(time.Second), []string{"snap"})
+	inv.Record("osd-a", cut.Add(time.Second), map[string]bool{"snap": true})
 	if held, known := inv.HoldsCopy("osd-a", "snap", cut); !held || !known {
 		t.Errorf("copy listed after the cut: held %v known %v, want true true", held, known)
 	}
-	inv.Record("osd-a", cut.Add(2*time.Second), []string{"other"})
+	inv.Record("osd-a", cut.Add(2*time.Second), map[string]bool{"other": true})
 	if held, known := inv.HoldsCopy("osd-a", "snap", cut); held || !known {
 		t.Errorf("copy missing after the cut: held %v known %v, want false true", held, known)
 	}

@@ -37,12 +37,12 @@ import (
 // The Snapshot copies it lists are recorded first, as asked then, for
 // the Snapshot controller to count them from.
 func (r *Reconciler) findDrift(ctx context.Context, osd *flintv1.OSD, inv *agentv1.OSDStatus, asked time.Time) {
-	names := make([]string, 0, len(inv.GetSnapshots()))
+	copies := map[string]bool{}
 	for _, sn := range inv.GetSnapshots() {
-		names = append(names, sn.GetName())
+		copies[sn.GetName()] = true
 	}
-	r.Inventories.Record(osd.Name, asked, names)
-	replicas, targets, copies := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	r.Inventories.Record(osd.Name, asked, copies)
+	replicas, targets := map[string]bool{}, map[string]bool{}
 	for _, rep := range inv.GetReplicas() {
 		replicas[rep.GetVolumeUid()] = true
 	}
@@ -51,9 +51,6 @@ func (r *Reconciler) findDrift(ctx context.Context, osd *flintv1.OSD, inv *agent
 	}
 	for _, uid := range inv.GetFencedVolumes() {
 		targets[uid] = false
-	}
-	for _, sn := range inv.GetSnapshots() {
-		copies[sn.GetName()] = true
 	}
 	var vols flintv1.VolumeList
 	if err := r.List(ctx, &vols, client.UnsafeDisableDeepCopy); err != nil {
