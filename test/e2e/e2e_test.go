@@ -100,6 +100,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: the lab did not come up: %v\n", err)
 	} else {
 		code = m.Run()
+		// Kept whatever the outcome: a restart that failed no test is
+		// still worth reading.
+		if clients, err := kubernetes.NewForConfig(cluster.Config); err == nil {
+			dir, err := keepFlintLogs(clients, "end")
+			fmt.Printf("e2e: Flint's container logs at the end: %s (%v)\n", dir, err)
+		}
 	}
 	cluster.Close()
 	fmt.Println("e2e: lab phases:")
@@ -119,7 +125,51 @@ func inLab(t *testing.T) *kubernetes.Clientset {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir, err := keepFlintLogs(clients, t.Name())
+		t.Logf("Flint's container logs: %s (%v)", dir, err)
+	})
 	return clients
+}
+
+// keepFlintLogs copies the logs of every container in Flint's namespace,
+// and of its previous instance when it restarted, into the lab's
+// logs/flint/<when>: the kubelet removes a pod's logs with the pod, and
+// a failed test's cleanup or the lab's end removes the pods.
+func keepFlintLogs(clients kubernetes.Interface, when string) (string, error) {
+	ctx := context.Background()
+	pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cluster.Dir, "logs", "flint", strings.ReplaceAll(when, "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			for _, previous := range []bool{false, true} {
+				if previous && c.RestartCount == 0 {
+					continue
+				}
+				data, err := clients.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous}).DoRaw(ctx)
+				if err != nil {
+					data = []byte(err.Error())
+				}
+				name := p.Name + "_" + c.Name
+				if previous {
+					name += ".previous"
+				}
+				if err := os.WriteFile(filepath.Join(dir, name+".log"), data, 0o644); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	return dir, nil
 }
 
 // haveImage says whether the lab imported the archive of an image.
