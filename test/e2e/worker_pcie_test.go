@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,7 @@ func TestPCIeStorageNode(t *testing.T) {
 	}
 	ctx := t.Context()
 	c := flintClient(t)
+	releaseDevPool(t, clients, c)
 
 	eventually(t, 5*time.Minute, func() error {
 		n, err := clients.CoreV1().Nodes().Get(ctx, lab.WorkerNode, metav1.GetOptions{})
@@ -323,4 +325,76 @@ func TestPCIeNodePreflight(t *testing.T) {
 			}
 		})
 	}
+}
+
+// releaseDevPool deletes the dev Pool, with the Pods, VolumeSnapshots and
+// claims of its Volumes, before the pcie Pool starts. Its OSD's SPDK
+// busy-polls a host core although it runs in interrupt mode: SPDK v25.09
+// runs a poller without an interrupt (the malloc bdev's and the accel
+// framework's completion pollers) as always busy. With the guest's
+// polling OSD and mirrorAcrossNodes' OSD (malloc too) that made three
+// spinning threads on the lab's two cores; in a CI run of 2026-11-28 the
+// API server then missed lease renewals for minutes, the operator lost
+// its election again and again, and the guest's target fenced itself.
+func releaseDevPool(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	const dev = "dev"
+	var vols flintv1.VolumeList
+	if err := c.List(ctx, &vols); err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string][]string{} // namespace -> claims on the dev Pool
+	for _, v := range vols.Items {
+		if v.Spec.Pool == dev && v.Spec.Claim != nil {
+			claims[v.Spec.Claim.Namespace] = append(claims[v.Spec.Claim.Namespace], v.Spec.Claim.Name)
+		}
+	}
+	for ns, names := range claims {
+		pods, err := clients.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.PersistentVolumeClaim != nil && slices.Contains(names, v.PersistentVolumeClaim.ClaimName)
+			}) {
+				_ = clients.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			}
+		}
+		snaps := &unstructured.UnstructuredList{}
+		snaps.SetAPIVersion("snapshot.storage.k8s.io/v1")
+		snaps.SetKind("VolumeSnapshotList")
+		if err := c.List(ctx, snaps, client.InNamespace(ns)); err == nil {
+			for i := range snaps.Items {
+				source, _, _ := unstructured.NestedString(snaps.Items[i].Object, "spec", "source", "persistentVolumeClaimName")
+				if slices.Contains(names, source) {
+					_ = c.Delete(ctx, &snaps.Items[i])
+				}
+			}
+		}
+		for _, name := range names {
+			_ = clients.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}
+	}
+	if err := c.Delete(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: dev}}); apierrors.IsNotFound(err) {
+		return
+	}
+	// Best effort: the tests below pass with the Pool there too, only on
+	// a busier host.
+	began := time.Now()
+	for {
+		pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: flintv1.LabelPool + "=" + dev})
+		if err == nil && len(pods.Items) == 0 {
+			break
+		}
+		if time.Since(began) > 10*time.Minute {
+			var pool flintv1.Pool
+			_ = c.Get(ctx, client.ObjectKey{Name: dev}, &pool)
+			t.Logf("the dev Pool's OSD pods are still there after 10m (%v); Pool: %+v", err, pool.Status.Conditions)
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("dev Pool removed with the claims %v in %s, freeing the host core its OSD polled", claims, time.Since(began).Round(time.Second))
 }
