@@ -143,20 +143,7 @@ func (r *Reconciler) cutCopies(ctx context.Context, snap *flintv1.Snapshot, vol 
 		}
 	}
 	p := pause{start: r.now()}
-	defer func() {
-		// The hosts wait for this; a failure is healed by the Volume
-		// controller's EnsureTarget, which adds the listener back: a Ready
-		// Volume is not driven on a timer, so it is driven now.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
-		defer cancel()
-		if _, err := target.ResumeTarget(rctx, &agentv1.ResumeTargetRequest{VolumeUid: string(vol.UID)}); err != nil {
-			r.Recorder.Eventf(snap, vol, corev1.EventTypeWarning, flintv1.EventResumeFailed, "Cut", "resume Volume %s after the cut: %v; the Volume controller's next pass resumes it", vol.Name, err)
-			select {
-			case r.ObserveVolume <- event.GenericEvent{Object: vol}:
-			case <-rctx.Done():
-			}
-		}
-	}()
+	defer r.resume(ctx, target, snap, vol)
 	paused, err := target.PauseTarget(ctx, &agentv1.PauseTargetRequest{VolumeUid: string(vol.UID), MemberOsds: members})
 	if err != nil {
 		return nil, p, fmt.Errorf("pause its target on OSD %s: %w", vol.Status.Target.OSD, err)
@@ -193,6 +180,22 @@ func (r *Reconciler) cutCopies(ctx context.Context, snap *flintv1.Snapshot, vol 
 	}
 	slices.SortFunc(taken, func(a, b flintv1.SnapshotCopy) int { return strings.Compare(a.OSD, b.OSD) })
 	return taken, p, nil
+}
+
+// resume lets vol's hosts back in after the cut, whatever happened. The
+// hosts wait for this; a failure is healed by the Volume controller's
+// EnsureTarget, which adds the listener back: a Ready Volume is not
+// driven on a timer, so it is driven now.
+func (r *Reconciler) resume(ctx context.Context, target agentv1.OSDAgentClient, snap *flintv1.Snapshot, vol *flintv1.Volume) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
+	defer cancel()
+	if _, err := target.ResumeTarget(ctx, &agentv1.ResumeTargetRequest{VolumeUid: string(vol.UID)}); err != nil {
+		r.Recorder.Eventf(snap, vol, corev1.EventTypeWarning, flintv1.EventResumeFailed, "Cut", "resume Volume %s after the cut: %v; the Volume controller drives it again now", vol.Name, err)
+		select {
+		case r.ObserveVolume <- event.GenericEvent{Object: vol}:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // snapshotReplica snapshots vol's replica on o as the Snapshot's uid; it

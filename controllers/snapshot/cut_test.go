@@ -20,6 +20,10 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,9 +33,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // A reconcile that reads, from a cache behind the apiserver, the Cutting
@@ -68,5 +74,48 @@ func TestStaleCutIsNotUndone(t *testing.T) {
 	}
 	if len(reached) > 0 {
 		t.Fatalf("a stale reconcile reached for the agents of %v to undo a cut the apiserver has as finished", reached)
+	}
+}
+
+// resumeFails is an agent whose ResumeTarget fails, as when its target's
+// SPDK restarted during the cut.
+type resumeFails struct {
+	agentv1.OSDAgentClient
+	err error
+}
+
+func (a resumeFails) ResumeTarget(context.Context, *agentv1.ResumeTargetRequest, ...grpc.CallOption) (*agentv1.ResumeTargetResponse, error) {
+	return &agentv1.ResumeTargetResponse{}, a.err
+}
+
+// A target that does not resume after a cut has its Volume driven at
+// once: a Ready Volume is not driven on a timer, and its hosts wait for
+// the listener EnsureTarget adds back.
+func TestAFailedResumeDrivesTheVolume(t *testing.T) {
+	vol := &flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v", UID: "uid-v"}}
+	snap := &flintv1.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		drive bool
+	}{
+		{"resumed", nil, false},
+		{"not resumed", status.Error(codes.Unavailable, "SPDK does not answer"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			observe := make(chan event.GenericEvent, 1)
+			r := &Reconciler{Recorder: events.NewFakeRecorder(10), ObserveVolume: observe}
+			r.resume(context.Background(), resumeFails{err: tc.err}, snap, vol)
+			select {
+			case e := <-observe:
+				if !tc.drive || e.Object.GetName() != vol.Name {
+					t.Fatalf("drove %s, want the Volume driven: %v", e.Object.GetName(), tc.drive)
+				}
+			default:
+				if tc.drive {
+					t.Fatal("the target did not resume and its Volume was not driven")
+				}
+			}
+		})
 	}
 }
