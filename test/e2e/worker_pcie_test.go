@@ -380,8 +380,8 @@ func releaseDevPool(t *testing.T, clients *kubernetes.Clientset, c client.Client
 	if err := c.Delete(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: dev}}); apierrors.IsNotFound(err) {
 		return
 	}
-	// Best effort: the tests below pass with the Pool there too, only on
-	// a busier host.
+	// Best effort: the tests below also run with the Pool there, as they
+	// did before this, on a busier host.
 	began := time.Now()
 	for {
 		pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: flintv1.LabelPool + "=" + dev})
