@@ -408,6 +408,15 @@ func removeReplicatedPool(t *testing.T, clients *kubernetes.Clientset, c client.
 		_ = clients.CoreV1().Pods("default").Delete(ctx, pod, metav1.DeleteOptions{})
 	}
 	_ = clients.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim, metav1.DeleteOptions{})
+	removePool(t, clients, c, replicatedPool)
+	_ = clients.StorageV1().StorageClasses().Delete(ctx, replicatedClass, metav1.DeleteOptions{})
+}
+
+// removePool deletes Pool name once no Volume uses it and waits for its
+// OSD pods to go. Best effort: each wait gives up after 5 minutes, saying
+// so.
+func removePool(t *testing.T, clients *kubernetes.Clientset, c client.Client, name string) {
+	ctx := context.Background()
 	gone := func(what string, check func() (bool, error)) {
 		deadline := time.Now().Add(5 * time.Minute)
 		for time.Now().Before(deadline) {
@@ -423,14 +432,13 @@ func removeReplicatedPool(t *testing.T, clients *kubernetes.Clientset, c client.
 		if err := c.List(ctx, &vols); err != nil {
 			return false, err
 		}
-		return !slices.ContainsFunc(vols.Items, func(v flintv1.Volume) bool { return v.Spec.Pool == replicatedPool }), nil
+		return !slices.ContainsFunc(vols.Items, func(v flintv1.Volume) bool { return v.Spec.Pool == name }), nil
 	})
-	_ = c.Delete(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: replicatedPool}})
+	_ = c.Delete(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	gone("the Pool's OSD pods", func() (bool, error) {
-		pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: flintv1.LabelPool + "=" + replicatedPool})
+		pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: flintv1.LabelPool + "=" + name})
 		return err == nil && len(pods.Items) == 0, err
 	})
-	_ = clients.StorageV1().StorageClasses().Delete(ctx, replicatedClass, metav1.DeleteOptions{})
 }
 
 // volumeOfClaim waits for a claim to be bound and its Volume to be Ready

@@ -377,24 +377,9 @@ func releaseDevPool(t *testing.T, clients *kubernetes.Clientset, c client.Client
 			_ = clients.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		}
 	}
-	if err := c.Delete(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: dev}}); apierrors.IsNotFound(err) {
-		return
-	}
 	// Best effort: the tests below also run with the Pool there, as they
 	// did before this, on a busier host.
 	began := time.Now()
-	for {
-		pods, err := clients.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: flintv1.LabelPool + "=" + dev})
-		if err == nil && len(pods.Items) == 0 {
-			break
-		}
-		if time.Since(began) > 10*time.Minute {
-			var pool flintv1.Pool
-			_ = c.Get(ctx, client.ObjectKey{Name: dev}, &pool)
-			t.Logf("the dev Pool's OSD pods are still there after 10m (%v); Pool: %+v", err, pool.Status.Conditions)
-			return
-		}
-		time.Sleep(2 * time.Second)
-	}
-	t.Logf("dev Pool removed with the claims %v in %s, freeing the host core its OSD polled", claims, time.Since(began).Round(time.Second))
+	removePool(t, clients, c, dev)
+	t.Logf("dev Pool removal, with the claims %v, took %s: it frees the host core its OSD polled", claims, time.Since(began).Round(time.Second))
 }
