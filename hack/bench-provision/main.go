@@ -34,6 +34,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -89,6 +91,7 @@ func main() {
 	flag.BoolVar(&c.snapshots, "snapshots", false, "take a Snapshot of every Volume once all are Ready")
 	flag.DurationVar(&c.rest, "rest", 0, "then measure the control plane at rest for this long, the operator running as a process, and time its restart")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the operator and the SPDK doubles run here) to this file")
+	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this loopback address (127.0.0.1:6060) to profile a phase of the run")
 	flag.Parse()
 	c.size, c.osdSize = resource.MustParse(*size), resource.MustParse(*osdSize)
 	if c.rate > 0 {
@@ -99,6 +102,9 @@ func main() {
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
 		}
+	}
+	if *pprofAddr != "" {
+		go func() { fmt.Fprintln(os.Stderr, http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	if err := run(c); err != nil {
 		fmt.Fprintf(os.Stderr, "bench-provision: %v\n", err)
