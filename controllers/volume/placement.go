@@ -38,10 +38,10 @@ import (
 // of them) and records them in its status; false when the Pool cannot
 // place it now, and the Volume is Pending saying why. A partial placement
 // is never made.
-func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (bool, error) {
+func (r *Reconciler) place(vol *flintv1.Volume, w *world) (bool, error) {
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
-	if err := r.fillCommitted(ctx, w); err != nil {
+	if err := r.fillCommitted(w); err != nil {
 		return false, err
 	}
 	n, size := replicasOf(vol, w.pool), vol.Spec.Size.Value()
@@ -83,7 +83,7 @@ func (r *Reconciler) place(ctx context.Context, vol *flintv1.Volume, w *world) (
 	target := targetOf(w, chosen, copies, vol.Spec.NearNode)
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: target, NQN: agentv1.VolumeNQN(string(vol.UID)), Epoch: 1}
 	vol.Status.Phase = flintv1.VolumePhaseCreating
-	r.notePlaced(vol)
+	r.committed.place(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventPlaced, "Place", "replicas on OSDs %s; target on %s", strings.Join(chosen, ", "), target)
 	if w.origin != nil {
 		msg := fmt.Sprintf("from Snapshot %s: thin clones of its copies on OSDs %s", w.origin.snapshot.Name, strings.Join(clones, ", "))
@@ -221,25 +221,13 @@ func newReplica(vol *flintv1.Volume, o *flintv1.OSD, state flintv1.ReplicaState,
 
 // fillCommitted sums, per OSD, the sizes of the Pool's Volumes with a
 // replica there: what this process placed, else what the cache shows.
-// Callers hold placeMu. The cache's objects are read, not copied: this
-// runs once per placement over every Volume of the Pool.
-func (r *Reconciler) fillCommitted(ctx context.Context, w *world) error {
-	var vols flintv1.VolumeList
-	if err := r.List(ctx, &vols, client.MatchingFields{indexPool: w.pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return err
+// Callers hold placeMu.
+func (r *Reconciler) fillCommitted(w *world) error {
+	sums, ok := r.committed.sums(w.pool.Name)
+	if !ok {
+		return fmt.Errorf("the Volume cache has not been read whole yet: placing now could overcommit an OSD")
 	}
-	w.committed = map[string]int64{}
-	for _, v := range vols.Items {
-		osds, ok := r.placed[v.Name]
-		if !ok {
-			for _, rep := range v.Status.Replicas {
-				osds = append(osds, rep.OSD)
-			}
-		}
-		for _, o := range osds {
-			w.committed[o] += v.Spec.Size.Value()
-		}
-	}
+	w.committed = sums
 	return nil
 }
 

@@ -343,7 +343,7 @@ func (r *Reconciler) replaceReplicas(ctx context.Context, vol *flintv1.Volume, w
 func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world, i int, why string) (string, error) {
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
-	if err := r.fillCommitted(ctx, w); err != nil {
+	if err := r.fillCommitted(w); err != nil {
 		return "", err
 	}
 	old := vol.Status.Replicas[i]
@@ -365,7 +365,7 @@ func (r *Reconciler) replace(ctx context.Context, vol *flintv1.Volume, w *world,
 	next := chosen[0]
 	vol.Status.Replicas[i] = newReplica(vol, w.osds[next], flintv1.ReplicaStateStale, r.now())
 	log.FromContext(ctx).Info("Replica replaced", "from", old.OSD, "to", next, "why", why)
-	r.notePlaced(vol)
+	r.committed.place(vol)
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaReplaced, "ReplaceReplica", "the replica on OSD %s is replaced by one on OSD %s: %s", old.OSD, next, why)
 	return "", nil
 }

@@ -94,10 +94,11 @@ type Reconciler struct {
 	// reconcile does after it takes effect. Only tests set it.
 	Interrupt func(ctx context.Context, vol *flintv1.Volume, point Point)
 
-	// placeMu makes placement decisions one at a time; placed holds the
-	// replica OSDs this process wrote, ahead of the cache.
-	placeMu sync.Mutex
-	placed  map[string][]string
+	// placeMu makes placement decisions one at a time; committed holds
+	// the bytes placed per OSD, with this process's placements ahead of
+	// the cache.
+	placeMu   sync.Mutex
+	committed ledger
 	// rebuilds holds the rebuild slots this process granted.
 	rebuilds rebuildSlots
 	// lastReplicaErrors holds, per Volume uid, the replica errors last
@@ -181,7 +182,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.refuseReplacing(&vol, placed)
 			return r.writeStatus(ctx, before, &vol)
 		}
-		if ok, err := r.place(ctx, &vol, w); err != nil || !ok {
+		if ok, err := r.place(&vol, w); err != nil || !ok {
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -309,33 +310,28 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, vol *flintv1.Volum
 func (r *Reconciler) remember(vol *flintv1.Volume) {
 	r.placeMu.Lock()
 	defer r.placeMu.Unlock()
-	r.notePlaced(vol)
-}
-
-// notePlaced records vol's replica OSDs; callers hold placeMu.
-func (r *Reconciler) notePlaced(vol *flintv1.Volume) {
-	if r.placed == nil {
-		r.placed = map[string][]string{}
-	}
-	osds := make([]string, 0, len(vol.Status.Replicas))
-	for _, rep := range vol.Status.Replicas {
-		osds = append(osds, rep.OSD)
-	}
-	r.placed[vol.Name] = osds
+	r.committed.place(vol)
 }
 
 func (r *Reconciler) forget(name string) {
 	metrics.ForgetVolume(name)
 	r.wrote.Delete(name)
 	r.forgetRebuild(name)
-	r.placeMu.Lock()
-	defer r.placeMu.Unlock()
-	delete(r.placed, name)
+	r.committed.release(name)
 }
 
 // SetupWithManager registers the controller: Volumes, and the OSDs their
 // replicas and targets live on.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	volumes, err := mgr.GetCache().GetInformer(ctx, &flintv1.Volume{})
+	if err != nil {
+		return err
+	}
+	reg, err := volumes.AddEventHandler(r.committed.handler())
+	if err != nil {
+		return err
+	}
+	r.committed.synced = reg.HasSynced
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &flintv1.Volume{}, indexPool, func(o client.Object) []string {
 		return []string{o.(*flintv1.Volume).Spec.Pool}
