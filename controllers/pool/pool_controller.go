@@ -147,7 +147,8 @@ const attachmentRecheck = 10 * time.Second
 
 // world is what exists of the Pool: its OSDs and Volumes.
 type world struct {
-	osds    map[string]*flintv1.OSD
+	osds map[string]*flintv1.OSD
+	// volumes are the cache's own objects: read them, never write.
 	volumes []flintv1.Volume
 	// nodes are the cluster's nodes by name: their labels say the OSDs'
 	// failure domains.
@@ -159,8 +160,11 @@ func (r *Reconciler) observe(ctx context.Context, pool *flintv1.Pool) (world, er
 	if err := r.List(ctx, &osds, client.MatchingLabels{flintv1.LabelPool: pool.Name}); err != nil {
 		return world{}, err
 	}
+	// The cache's Volumes are read, not copied: a Pool is counted on
+	// every change of its OSDs, and a copy of 10,000 Volumes each time
+	// was most of what provisioning cost.
 	var vols flintv1.VolumeList
-	if err := r.List(ctx, &vols); err != nil {
+	if err := r.List(ctx, &vols, client.UnsafeDisableDeepCopy); err != nil {
 		return world{}, err
 	}
 	w := world{osds: map[string]*flintv1.OSD{}}
