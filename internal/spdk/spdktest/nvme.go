@@ -104,6 +104,19 @@ func remoteIn(targets []*Target, trid listenAddr, subnqn, host string) (*Target,
 	return nil, nil
 }
 
+// remote is remoteIn for c, asking first the Target c followed last: a
+// Target's change has every controller following it looked at again, and
+// at thousands of Volumes asking every Target for each of them was most
+// of what a refresh cost.
+func (c *ctrlr) remote(running []*Target) (*Target, *subsystem) {
+	if m := c.synced; m != nil && m.target.running {
+		if s := m.target.st.subsystem(c.subnqn); s != nil && s.listensOn(c.trid) && s.allows(c.hostnqn) {
+			return m.target, s
+		}
+	}
+	return remoteIn(running, c.trid, c.subnqn, c.hostnqn)
+}
+
 // validReconnectOptions follows bdev_nvme's documented rules for the three
 // reconnect options.
 func validReconnectOptions(loss int32, delay, fastFail uint32) bool {
@@ -262,7 +275,7 @@ func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, running []*Target) {
 	if c.state == ctrlrEnabled && c.synced.current() {
 		return
 	}
-	remote, s := remoteIn(running, c.trid, c.subnqn, c.hostnqn)
+	remote, s := c.remote(running)
 	c.synced = nil
 	switch c.state {
 	case ctrlrEnabled:

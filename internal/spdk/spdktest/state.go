@@ -213,7 +213,9 @@ func (f *Fabric) refresh() {
 	running := f.running()
 	settled := len(f.held) == 0
 	for _, t := range running {
-		for _, c := range append([]*ctrlr(nil), t.st.ctrlrs...) {
+		// Backwards: refreshCtrlr may delete the controller it is given.
+		for i := len(t.st.ctrlrs) - 1; i >= 0; i-- {
+			c := t.st.ctrlrs[i]
 			settled = settled && c.settled()
 			t.refreshCtrlr(c, now, running)
 		}
