@@ -33,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,6 +108,10 @@ type Reconciler struct {
 	// wrote holds, per Volume name, the resourceVersion of this process's
 	// last write of it: the event that write causes brings nothing new.
 	wrote sync.Map
+	// seen holds the names of the Volumes this process has reconciled;
+	// contradicted those an OSD's inventory or target report says must
+	// be driven (Observe).
+	seen, contradicted sync.Map
 }
 
 func (r *Reconciler) now() time.Time {
@@ -158,6 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	read := vol.ResourceVersion
 	before := vol.DeepCopy()
 	if w.pool == nil {
 		r.setPending(&vol, flintv1.VolumePoolNotFoundReason, fmt.Sprintf("Pool %s does not exist: create it, or recreate the Volume in an existing Pool", vol.Spec.Pool))
@@ -207,6 +213,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.point(ctx, &vol, PointIntentRecorded)
 	before = vol.DeepCopy()
+	if r.trustRecorded(&vol, w, read) {
+		return r.writeStatus(ctx, before, &vol)
+	}
 	ts, problem := r.drive(ctx, &vol, w)
 	r.point(ctx, &vol, PointTargetEnsured)
 	r.observeTarget(&vol, w, ts, problem)
@@ -318,6 +327,8 @@ func (r *Reconciler) forget(name string) {
 	r.wrote.Delete(name)
 	r.forgetRebuild(name)
 	r.committed.release(name)
+	r.seen.Delete(name)
+	r.contradicted.Delete(name)
 }
 
 // SetupWithManager registers the controller: Volumes, and the OSDs their
@@ -380,7 +391,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 				return !oldOK || !ok || osdChangeMatters(old, osd)
 			},
 		})).
-		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Observe, handler.Funcs{
+			GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.contradicted.Store(e.Object.GetName(), true)
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+			},
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }

@@ -292,6 +292,45 @@ var _ = Describe("A Volume", Ordered, func() {
 		Expect(hostsOf(getVolume("vol-1").Status.Target.OSD, agentv1.VolumeNQN(string(v.UID)))).To(ConsistOf(v.Spec.PublishedHosts))
 	})
 
+	It("is taken as recorded by a restarted operator, which drives it only once an OSD's inventory contradicts it", func() {
+		v := getVolume("vol-1")
+		Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		// Settled: the OSDs no longer count the target just made again as
+		// degraded (a phase change has their Volumes driven).
+		Eventually(func(g Gomega) {
+			for _, r := range v.Status.Replicas {
+				g.Expect(getOSD(r.OSD).Status.Phase).To(Equal(flintv1.OSDPhaseReady), r.OSD)
+			}
+		}).Should(Succeed())
+		var looked, driven atomic.Int32
+		stopOperator()
+		stopOperator = startOperator(func(_ context.Context, vol *flintv1.Volume, p volume.Point) {
+			switch {
+			case vol.Name != "vol-1":
+			case p == volume.PointIntentRecorded:
+				looked.Add(1)
+			case p == volume.PointTargetEnsured:
+				driven.Add(1)
+			}
+		})
+		Eventually(looked.Load).Should(BeNumerically(">", 0), "the new operator reconciles the Volume")
+		// Past several resyncs: every OSD's inventory was read, and agrees.
+		Consistently(driven.Load, "4s").Should(BeZero(), "a settled Volume costs a new operator no agent call")
+
+		c, cctx := spdkOf(v.Status.Target.OSD)
+		Expect(c.NvmfDeleteSubsystem(cctx, agentv1.VolumeNQN(string(v.UID)))).To(Succeed())
+		Expect(c.BdevRaidDelete(cctx, "raid_"+string(v.UID))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(driven.Load()).To(BeNumerically(">", 0))
+			_, err := c.BdevGetBdevs(ctx, "raid_"+string(v.UID))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(getVolume("vol-1").Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+		}, "30s").Should(Succeed(), "the target's inventory lacks it: the Volume is driven and its target made again")
+		Expect(hostsOf(getVolume("vol-1").Status.Target.OSD, agentv1.VolumeNQN(string(v.UID)))).To(ConsistOf(v.Spec.PublishedHosts))
+		stopOperator()
+		stopOperator = startOperator(nil)
+	})
+
 	It("moves the target off an OSD that stops serving, fences it, and replaces its replica", func() {
 		v := getVolume("vol-1")
 		lost := v.Status.Target.OSD
