@@ -144,6 +144,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 // to next (or to another replica the stopped target held in sync), for
 // the reason why says of the OSD it moves to.
 func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *world, old *flintv1.OSD, next string, why func(next string) string) error {
+	w.calledAgent = true
 	agent, err := r.Agents.For(ctx, old)
 	if err != nil {
 		return err

@@ -17,9 +17,11 @@ limitations under the License.
 package volume
 
 import (
+	"context"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 )
@@ -27,19 +29,38 @@ import (
 // trustRecorded says whether this pass may take vol's status as what its
 // agents hold and skip the drive: the first look of this process at a
 // Volume that no OSD inventory contradicts, that was settled when last
-// written, and that this pass decided nothing for (read is its
-// resourceVersion as read). A new operator then makes no agent call per
-// Volume at start: a restart at 10,000 Volumes drove 40,000 agent calls
-// before it had seen them all. What a trusted status misses, an OSD's
-// inventory shows within a resync, and findDrift has the Volume driven.
-func (r *Reconciler) trustRecorded(vol *flintv1.Volume, w *world, read string) bool {
-	if _, told := r.contradicted.LoadAndDelete(vol.Name); told {
-		return false
+// written, that no Snapshot is being cut from, and that this pass decided
+// nothing for and called no agent for (read is its resourceVersion as
+// read). A new operator then makes no agent call per Volume at start: a
+// restart at 10,000 Volumes drove 40,000 agent calls before it had seen
+// them all. What a trusted status misses, an OSD's inventory shows within
+// a resync, and findDrift has the Volume driven.
+func (r *Reconciler) trustRecorded(ctx context.Context, vol *flintv1.Volume, w *world, read string) (bool, error) {
+	_, seen := r.seen.LoadOrStore(vol.Name, true)
+	_, told := r.contradicted.LoadAndDelete(vol.Name)
+	if seen || told || w.calledAgent || vol.ResourceVersion != read || !recordedSettled(vol, w) || !r.settled(vol) {
+		return false, nil
 	}
-	if _, seen := r.seen.LoadOrStore(vol.Name, true); seen {
-		return false
+	// A cut the previous process left unfinished may have left the
+	// target paused, without its listener, which no inventory shows; the
+	// drive adds the listener back.
+	var cutting flintv1.SnapshotList
+	if err := r.List(ctx, &cutting, client.MatchingFields{indexCutting: vol.Name}); err != nil {
+		return false, err
 	}
-	return vol.ResourceVersion == read && recordedSettled(vol, w) && r.settled(vol)
+	return len(cutting.Items) == 0, nil
+}
+
+// cuttingFrom indexes a Snapshot under its Volume while one of its copies
+// is being cut.
+func cuttingFrom(o client.Object) []string {
+	s := o.(*flintv1.Snapshot)
+	for _, c := range s.Status.Copies {
+		if c.State == flintv1.SnapshotCopyCutting {
+			return []string{s.Spec.Volume}
+		}
+	}
+	return nil
 }
 
 // recordedSettled says whether vol's status records a Volume with

@@ -58,6 +58,9 @@ const (
 	indexPool = "spec.pool"
 	// indexOSD lists the OSDs a Volume has a replica or its target on.
 	indexOSD = "status.osds"
+	// indexCutting lists, under their Volume's name, the Snapshots with a
+	// copy being cut.
+	indexCutting = "status.copies.cutting"
 )
 
 // Reconciler reconciles Volumes.
@@ -148,6 +151,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vol flintv1.Volume
 	if err := r.Get(ctx, req.NamespacedName, &vol); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.contradicted.Delete(req.Name) // told after it went
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !vol.DeletionTimestamp.IsZero() {
@@ -213,7 +219,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.point(ctx, &vol, PointIntentRecorded)
 	before = vol.DeepCopy()
-	if r.trustRecorded(&vol, w, read) {
+	if trusted, err := r.trustRecorded(ctx, &vol, w, read); err != nil || trusted {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		return r.writeStatus(ctx, before, &vol)
 	}
 	ts, problem := r.drive(ctx, &vol, w)
@@ -268,6 +277,9 @@ type world struct {
 	// rebuildWaits says, per replica OSD, why its rebuild waits; filled
 	// by drive.
 	rebuildWaits map[string]string
+	// calledAgent says whether a decision of this pass called an agent
+	// (a planned move stops the old target first).
+	calledAgent bool
 }
 
 func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {
@@ -352,6 +364,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := idx.IndexField(ctx, &flintv1.Volume{}, indexOSD, func(o client.Object) []string {
 		return volumeOSDs(o.(*flintv1.Volume))
 	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &flintv1.Snapshot{}, indexCutting, cuttingFrom); err != nil {
 		return err
 	}
 	osdVolumes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
