@@ -98,9 +98,18 @@ type Fabric struct {
 	writeSeq uint64
 	held     []*hostWrite
 	acked    map[uint64]bool
-	// quiet is the Targets' marks after a refresh that found nothing to
-	// follow and nothing waiting on the clock; nil otherwise.
-	quiet []targetMark
+	// seen are the Targets' marks as the last refresh began: a Target
+	// whose mark moved since has its controllers and raids looked at,
+	// and the controllers following it.
+	seen []targetMark
+	// followers maps each Target to the controllers whose remote it is,
+	// each to the Target holding it; pending holds the controllers the
+	// last refresh left unsettled (reconnecting); rebuilding the Targets
+	// with a raid rebuilding. Only these are looked at when nothing
+	// changed: a refresh costs what changed, not the fabric's size.
+	followers  map[*Target]map[*ctrlr]*Target
+	pending    map[*ctrlr]*Target
+	rebuilding map[*Target]bool
 }
 
 // FabricOption configures a Fabric.
@@ -116,7 +125,10 @@ func WithRebuildRate(blocksPerSecond uint64) FabricOption {
 
 // NewFabric returns an empty Fabric on the real clock.
 func NewFabric(opts ...FabricOption) *Fabric {
-	f := &Fabric{clock: realClock{}, rebuildRate: 64 * 1024, disks: map[string]*disk{}, acked: map[uint64]bool{}}
+	f := &Fabric{
+		clock: realClock{}, rebuildRate: 64 * 1024, disks: map[string]*disk{}, acked: map[uint64]bool{},
+		followers: map[*Target]map[*ctrlr]*Target{}, pending: map[*ctrlr]*Target{}, rebuilding: map[*Target]bool{},
+	}
 	for _, o := range opts {
 		o(f)
 	}

@@ -57,6 +57,10 @@ type ctrlr struct {
 	bdevs         []*bdev
 	// synced is the remote state an enabled controller last followed.
 	synced *syncMark
+	// home is the state of the Target that holds the controller; gone
+	// says it was deleted from there.
+	home *state
+	gone bool
 }
 
 // settled is whether refreshCtrlr has nothing to do for c: a PCIe or
@@ -205,7 +209,7 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 	c.trid, c.subnqn, c.hostnqn = trid, req.Subnqn, req.Hostnqn
 	c.serial, c.model = s.serial, s.model
 	c.cntlid = s.nextCntlid()
-	t.st.ctrlrs = append(t.st.ctrlrs, c)
+	t.addCtrlr(c)
 	names := []string{}
 	for _, ns := range s.namespaces {
 		b := &bdev{
@@ -240,7 +244,7 @@ func (t *Target) attachPCIe(c *ctrlr, traddr string) (any, error) {
 	c.trid = listenAddr{Trtype: "PCIe", Traddr: strings.ToLower(traddr)}
 	c.serial, c.model = d.serial, d.model
 	c.cntlid = 1
-	t.st.ctrlrs = append(t.st.ctrlrs, c)
+	t.addCtrlr(c)
 	u := newUUID()
 	b := &bdev{
 		name: c.name + "n1", uuid: u, aliases: []string{u}, product: "NVMe disk",
@@ -321,6 +325,13 @@ func (t *Target) deleteCtrlr(c *ctrlr) {
 	}
 	c.bdevs = nil
 	t.st.ctrlrs = slices.DeleteFunc(t.st.ctrlrs, func(x *ctrlr) bool { return x == c })
+	c.gone = true
+	t.fabric.forget(c)
+}
+
+func (t *Target) addCtrlr(c *ctrlr) {
+	c.home = t.st
+	t.st.ctrlrs = append(t.st.ctrlrs, c)
 }
 
 func bdevNvmeDetachController(t *Target, p json.RawMessage) (any, error) {

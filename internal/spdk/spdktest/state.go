@@ -202,33 +202,93 @@ func (b *bdev) release() {
 }
 
 // refresh brings every running Target's view of the fabric up to date: lost
-// and regained controllers, expired loss timeouts, rebuild progress. A
-// pass that found everything settled left the fabric as it was, and the
-// next has nothing to do until a Target changes, starts or stops.
+// and regained controllers, expired loss timeouts, rebuild progress. It
+// looks at what may have moved since the last refresh: every controller
+// and raid of a Target that changed, started or stopped, the controllers
+// following such a Target, and what waits on the clock (reconnecting
+// controllers, rebuilding raids, held writes).
 func (f *Fabric) refresh() {
-	if f.quiet != nil && slices.Equal(f.quiet, f.marks()) {
-		return
-	}
-	now := f.now()
-	running := f.running()
-	settled := len(f.held) == 0
-	for _, t := range running {
-		// Backwards: refreshCtrlr may delete the controller it is given.
-		for i := len(t.st.ctrlrs) - 1; i >= 0; i-- {
-			c := t.st.ctrlrs[i]
-			settled = settled && c.settled()
-			t.refreshCtrlr(c, now, running)
+	marks := f.marks()
+	changed := map[*Target]bool{}
+	look := map[*Target][]*ctrlr{}
+	for i, t := range f.targets {
+		if i < len(f.seen) && f.seen[i] == marks[i] {
+			continue
 		}
+		changed[t] = true
+		for c, home := range f.followers[t] {
+			look[home] = append(look[home], c)
+		}
+	}
+	for c, home := range f.pending {
+		look[home] = append(look[home], c)
+	}
+	f.seen = marks
+	now, running := f.now(), f.running()
+	for _, t := range running {
+		cs := look[t]
+		if changed[t] {
+			cs = slices.Clone(t.st.ctrlrs)
+		}
+		delete(look, t)
+		for _, c := range cs {
+			f.refreshOne(t, c, now, running)
+		}
+		if !changed[t] && len(cs) == 0 && !f.rebuilding[t] {
+			continue
+		}
+		delete(f.rebuilding, t)
 		for _, r := range t.st.raids {
-			settled = settled && r.rebuild == nil
 			t.advanceRebuild(r, now, f.rebuildRate)
+			if r.rebuild != nil {
+				f.rebuilding[t] = true
+			}
+		}
+	}
+	for _, cs := range look { // on Targets that stopped
+		for _, c := range cs {
+			f.forget(c)
+		}
+	}
+	for t := range f.rebuilding {
+		if !t.running {
+			delete(f.rebuilding, t)
 		}
 	}
 	f.settleHeld()
-	f.quiet = nil
-	if settled {
-		f.quiet = f.marks()
+}
+
+// refreshOne has home, the Target holding c, follow the fabric for c,
+// and files c under the Target it follows now.
+func (f *Fabric) refreshOne(home *Target, c *ctrlr, now time.Time, running []*Target) {
+	if c.gone || c.home != home.st {
+		f.forget(c)
+		return
 	}
+	f.forget(c)
+	home.refreshCtrlr(c, now, running)
+	if c.gone {
+		return
+	}
+	if c.synced != nil {
+		m := f.followers[c.synced.target]
+		if m == nil {
+			m = map[*ctrlr]*Target{}
+			f.followers[c.synced.target] = m
+		}
+		m[c] = home
+	}
+	if !c.settled() {
+		f.pending[c] = home
+	}
+}
+
+// forget drops c from the refresh's books.
+func (f *Fabric) forget(c *ctrlr) {
+	if c.synced != nil {
+		delete(f.followers[c.synced.target], c)
+	}
+	delete(f.pending, c)
 }
 
 // targetMark is what a refresh depends on of a Target: whether it runs,
