@@ -293,15 +293,18 @@ var _ = Describe("A Volume", Ordered, func() {
 	})
 
 	It("is taken as recorded by a restarted operator, which drives it only once an OSD's inventory contradicts it", func() {
-		v := getVolume("vol-1")
-		Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
-		// Settled: the OSDs no longer count the target just made again as
-		// degraded (a phase change has their Volumes driven).
+		// Settled: the Volume Ready with every replica in sync, and its
+		// OSDs no longer counting a target just made again as degraded (a
+		// phase change has their Volumes driven).
 		Eventually(func(g Gomega) {
+			v := getVolume("vol-1")
+			g.Expect(v.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
 			for _, r := range v.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline), r.OSD)
 				g.Expect(getOSD(r.OSD).Status.Phase).To(Equal(flintv1.OSDPhaseReady), r.OSD)
 			}
 		}).Should(Succeed())
+		v := getVolume("vol-1")
 		var looked, driven atomic.Int32
 		stopOperator()
 		stopOperator = startOperator(func(_ context.Context, vol *flintv1.Volume, p volume.Point) {
