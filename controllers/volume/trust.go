@@ -65,30 +65,24 @@ func cuttingFrom(o client.Object) []string {
 
 // recordedSettled says whether vol's status records a Volume with
 // nothing left to do: Ready for its current generation, every replica
-// Online in its target's raid, on OSDs that serve and stay, and the
+// Online in its target's raid, on usable OSDs, and the
 // target serving with the hosts and limits the spec asks for read back.
 func recordedSettled(vol *flintv1.Volume, w *world) bool {
 	st, t := vol.Status, vol.Status.Target
 	if st.Phase != flintv1.VolumePhaseReady || st.ObservedGeneration != vol.Generation || t == nil || len(t.Endpoints) == 0 {
 		return false
 	}
-	if !stays(w, t.OSD) || !sameSet(t.AllowedHosts, vol.Spec.PublishedHosts) || !equality.Semantic.DeepEqual(t.QoS, vol.Spec.QoS) {
+	if !usable(w.osds[t.OSD]) || !sameSet(t.AllowedHosts, vol.Spec.PublishedHosts) || !equality.Semantic.DeepEqual(t.QoS, vol.Spec.QoS) {
 		return false
 	}
 	var replicas []string
 	for _, rep := range st.Replicas {
-		if rep.State != flintv1.ReplicaStateOnline || !stays(w, rep.OSD) {
+		if rep.State != flintv1.ReplicaStateOnline || !usable(w.osds[rep.OSD]) {
 			return false
 		}
 		replicas = append(replicas, rep.OSD)
 	}
 	return len(replicas) == replicasOf(vol, w.pool) && sameSet(t.Members, replicas)
-}
-
-// stays says whether the OSD serves and is not on its way out.
-func stays(w *world, name string) bool {
-	o := w.osds[name]
-	return o != nil && o.Status.Phase.Serving() && !o.Leaving()
 }
 
 func sameSet(a, b []string) bool {

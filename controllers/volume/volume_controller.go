@@ -450,10 +450,7 @@ func readySince(o *flintv1.OSD) string {
 
 // volumeOSDs lists the OSDs a Volume keeps something on.
 func volumeOSDs(v *flintv1.Volume) []string {
-	var out []string
-	for _, rep := range v.Status.Replicas {
-		out = append(out, rep.OSD)
-	}
+	out := replicaOSDs(v)
 	if t := v.Status.Target; t != nil && !slices.Contains(out, t.OSD) {
 		out = append(out, t.OSD)
 	}

@@ -100,12 +100,20 @@ func (f *Fabric) remote(trid listenAddr, subnqn, host string) (*Target, *subsyst
 // remoteIn finds, among targets, the subsystem a host reaches at trid.
 func remoteIn(targets []*Target, trid listenAddr, subnqn, host string) (*Target, *subsystem) {
 	for _, t := range targets {
-		s := t.st.subsystem(subnqn)
-		if s != nil && s.listensOn(trid) && s.allows(host) {
+		if s := t.reachable(trid, subnqn, host); s != nil {
 			return t, s
 		}
 	}
 	return nil, nil
+}
+
+// reachable is t's subsystem subnqn if host reaches it at trid.
+func (t *Target) reachable(trid listenAddr, subnqn, host string) *subsystem {
+	s := t.st.subsystem(subnqn)
+	if s == nil || !s.listensOn(trid) || !s.allows(host) {
+		return nil
+	}
+	return s
 }
 
 // remote is remoteIn for c, asking first the Target c followed last: a
@@ -114,7 +122,7 @@ func remoteIn(targets []*Target, trid listenAddr, subnqn, host string) (*Target,
 // of what a refresh cost.
 func (c *ctrlr) remote(running []*Target) (*Target, *subsystem) {
 	if m := c.synced; m != nil && m.target.running {
-		if s := m.target.st.subsystem(c.subnqn); s != nil && s.listensOn(c.trid) && s.allows(c.hostnqn) {
+		if s := m.target.reachable(c.trid, c.subnqn, c.hostnqn); s != nil {
 			return m.target, s
 		}
 	}

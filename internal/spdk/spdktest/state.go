@@ -261,11 +261,10 @@ func (f *Fabric) refresh() {
 // refreshOne has home, the Target holding c, follow the fabric for c,
 // and files c under the Target it follows now.
 func (f *Fabric) refreshOne(home *Target, c *ctrlr, now time.Time, running []*Target) {
+	f.forget(c)
 	if c.gone || c.home != home.st {
-		f.forget(c)
 		return
 	}
-	f.forget(c)
 	home.refreshCtrlr(c, now, running)
 	if c.gone {
 		return
