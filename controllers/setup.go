@@ -90,6 +90,9 @@ type Options struct {
 	OrphanGrace time.Duration
 	// VolumeWorkers is how many Volumes reconcile at once.
 	VolumeWorkers int
+	// SnapshotWorkers is how many Snapshots reconcile at once; those of
+	// one Volume still go one at a time.
+	SnapshotWorkers int
 	// NetworkPolicy has the operator keep the NetworkPolicy of OSD pods
 	// (package netpolicy).
 	NetworkPolicy bool
@@ -172,7 +175,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	if err := (&snapshot.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-snapshot"), Agents: agents, Locks: locks, Resync: o.Resync,
-		Observe: observeSnapshot, ObserveVolume: observeVolume, Inventories: inventories,
+		Workers: o.SnapshotWorkers, Observe: observeSnapshot, ObserveVolume: observeVolume, Inventories: inventories,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Snapshot controller: %w", err)
 	}

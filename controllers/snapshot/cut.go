@@ -43,9 +43,8 @@ import (
 const resumeTimeout = 10 * time.Second
 
 // cut takes the Snapshot, in phases: undo what an unfinished cut left,
-// check the Volume serves, record where the copies go, then, with the
-// Volume locked, pause its target, snapshot every replica in sync at the
-// pause, and resume. A failure leaves the copies recorded as Cutting: the
+// check the Volume serves, record where the copies go, then pause its
+// target, snapshot every replica in sync at the pause, and resume. A failure leaves the copies recorded as Cutting: the
 // next reconcile removes them and cuts again, so no partial cut is ever
 // presented as a Snapshot.
 func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Result, error) {
@@ -62,11 +61,6 @@ func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Resu
 	if err := r.undoUnfinishedCut(ctx, snap); err != nil {
 		return r.wait(ctx, before, snap, flintv1.SnapshotCutFailedReason, fmt.Sprintf("remove what an unfinished cut left: %v", err))
 	}
-	unlock, err := r.Locks.Lock(ctx, snap.Spec.Volume)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer unlock()
 	// Read live: the Volume controller may have just moved the target.
 	var vol flintv1.Volume
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: snap.Spec.Volume}, &vol); err != nil {

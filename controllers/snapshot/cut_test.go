@@ -18,13 +18,16 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +40,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/controllers/volumelock"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -67,7 +71,7 @@ func TestStaleCutIsNotUndone(t *testing.T) {
 	}})
 	r := &Reconciler{
 		Client: cached, APIReader: live, Recorder: events.NewFakeRecorder(10),
-		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint"},
+		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint"}, Locks: &volumelock.Locks{},
 	}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "s"}}); err != nil {
 		t.Fatal(err)
@@ -117,5 +121,54 @@ func TestAFailedResumeDrivesTheVolume(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// One Volume's Snapshots go one at a time, whatever the workers: the
+// deletion of one waits while its Volume is locked (by the cut of another,
+// since SPDK refuses to snapshot an lvol while it deletes one of the lvol's
+// snapshots), and a Snapshot of another Volume does not wait.
+func TestAVolumesSnapshotsGoOneAtATime(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = flintv1.AddToScheme(scheme)
+	deleted := func(name, volume string) *flintv1.Snapshot {
+		return &flintv1.Snapshot{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{flintv1.SnapshotFinalizer}, DeletionTimestamp: &metav1.Time{Time: time.Now()}},
+			Spec:       flintv1.SnapshotSpec{Volume: volume},
+			// Its OSD is gone, and the copy with it: no agent is asked.
+			Status: flintv1.SnapshotStatus{Copies: []flintv1.SnapshotCopy{{OSD: "gone", State: flintv1.SnapshotCopyReady}}},
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(deleted("of-v", "v"), deleted("of-w", "w")).
+		WithStatusSubresource(&flintv1.Snapshot{}).Build()
+	locks := &volumelock.Locks{}
+	r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10), Locks: locks}
+	reconcile := func(ctx context.Context, name string) (gone bool, err error) {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+			return false, err
+		}
+		err = c.Get(context.Background(), client.ObjectKey{Name: name}, &flintv1.Snapshot{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+
+	unlock, err := locks.Lock(context.Background(), "v") // a cut of v runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if gone, err := reconcile(waiting, "of-v"); gone || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Snapshot of v was deleted (%v, %v) while a cut of v held the Volume", gone, err)
+	}
+	if gone, err := reconcile(context.Background(), "of-w"); !gone || err != nil {
+		t.Fatalf("a Snapshot of w waited on v's cut: gone %v, %v", gone, err)
+	}
+	unlock()
+	if gone, err := reconcile(context.Background(), "of-v"); !gone || err != nil {
+		t.Fatalf("a Snapshot of v was not deleted once the cut ended: gone %v, %v", gone, err)
 	}
 }

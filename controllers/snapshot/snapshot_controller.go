@@ -29,6 +29,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -60,9 +61,13 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Agents    *agentclient.Agents
-	// Locks keeps the Volume controller off a Volume while its cut pauses
-	// it.
+	// Locks keeps one Volume's Snapshots, and the Volume controller, off
+	// the Volume while a Snapshot of it is cut or removed: a cut pauses
+	// the target, and SPDK refuses a snapshot of an lvol whose other
+	// snapshot it is deleting.
 	Locks *volumelock.Locks
+	// Workers is how many Snapshots reconcile at once.
+	Workers int
 	// Resync is how soon a deletion SPDK refuses is tried again. A taken
 	// Snapshot's copies are counted on change: its OSDs', or a copy an
 	// OSD's inventory lacks (Observe).
@@ -98,13 +103,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return patch.OnConflict(r.reconcile(ctx, req))
 }
 
-// reconcile runs the phases of one Snapshot top-down: deletion, the cut
-// until it is taken, then the count of its copies.
+// reconcile runs the phases of one Snapshot top-down, its Volume locked:
+// deletion, the cut until it is taken, then the count of its copies.
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var snap flintv1.Snapshot
 	if err := r.Get(ctx, req.NamespacedName, &snap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	unlock, err := r.Locks.Lock(ctx, snap.Spec.Volume)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer unlock()
 	if !snap.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &snap)
 	}
@@ -189,5 +199,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			},
 		})).
 		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }

@@ -70,6 +70,9 @@ func operatorArgs(o controllers.Options) []string {
 	if o.VolumeWorkers > 0 {
 		args = append(args, "--volume-workers="+strconv.Itoa(o.VolumeWorkers))
 	}
+	if o.SnapshotWorkers > 0 {
+		args = append(args, "--snapshot-workers="+strconv.Itoa(o.SnapshotWorkers))
+	}
 	if o.FenceProbeTimeout > 0 {
 		args = append(args, "--fence-probe-timeout="+o.FenceProbeTimeout.String())
 	}
