@@ -327,7 +327,7 @@ func nvmfSubsystemGetControllers(t *Target, p json.RawMessage) (any, error) {
 	out := []any{}
 	for _, host := range t.fabric.running() {
 		for _, c := range host.st.ctrlrs {
-			if c.pcie || c.state != ctrlrEnabled {
+			if c.pcie || c.state != ctrlrEnabled || c.subnqn != req.NQN {
 				continue
 			}
 			if rt, rs := t.fabric.remote(c.trid, c.subnqn, c.hostnqn); rt == t && rs == s {
