@@ -451,6 +451,11 @@ func agentCalls(per func(string) float64, counters map[string]float64) string {
 }
 
 func waitFor(ctx context.Context, what string, done func() (bool, error)) error {
+	return waitEvery(ctx, what, 200*time.Millisecond, done)
+}
+
+// waitEvery is waitFor asking every interval.
+func waitEvery(ctx context.Context, what string, interval time.Duration, done func() (bool, error)) error {
 	for {
 		ok, err := done()
 		if err != nil || ok {
@@ -459,7 +464,7 @@ func waitFor(ctx context.Context, what string, done func() (bool, error)) error 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("timed out waiting for %s", what)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

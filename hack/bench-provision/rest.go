@@ -370,7 +370,10 @@ func snapshotAll(ctx context.Context, c *localcluster.Cluster, volumes []string)
 	if err := creators.Wait(); err != nil {
 		return err
 	}
-	err := waitFor(ctx, "every Snapshot ready to use", func() (bool, error) {
+	// Every few seconds: listing 10,000 Snapshots is work for the
+	// apiserver and this process, whose SPDK doubles the cuts wait on.
+	lastPrint := start
+	err := waitEvery(ctx, "every Snapshot ready to use", 5*time.Second, func() (bool, error) {
 		var l flintv1.SnapshotList
 		if err := c.Client.List(ctx, &l); err != nil {
 			return false, err
@@ -380,6 +383,10 @@ func snapshotAll(ctx context.Context, c *localcluster.Cluster, volumes []string)
 			if s.Status.ReadyToUse {
 				ready++
 			}
+		}
+		if time.Since(lastPrint) >= time.Minute {
+			lastPrint = time.Now()
+			fmt.Printf("  %s: %d of %d Snapshots ready to use\n", time.Since(start).Round(time.Second), ready, len(volumes))
 		}
 		return ready == len(volumes), nil
 	})
