@@ -40,6 +40,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -82,7 +83,8 @@ func newScraper(ctx context.Context, c *localcluster.Cluster, fabric *spdktest.F
 			return nil, err
 		}
 	}
-	tr := &authenticationv1.TokenRequest{}
+	// A scale run outlasts a token's default hour.
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))}}
 	if err := c.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
 		return nil, fmt.Errorf("a token for the operator's /metrics: %w", err)
 	}
