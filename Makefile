@@ -153,7 +153,7 @@ QOS ?= 1000
 DURATION ?= 2m
 SCALE ?= 10000
 REST ?= 5m
-SNAPSHOTS ?= 1000
+SNAPSHOTS ?= -1
 
 .PHONY: bench-datapath
 bench-datapath: ## Raw SPDK beside Flint Volumes of 1, 2 and 3 replicas (real operator and agents, OSDs launched as their pods say) on nvmf_tgt (FLINT_SPDK_DIR's, or make spdk's): spdk_nvme_perf over NVMe/TCP and the kernel host in a VM lab guest; IOPS, MiB/s, avg/p50/p99/p99.9, ratios to raw and to 1 replica, the target's latency histogram beside the initiator's; JSON in bench-datapath.json (root).
@@ -170,7 +170,7 @@ bench-provision: ## Against the real apiserver, 30 OSDs (agents over SPDK double
 	KUBEBUILDER_ASSETS="$$assets" bin/bench-provision -rate $(RATE) -duration $(DURATION)
 
 .PHONY: bench-scale
-bench-scale: ## The control plane at SCALE Volumes (default 10000), 3 replicas each, and SNAPSHOTS Snapshots (default 1000; -1 for one per Volume), on 60 OSDs (agents over SPDK doubles): burst time and create p99, then at rest for REST (5m): operator CPU and RSS, agent calls and SPDK RPCs per OSD, apiserver writes; a target deleted behind the operator's back, timed back; an operator restart, timed until it has seen everything again.
+bench-scale: ## The control plane at SCALE Volumes (default 10000), 3 replicas each, and SNAPSHOTS Snapshots (default -1: one per Volume; about 75 minutes here in all), on 60 OSDs (agents over SPDK doubles): burst time and create p99, then at rest for REST (5m): operator CPU and RSS, agent calls and SPDK RPCs per OSD, apiserver writes; a target deleted behind the operator's back, timed back; an operator restart, timed until it has seen everything again.
 	assets=$$(hack/envtest-assets.sh); go build -o bin/bench-provision ./hack/bench-provision && \
 	KUBEBUILDER_ASSETS="$$assets" bin/bench-provision -n $(SCALE) -nodes 20 -osds-per-node 3 -osd-size 16Gi -snapshots $(SNAPSHOTS) -rest $(REST)
 
