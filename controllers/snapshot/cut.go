@@ -44,9 +44,10 @@ const resumeTimeout = 10 * time.Second
 
 // cut takes the Snapshot, in phases: undo what an unfinished cut left,
 // check the Volume serves, record where the copies go, then pause its
-// target, snapshot every replica in sync at the pause, and resume. A failure leaves the copies recorded as Cutting: the
-// next reconcile removes them and cuts again, so no partial cut is ever
-// presented as a Snapshot.
+// target, snapshot every replica in sync at the pause, and resume. A
+// failure leaves the copies recorded as Cutting: the next reconcile
+// removes them and cuts again, so no partial cut is ever presented as a
+// Snapshot.
 func (r *Reconciler) cut(ctx context.Context, snap *flintv1.Snapshot) (ctrl.Result, error) {
 	// The cache can be behind a cut that just finished (a reconcile queued
 	// by its Cutting write): undo only what a fresh read shows unfinished.
