@@ -79,9 +79,20 @@ func (c *Client) NvmfSubsystemRemoveListener(ctx context.Context, nqn string, ad
 	return c.rpc.Call(ctx, "nvmf_subsystem_remove_listener", types.NvmfSubsystemListenerRequest{NQN: nqn, ListenAddress: addr}, nil)
 }
 
-// NvmfSubsystemAddHost allows a host to connect.
-func (c *Client) NvmfSubsystemAddHost(ctx context.Context, nqn, host string) error {
-	return c.rpc.Call(ctx, "nvmf_subsystem_add_host", types.NvmfSubsystemHostRequest{NQN: nqn, Host: host}, nil)
+// NvmfSubsystemAddHost allows a host to connect, authenticating with the
+// request's keys when it names them. A host already allowed is refused
+// (jsonrpc.CodeInternalError); a key the keyring lacks is
+// jsonrpc.CodeInvalidParams.
+func (c *Client) NvmfSubsystemAddHost(ctx context.Context, req types.NvmfSubsystemHostRequest) error {
+	return c.rpc.Call(ctx, "nvmf_subsystem_add_host", req, nil)
+}
+
+// NvmfSubsystemSetKeys replaces both of an allowed host's keys: a key
+// left out of the request is cleared. Connected hosts stay: the keys
+// count from the next authentication on. A host not allowed is
+// jsonrpc.CodeInvalid.
+func (c *Client) NvmfSubsystemSetKeys(ctx context.Context, req types.NvmfSubsystemHostRequest) error {
+	return c.rpc.Call(ctx, "nvmf_subsystem_set_keys", req, nil)
 }
 
 // NvmfSubsystemRemoveHost disallows a host and drops its live connections.

@@ -23,10 +23,15 @@ package contract
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
@@ -58,6 +63,8 @@ var scenarios = []struct {
 	{"QoS limits of a raid1, set whole and lost on a restart", 1, qosLimitsOfARaid},
 	{"NVMe options are taken only before the first controller", 2, nvmeOptionsBeforeControllers},
 	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
+	{"file keys of the keyring", 1, keyringFileKeys},
+	{"DH-HMAC-CHAP: a host proves its key, the subsystem its own", 2, dhchapBothWays},
 }
 
 func TestContract(t *testing.T) {
@@ -294,8 +301,8 @@ func exportToOneHost(t *testing.T, l *spdklab.Lab) {
 	addr := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: spdklab.FreePort(t)}
 	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, addr))
 	wantErr(t, c.NvmfSubsystemAddListener(ctx(t), nqn, addr), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
-	ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
-	wantErr(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN), nil, jsonrpc.CodeInternalError)
+	ok(t, c.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: nqn, Host: hostNQN}))
+	wantErr(t, c.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: nqn, Host: hostNQN}), nil, jsonrpc.CodeInternalError)
 
 	sub := must(c.NvmfGetSubsystems(ctx(t), nqn))[0]
 	if sub.AllowAnyHost || len(sub.HostNQNs()) != 1 || sub.HostNQNs()[0] != hostNQN || sub.SerialNumber != "FLINT0000000001" ||
@@ -343,7 +350,7 @@ func identityAndCntlidRange(t *testing.T, l *spdklab.Lab) {
 		ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: "FL0123456789abcdef01", MinCntlid: minCntlid, MaxCntlid: maxCntlid}))
 		must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs1/vol", NSID: 1, UUID: nsUUID, NGUID: nsNGUID, EUI64: nsEUI64}))
 		ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
-		ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
+		ok(t, c.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: nqn, Host: hostNQN}))
 		sub := must(c.NvmfGetSubsystems(ctx(t), nqn))[0]
 		if sub.MinCntlid != minCntlid || sub.MaxCntlid != maxCntlid || len(sub.Namespaces) != 1 {
 			t.Fatalf("subsystem = %+v, want cntlids %d-%d and one namespace", sub, minCntlid, maxCntlid)
@@ -394,7 +401,7 @@ func listenerCutsHosts(t *testing.T, l *spdklab.Lab) {
 	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, MinCntlid: 1025, MaxCntlid: 2048}))
 	must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs1/vol", NSID: 1}))
 	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, listener))
-	ok(t, c.NvmfSubsystemAddHost(ctx(t), nqn, hostNQN))
+	ok(t, c.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: nqn, Host: hostNQN}))
 
 	_, err := c.NvmfSubsystemGetControllers(ctx(t), "nqn.2026-01.io.flint:volume:nosuch")
 	wantErr(t, err, jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
@@ -442,7 +449,7 @@ func raid1AcrossTargets(t *testing.T, l *spdklab.Lab) {
 		ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: replicaNQN(i)}))
 		must(c.NvmfSubsystemAddNs(ctx(t), replicaNQN(i), types.NvmfNamespaceRequest{BdevName: "lvs" + string(rune('0'+i)) + "/vol"}))
 		ok(t, c.NvmfSubsystemAddListener(ctx(t), replicaNQN(i), types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: ports[i]}))
-		ok(t, c.NvmfSubsystemAddHost(ctx(t), replicaNQN(i), tgtNQN))
+		ok(t, c.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: replicaNQN(i), Host: tgtNQN}))
 	}
 	tgt := l.Targets[0].Client
 	attach := func(i int) string {
@@ -619,7 +626,7 @@ func raid1GrowsWithMembers(t *testing.T, l *spdklab.Lab) {
 	ok(t, rep.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: repNQN}))
 	must(rep.NvmfSubsystemAddNs(ctx(t), repNQN, types.NvmfNamespaceRequest{BdevName: "lvs1/vol"}))
 	ok(t, rep.NvmfSubsystemAddListener(ctx(t), repNQN, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
-	ok(t, rep.NvmfSubsystemAddHost(ctx(t), repNQN, tgtNQN))
+	ok(t, rep.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: repNQN, Host: tgtNQN}))
 	remote := must(tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
 		Name: "r1", Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port, Subnqn: repNQN, Hostnqn: tgtNQN,
 		CtrlrLossTimeoutSec: 2, ReconnectDelaySec: 1, FastIOFailTimeoutSec: 1,
@@ -765,4 +772,153 @@ func nvmeOptionsBeforeControllers(t *testing.T, l *spdklab.Lab) {
 	wantErr(t, c.BdevNvmeSetOptions(ctx(t), options), nil, jsonrpc.CodeNotPermitted)
 	ok(t, c.BdevNvmeDetachController(ctx(t), "r1"))
 	ok(t, c.BdevNvmeSetOptions(ctx(t), options))
+}
+
+// keyFile writes secret to a file SPDK takes as a key: absolute, 0600.
+func keyFile(t *testing.T, l *spdklab.Lab, name, secret string) string {
+	t.Helper()
+	path := filepath.Join(l.Dir, name)
+	ok(t, os.WriteFile(path, []byte(secret), 0o600))
+	return path
+}
+
+func newSecret(t *testing.T) string {
+	t.Helper()
+	return must(fabric.NewSecret())
+}
+
+// keyringFileKeys is how the agent keeps keys: a file key is checked when
+// it is added and listed with its file; a name is taken once; removing
+// it frees the name.
+func keyringFileKeys(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
+	path := keyFile(t, l, "k0", newSecret(t))
+	open := keyFile(t, l, "open", newSecret(t))
+	ok(t, os.Chmod(open, 0o640))
+
+	wantErr(t, c.KeyringFileAddKey(ctx(t), "k0", "k0"), jsonrpc.ErrNotPermitted, jsonrpc.CodeNotPermitted)
+	wantErr(t, c.KeyringFileAddKey(ctx(t), "k0", open), jsonrpc.ErrNotPermitted, jsonrpc.CodeNotPermitted)
+	wantErr(t, c.KeyringFileAddKey(ctx(t), "k0", path+".missing"), jsonrpc.ErrNotFound, jsonrpc.CodeNoEntry)
+	ok(t, c.KeyringFileAddKey(ctx(t), "k0", path))
+	wantErr(t, c.KeyringFileAddKey(ctx(t), "k0", path), jsonrpc.ErrExists, jsonrpc.CodeExists)
+	keys := must(c.KeyringGetKeys(ctx(t)))
+	if len(keys) != 1 || keys[0].Name != "k0" || keys[0].Module != "keyring_file" || keys[0].Path != path || keys[0].Removed {
+		t.Fatalf("keys = %+v, want k0 from %s", keys, path)
+	}
+	ok(t, c.KeyringFileRemoveKey(ctx(t), "k0"))
+	wantErr(t, c.KeyringFileRemoveKey(ctx(t), "k0"), jsonrpc.ErrNotFound, jsonrpc.CodeNoKey)
+	if keys := must(c.KeyringGetKeys(ctx(t))); len(keys) != 0 {
+		t.Fatalf("keys after the removal = %+v, want none", keys)
+	}
+	ok(t, c.KeyringFileAddKey(ctx(t), "k0", path))
+}
+
+// dhchapBothWays is the authentication between a volume's target and a
+// replica export, and between a host and a target: the subsystem names
+// the keys a host must prove (and, asked, proves its own), the host
+// attaches with its keys. Keys are read from their files at every
+// authentication, so rewriting a file changes the key for the next one
+// while connected hosts stay.
+func dhchapBothWays(t *testing.T, l *spdklab.Lab) {
+	tgt, rep := l.Targets[0].Client, l.Targets[1].Client
+	const tgtNQN, repNQN = "nqn.2026-01.io.flint:osd-0", "nqn.2026-01.io.flint:osd-1:vol"
+	port := spdklab.FreePort(t)
+	hostSecret, ctrlSecret := newSecret(t), newSecret(t)
+	ok(t, rep.KeyringFileAddKey(ctx(t), "host", keyFile(t, l, "rep-host", hostSecret)))
+	ok(t, rep.KeyringFileAddKey(ctx(t), "ctrl", keyFile(t, l, "rep-ctrl", ctrlSecret)))
+	must(rep.BdevMallocCreate(ctx(t), types.BdevMallocCreateRequest{Name: "m", NumBlocks: 4096, BlockSize: 4096}))
+	ok(t, rep.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	ok(t, rep.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: repNQN}))
+	must(rep.NvmfSubsystemAddNs(ctx(t), repNQN, types.NvmfNamespaceRequest{BdevName: "m"}))
+	ok(t, rep.NvmfSubsystemAddListener(ctx(t), repNQN, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port}))
+
+	host := func(key, ctrlrKey string) types.NvmfSubsystemHostRequest {
+		return types.NvmfSubsystemHostRequest{NQN: repNQN, Host: tgtNQN, DhchapKey: key, DhchapCtrlrKey: ctrlrKey}
+	}
+	wantErr(t, rep.NvmfSubsystemAddHost(ctx(t), host("nokey", "")), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	wantErr(t, rep.NvmfSubsystemAddHost(ctx(t), host("", "ctrl")), nil, jsonrpc.CodeInternalError)
+	ok(t, rep.NvmfSubsystemAddHost(ctx(t), host("host", "ctrl")))
+	sub := must(rep.NvmfGetSubsystems(ctx(t), repNQN))[0]
+	if len(sub.Hosts) != 1 || sub.Hosts[0] != (types.NvmfHost{NQN: tgtNQN, DhchapKey: "host", DhchapCtrlrKey: "ctrl"}) {
+		t.Fatalf("hosts = %+v, want %s with keys host and ctrl", sub.Hosts, tgtNQN)
+	}
+
+	for name, secret := range map[string]string{"host": hostSecret, "ctrl": ctrlSecret, "wrong": newSecret(t)} {
+		ok(t, tgt.KeyringFileAddKey(ctx(t), name, keyFile(t, l, "tgt-"+name, secret)))
+	}
+	attempt := 0
+	attach := func(key, ctrlrKey string) error {
+		attempt++
+		_, err := tgt.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+			Name: fmt.Sprintf("r%d", attempt), Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: port,
+			Subnqn: repNQN, Hostnqn: tgtNQN, DhchapKey: key, DhchapCtrlrKey: ctrlrKey,
+		})
+		return err
+	}
+	detach := func() { ok(t, tgt.BdevNvmeDetachController(ctx(t), fmt.Sprintf("r%d", attempt))) }
+	// SPDK refuses an authentication that fails as it refuses an
+	// unreachable subsystem.
+	wantErr(t, attach("nokey", ""), jsonrpc.ErrNotFound, jsonrpc.CodeNoKey)
+	for _, refused := range []struct{ what, key, ctrlrKey string }{
+		{"no key", "", ""},
+		{"a wrong key", "wrong", ""},
+		{"the right key, but a wrong key expected of the subsystem", "host", "wrong"},
+	} {
+		t.Log(refused.what)
+		wantErr(t, attach(refused.key, refused.ctrlrKey), nil, jsonrpc.CodeIOError)
+	}
+	ok(t, attach("host", "ctrl"))
+	if ctrlrs := must(rep.NvmfSubsystemGetControllers(ctx(t), repNQN)); len(ctrlrs) != 1 {
+		t.Fatalf("controllers = %+v, want the one authenticated", ctrlrs)
+	}
+
+	// A rotation, the subsystem's file first: the connected host stays, a
+	// new connection needs the new key.
+	rotated := newSecret(t)
+	keyFile(t, l, "rep-host", rotated)
+	if c := must(tgt.BdevNvmeGetControllers(ctx(t), fmt.Sprintf("r%d", attempt))); len(c) != 1 || len(c[0].Ctrlrs) != 1 || c[0].Ctrlrs[0].State != "enabled" {
+		t.Fatalf("the controller connected before the rotation = %+v, want it enabled", c)
+	}
+	detach()
+	wantErr(t, attach("host", "ctrl"), nil, jsonrpc.CodeIOError)
+	keyFile(t, l, "tgt-host", rotated)
+	ok(t, attach("host", "ctrl"))
+	detach()
+
+	// Keys by name: set_keys replaces both of a host's keys, clearing the
+	// one left out.
+	ok(t, rep.KeyringFileAddKey(ctx(t), "host2", keyFile(t, l, "rep-host2", hostSecret)))
+	wantErr(t, rep.NvmfSubsystemSetKeys(ctx(t), host("nokey", "")), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	wantErr(t, rep.NvmfSubsystemSetKeys(ctx(t), types.NvmfSubsystemHostRequest{NQN: repNQN, Host: "nqn.2026-01.io.flint:other", DhchapKey: "host2"}), jsonrpc.ErrInvalid, jsonrpc.CodeInvalid)
+	ok(t, rep.NvmfSubsystemSetKeys(ctx(t), host("host2", "")))
+	if h := must(rep.NvmfGetSubsystems(ctx(t), repNQN))[0].Hosts; len(h) != 1 || h[0].DhchapKey != "host2" || h[0].DhchapCtrlrKey != "" {
+		t.Fatalf("hosts after set_keys = %+v, want key host2 and no controller key", h)
+	}
+	wantErr(t, attach("host", ""), nil, jsonrpc.CodeIOError)
+	keyFile(t, l, "tgt-host", hostSecret)
+	wantErr(t, attach("host", "ctrl"), nil, jsonrpc.CodeIOError)
+	ok(t, attach("host", ""))
+	detach()
+	ok(t, rep.NvmfSubsystemSetKeys(ctx(t), host("host2", "ctrl")))
+	ok(t, attach("host", "ctrl"))
+	detach()
+
+	// A key removed while a host holds it stays listed as removed until
+	// the host goes, and no longer authenticates.
+	ok(t, rep.KeyringFileRemoveKey(ctx(t), "host2"))
+	if keys := must(rep.KeyringGetKeys(ctx(t))); !slices.ContainsFunc(keys, func(k types.Key) bool { return k.Name == "host2" && k.Removed }) {
+		t.Fatalf("keys = %+v, want host2 listed as removed while held", keys)
+	}
+	wantErr(t, attach("host", "ctrl"), nil, jsonrpc.CodeIOError)
+	ok(t, rep.NvmfSubsystemRemoveHost(ctx(t), repNQN, tgtNQN))
+	if keys := must(rep.KeyringGetKeys(ctx(t))); slices.ContainsFunc(keys, func(k types.Key) bool { return k.Name == "host2" }) {
+		t.Fatalf("keys = %+v, want host2 gone with its last holder", keys)
+	}
+
+	// A subsystem that asks no key of a host lets it in with its keys.
+	ok(t, rep.NvmfSubsystemAddHost(ctx(t), host("", "")))
+	ok(t, attach("host", ""))
+	detach()
+	// A host that asks the subsystem to prove itself needs it to.
+	wantErr(t, attach("host", "ctrl"), nil, jsonrpc.CodeIOError)
 }

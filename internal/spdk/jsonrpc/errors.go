@@ -35,6 +35,7 @@ const (
 	CodeInvalid        = -22    // -EINVAL
 	CodeNoSpace        = -28    // -ENOSPC
 	CodeAlready        = -114   // -EALREADY: a controller of that name already exists
+	CodeNoKey          = -126   // -ENOKEY: no keyring key of that name
 	CodeParseError     = -32700 // JSON-RPC parse error (SPDK also uses it for some decode failures)
 	CodeMethodNotFound = -32601 // JSON-RPC method not found
 	CodeInvalidParams  = -32602 // JSON-RPC invalid params
@@ -83,7 +84,7 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeExists || e.Code == CodeAlready ||
 			strings.Contains(msg, "file exists") || strings.Contains(msg, "already exists")
 	case ErrNotFound:
-		return e.Code == CodeNoSuchDevice || e.Code == CodeNoEntry ||
+		return e.Code == CodeNoSuchDevice || e.Code == CodeNoEntry || e.Code == CodeNoKey ||
 			(e.Code == CodeNVMeNotExist && strings.Contains(msg, "does not exist")) ||
 			strings.Contains(msg, "not found")
 	case ErrNoSpace:

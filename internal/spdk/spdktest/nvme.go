@@ -49,6 +49,9 @@ type ctrlr struct {
 	lossTimeout    int32
 	reconnectDelay uint32
 	fastIOFail     uint32
+	// key and ctrlrKey are the DH-HMAC-CHAP keys the controller
+	// authenticates with at every connect.
+	key, ctrlrKey *key
 
 	state         string
 	cntlid        int
@@ -186,6 +189,8 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 		CtrlrLossTimeoutSec  int32  `json:"ctrlr_loss_timeout_sec"`
 		ReconnectDelaySec    uint32 `json:"reconnect_delay_sec"`
 		FastIOFailTimeoutSec uint32 `json:"fast_io_fail_timeout_sec"`
+		DhchapKey            string `json:"dhchap_key"`
+		DhchapCtrlrKey       string `json:"dhchap_ctrlr_key"`
 	}
 	if err := decode(p, &req, errDecode(), "name", "trtype", "traddr"); err != nil {
 		return nil, err
@@ -210,10 +215,18 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 	if req.Hostnqn == "" {
 		req.Hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + newUUID()
 	}
+	key, keyFound := t.st.hold(req.DhchapKey)
+	ctrlrKey, ctrlrKeyFound := t.st.hold(req.DhchapCtrlrKey)
+	if !keyFound || !ctrlrKeyFound {
+		t.st.release(key, ctrlrKey)
+		return nil, errf(jsonrpc.CodeNoKey, "Required key not available")
+	}
 	_, s := t.fabric.remote(trid, req.Subnqn, req.Hostnqn)
-	if s == nil {
+	if s == nil || !s.authenticates(req.Hostnqn, key, ctrlrKey) {
+		t.st.release(key, ctrlrKey)
 		return nil, errf(jsonrpc.CodeIOError, "Input/output error")
 	}
+	c.key, c.ctrlrKey = key, ctrlrKey
 	c.trid, c.subnqn, c.hostnqn = trid, req.Subnqn, req.Hostnqn
 	c.serial, c.model = s.serial, s.model
 	c.cntlid = s.nextCntlid()
@@ -302,7 +315,7 @@ func (t *Target) refreshCtrlr(c *ctrlr, now time.Time, running []*Target) {
 		t.syncNamespaces(c, s)
 		c.synced = &syncMark{target: remote, st: remote.st, gen: remote.st.gen}
 	case ctrlrReconnectIsDelayed:
-		if s != nil {
+		if s != nil && s.authenticates(c.hostnqn, c.key, c.ctrlrKey) {
 			c.state, c.cntlid = ctrlrEnabled, s.nextCntlid()
 			t.syncNamespaces(c, s)
 			c.synced = &syncMark{target: remote, st: remote.st, gen: remote.st.gen}
@@ -332,6 +345,7 @@ func (t *Target) deleteCtrlr(c *ctrlr) {
 		t.unregister(b)
 	}
 	c.bdevs = nil
+	t.st.release(c.key, c.ctrlrKey)
 	t.st.ctrlrs = slices.DeleteFunc(t.st.ctrlrs, func(x *ctrlr) bool { return x == c })
 	c.gone = true
 	t.fabric.forget(c)

@@ -64,7 +64,7 @@ type subsystem struct {
 	// Controller ids are handed out in turn from minCntlid to maxCntlid,
 	// and again from minCntlid.
 	minCntlid, maxCntlid, lastCntlid int
-	hosts                            []string
+	hosts                            []*nvmfHost
 	listeners                        []listenAddr
 	namespaces                       []*namespace // by nsid
 }
@@ -78,8 +78,34 @@ func (s *subsystem) nextCntlid() int {
 	return s.lastCntlid
 }
 
+// nvmfHost is a host a subsystem allows, with the keys it holds for its
+// authentication.
+type nvmfHost struct {
+	nqn           string
+	key, ctrlrKey *key
+}
+
+func (s *subsystem) host(nqn string) *nvmfHost {
+	i := slices.IndexFunc(s.hosts, func(h *nvmfHost) bool { return h.nqn == nqn })
+	if i < 0 {
+		return nil
+	}
+	return s.hosts[i]
+}
+
 func (s *subsystem) allows(host string) bool {
-	return s.allowAnyHost || slices.Contains(s.hosts, host)
+	return s.allowAnyHost || s.host(host) != nil
+}
+
+// authenticates is whether a host connecting with key and ctrlrKey gets
+// through DH-HMAC-CHAP: it proves the key its subsystem holds for it, if
+// any, and, when it asks, the subsystem proves the controller key.
+func (s *subsystem) authenticates(host string, key, ctrlrKey *key) bool {
+	h := s.host(host)
+	if h == nil || h.key == nil {
+		return ctrlrKey == nil
+	}
+	return sameSecret(h.key, key) && (ctrlrKey == nil || sameSecret(h.ctrlrKey, ctrlrKey))
 }
 
 func (s *subsystem) listensOn(a listenAddr) bool {
@@ -280,6 +306,9 @@ func nvmfDeleteSubsystem(t *Target, p json.RawMessage) (any, error) {
 	for _, ns := range s.namespaces {
 		ns.b.release()
 	}
+	for _, h := range s.hosts {
+		t.st.release(h.key, h.ctrlrKey)
+	}
 	t.st.subsystems = slices.DeleteFunc(t.st.subsystems, func(x *subsystem) bool { return x == s })
 	delete(t.st.subsystemByNQN, s.nqn)
 	return true, nil
@@ -343,7 +372,14 @@ func nvmfSubsystemGetControllers(t *Target, p json.RawMessage) (any, error) {
 func renderSubsystem(s *subsystem) map[string]any {
 	hosts := []any{}
 	for _, h := range s.hosts {
-		hosts = append(hosts, map[string]any{"nqn": h})
+		host := map[string]any{"nqn": h.nqn}
+		if h.key != nil {
+			host["dhchap_key"] = h.key.name
+		}
+		if h.ctrlrKey != nil {
+			host["dhchap_ctrlr_key"] = h.ctrlrKey.name
+		}
+		hosts = append(hosts, host)
 	}
 	listeners := []any{}
 	for _, l := range s.listeners {
@@ -507,8 +543,10 @@ func (f *Fabric) listenedByOther(self *Target, a listenAddr) bool {
 func nvmfSubsystemHost(add bool) handler {
 	return func(t *Target, p json.RawMessage) (any, error) {
 		var req struct {
-			NQN  string `json:"nqn"`
-			Host string `json:"host"`
+			NQN            string `json:"nqn"`
+			Host           string `json:"host"`
+			DhchapKey      string `json:"dhchap_key"`
+			DhchapCtrlrKey string `json:"dhchap_ctrlr_key"`
 		}
 		if err := decode(p, &req, errInvalidParams(), "nqn", "host"); err != nil {
 			return nil, err
@@ -517,18 +555,54 @@ func nvmfSubsystemHost(add bool) handler {
 		if s == nil {
 			return nil, errInvalidParams()
 		}
-		has := slices.Contains(s.hosts, req.Host)
-		if add {
-			if has || !validNQN(req.Host) {
+		h := s.host(req.Host)
+		if !add {
+			if h == nil {
 				return nil, errf(jsonrpc.CodeInternalError, "Internal error")
 			}
-			s.hosts = append(s.hosts, req.Host)
+			t.st.release(h.key, h.ctrlrKey)
+			s.hosts = slices.DeleteFunc(s.hosts, func(x *nvmfHost) bool { return x == h })
 			return true, nil
 		}
-		if !has {
+		key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil || !validNQN(req.Host) || (key == nil && ctrlrKey != nil) {
+			t.st.release(key, ctrlrKey)
 			return nil, errf(jsonrpc.CodeInternalError, "Internal error")
 		}
-		s.hosts = slices.DeleteFunc(s.hosts, func(h string) bool { return h == req.Host })
+		s.hosts = append(s.hosts, &nvmfHost{nqn: req.Host, key: key, ctrlrKey: ctrlrKey})
 		return true, nil
 	}
+}
+
+// nvmfSubsystemSetKeys replaces both keys of an allowed host: one left
+// out is cleared.
+func nvmfSubsystemSetKeys(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN            string `json:"nqn"`
+		Host           string `json:"host"`
+		DhchapKey      string `json:"dhchap_key"`
+		DhchapCtrlrKey string `json:"dhchap_ctrlr_key"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn", "host"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errInvalidParams()
+	}
+	key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey)
+	if err != nil {
+		return nil, err
+	}
+	h := s.host(req.Host)
+	if h == nil || (key == nil && ctrlrKey != nil) {
+		t.st.release(key, ctrlrKey)
+		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
+	}
+	t.st.release(h.key, h.ctrlrKey)
+	h.key, h.ctrlrKey = key, ctrlrKey
+	return true, nil
 }

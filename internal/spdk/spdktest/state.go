@@ -120,6 +120,8 @@ type state struct {
 	raidOptions raidOptions
 	logLevel    string
 	printLevel  string
+	// keys is the keyring; removedKeys are removed keys still held.
+	keys, removedKeys []*key
 	// hostID is the host identifier this process's controllers present
 	// to the subsystems they connect to: SPDK draws one per process.
 	hostID string

@@ -71,6 +71,12 @@ type BdevNvmeAttachControllerRequest struct {
 	// FastIOFailTimeoutSec is how long I/O is held before it fails while
 	// the controller retries.
 	FastIOFailTimeoutSec uint32 `json:"fast_io_fail_timeout_sec,omitempty"`
+	// DhchapKey names the keyring key the host authenticates with
+	// (DH-HMAC-CHAP).
+	DhchapKey string `json:"dhchap_key,omitempty"`
+	// DhchapCtrlrKey names the key the controller must prove it holds
+	// (bidirectional authentication).
+	DhchapCtrlrKey string `json:"dhchap_ctrlr_key,omitempty"`
 }
 
 // BdevNvmeSetOptionsRequest sets bdev_nvme's process-wide options; SPDK

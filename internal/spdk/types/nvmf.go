@@ -102,15 +102,21 @@ type NvmfSubsystem struct {
 	Subtype         string          `json:"subtype"`
 	ListenAddresses []ListenAddress `json:"listen_addresses"`
 	AllowAnyHost    bool            `json:"allow_any_host"`
-	Hosts           []struct {
-		NQN string `json:"nqn"`
-	} `json:"hosts"`
-	SerialNumber  string          `json:"serial_number,omitempty"`
-	ModelNumber   string          `json:"model_number,omitempty"`
-	MaxNamespaces uint32          `json:"max_namespaces,omitempty"`
-	MinCntlid     uint16          `json:"min_cntlid,omitempty"`
-	MaxCntlid     uint16          `json:"max_cntlid,omitempty"`
-	Namespaces    []NvmfNamespace `json:"namespaces,omitempty"`
+	Hosts           []NvmfHost      `json:"hosts"`
+	SerialNumber    string          `json:"serial_number,omitempty"`
+	ModelNumber     string          `json:"model_number,omitempty"`
+	MaxNamespaces   uint32          `json:"max_namespaces,omitempty"`
+	MinCntlid       uint16          `json:"min_cntlid,omitempty"`
+	MaxCntlid       uint16          `json:"max_cntlid,omitempty"`
+	Namespaces      []NvmfNamespace `json:"namespaces,omitempty"`
+}
+
+// NvmfHost is a host allowed to connect, with the names of its
+// DH-HMAC-CHAP keys in SPDK's keyring when it must authenticate.
+type NvmfHost struct {
+	NQN            string `json:"nqn"`
+	DhchapKey      string `json:"dhchap_key,omitempty"`
+	DhchapCtrlrKey string `json:"dhchap_ctrlr_key,omitempty"`
 }
 
 // HostNQNs lists the hosts allowed to connect.
@@ -157,9 +163,16 @@ type NvmfSubsystemListenerRequest struct {
 	ListenAddress ListenAddress `json:"listen_address"`
 }
 
-// NvmfSubsystemHostRequest allows or disallows a host. Removing a host
-// drops its live connections at once.
+// NvmfSubsystemHostRequest allows or disallows a host, or (for
+// nvmf_subsystem_set_keys) changes its keys. Removing a host drops its
+// live connections at once.
 type NvmfSubsystemHostRequest struct {
 	NQN  string `json:"nqn"`
 	Host string `json:"host"`
+	// DhchapKey names the keyring key the host must prove it holds
+	// (DH-HMAC-CHAP); unset, the host connects without authenticating.
+	DhchapKey string `json:"dhchap_key,omitempty"`
+	// DhchapCtrlrKey names the key the subsystem proves itself with when
+	// the host asks (bidirectional authentication); it needs DhchapKey.
+	DhchapCtrlrKey string `json:"dhchap_ctrlr_key,omitempty"`
 }

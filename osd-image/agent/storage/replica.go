@@ -407,7 +407,7 @@ func (e *Engine) setHosts(ctx context.Context, nqn string, hosts []string) ([]st
 	have := subs[0].HostNQNs()
 	for _, h := range hosts {
 		if !slices.Contains(have, h) {
-			if err := e.spdk.NvmfSubsystemAddHost(ctx, nqn, h); err != nil {
+			if err := e.spdk.NvmfSubsystemAddHost(ctx, types.NvmfSubsystemHostRequest{NQN: nqn, Host: h}); err != nil {
 				return nil, fmt.Errorf("allow host %s on %s: %w", h, nqn, err)
 			}
 		}
