@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/storage"
@@ -57,9 +58,12 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	member := func(i int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, 0, inSync) }
+	// Every link authenticates both ways, as a Pool's replica links and
+	// a Volume's hosts do.
+	replicaKeys, hostKeys := newKeys(t), newKeys(t)
+	member := func(i int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, 0, inSync, replicaKeys) }
 	members := []storage.MemberSpec{member(0, true), member(1, true), member(2, true)}
-	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}, MemberKeys: replicaKeys, HostKeys: hostKeys}
 	ensure := func() storage.Target {
 		st, err := osds[0].EnsureTarget(ctx, spec)
 		must(t, err)
@@ -75,6 +79,17 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	dd := newHost(t, lab)
 	target := osds[0].Endpoint()
 	target.NQN = agentv1.VolumeNQN(volume)
+	if lab.Real {
+		if err := dd.tryWrite(target, hostNQN, randomChunk(t), 0); err == nil {
+			t.Fatal("a host without the Volume's key wrote to it")
+		}
+		wrong := newKeys(t)
+		wrong.CtrlSecret = hostKeys.CtrlSecret
+		if err := dd.with(wrong).tryWrite(target, hostNQN, randomChunk(t), 0); err == nil {
+			t.Fatal("a host with a wrong key wrote to the Volume")
+		}
+	}
+	dd = dd.with(hostKeys)
 
 	// The host writes while every replica is in sync, then again while
 	// replica 2's SPDK is dead: the raid waits for the lost member, so
@@ -123,17 +138,17 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	if !stopped.RaidFound || len(stopped.InSync) != 3 {
 		t.Errorf("the stopped target = %+v, want all three replicas in sync", stopped)
 	}
-	expectReplicas(ctx, t, dd, osds, []int{0, 1, 2}, want)
+	expectReplicas(ctx, t, dd.with(replicaKeys), osds, []int{0, 1, 2}, want)
 }
 
 // exportTo is replica i of osds as a member of the target on OSD target:
 // exported to that target alone (fencing any other), unless it is the
 // target's own.
-func exportTo(ctx context.Context, t *testing.T, osds []*storage.Engine, i, target int, inSync bool) storage.MemberSpec {
+func exportTo(ctx context.Context, t *testing.T, osds []*storage.Engine, i, target int, inSync bool, keys storage.Keys) storage.MemberSpec {
 	t.Helper()
 	m := storage.MemberSpec{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
 	if i != target {
-		e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(fmt.Sprintf("osd-%d", target)), 1)
+		e, err := osds[i].ExportReplica(ctx, volume, agentv1.HostNQN(fmt.Sprintf("osd-%d", target)), 1, keys)
 		must(t, err)
 		m.Export = e
 	}
@@ -141,12 +156,12 @@ func exportTo(ctx context.Context, t *testing.T, osds []*storage.Engine, i, targ
 }
 
 // expectReplicas reads back, each on its own, the replicas on the OSDs
-// numbered in replicas, and compares them with want; the double has no
-// data to compare.
+// numbered in replicas, exported to dd with its keys, and compares them
+// with want; the double has no data to compare.
 func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage.Engine, replicas []int, want []byte) {
 	t.Helper()
 	for _, i := range replicas {
-		e, err := osds[i].ExportReplica(ctx, volume, checker, 1)
+		e, err := osds[i].ExportReplica(ctx, volume, checker, 1, dd.keys)
 		must(t, err)
 		got := dd.read(e, checker, volSize)
 		if got == nil {
@@ -209,11 +224,30 @@ func must(t *testing.T, err error) {
 }
 
 // host is an NVMe/TCP host: spdk_dd of the SPDK build tree, one run per
-// transfer, or nothing on the double.
+// transfer, or nothing on the double. With keys it authenticates with
+// them, both ways.
 type host struct {
-	t   *testing.T
-	bin string
-	dir string
+	t    *testing.T
+	bin  string
+	dir  string
+	keys storage.Keys
+}
+
+// with is h authenticating with keys.
+func (h *host) with(keys storage.Keys) *host {
+	c := *h
+	c.keys = keys
+	return &c
+}
+
+// newKeys makes a pair of DH-HMAC-CHAP secrets.
+func newKeys(t *testing.T) storage.Keys {
+	t.Helper()
+	secret, err := fabric.NewSecret()
+	must(t, err)
+	ctrl, err := fabric.NewSecret()
+	must(t, err)
+	return storage.Keys{Secret: secret, CtrlSecret: ctrl}
 }
 
 // startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's
@@ -222,8 +256,11 @@ func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*storage.E
 	var osds []*storage.Engine
 	for i, target := range lab.Targets {
 		port, _ := strconv.Atoi(spdklab.FreePort(t))
+		keyDir := filepath.Join(lab.Dir, fmt.Sprintf("keys-osd%d", i))
+		must(t, os.Mkdir(keyDir, 0o700))
 		o := storage.New(storage.Config{
 			UID:      fmt.Sprintf("osd-%d", i),
+			KeyDir:   keyDir,
 			Device:   storage.Device{Driver: storage.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
 			Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
 		}, target.Client)
@@ -285,10 +322,21 @@ func (h *host) tryWrite(e storage.Subsystem, nqn string, data []byte, offset int
 }
 
 func (h *host) try(e storage.Subsystem, nqn string, args ...string) ([]byte, error) {
-	conf := map[string]any{"subsystems": []any{map[string]any{"subsystem": "bdev", "config": []any{map[string]any{
-		"method": "bdev_nvme_attach_controller",
-		"params": map[string]any{"name": "h", "trtype": e.Transport, "adrfam": "ipv4", "traddr": e.Address, "trsvcid": strconv.Itoa(e.Port), "subnqn": e.NQN, "hostnqn": nqn},
-	}}}}}
+	attach := map[string]any{"name": "h", "trtype": e.Transport, "adrfam": "ipv4", "traddr": e.Address, "trsvcid": strconv.Itoa(e.Port), "subnqn": e.NQN, "hostnqn": nqn}
+	var keyring []any
+	for _, k := range []struct{ name, param, secret string }{{"hk", "dhchap_key", h.keys.Secret}, {"hc", "dhchap_ctrlr_key", h.keys.CtrlSecret}} {
+		if k.secret == "" {
+			continue
+		}
+		path := filepath.Join(h.dir, "dd-"+k.name)
+		must(h.t, os.WriteFile(path, []byte(k.secret), 0o600))
+		keyring = append(keyring, map[string]any{"method": "keyring_file_add_key", "params": map[string]any{"name": k.name, "path": path}})
+		attach[k.param] = k.name
+	}
+	conf := map[string]any{"subsystems": []any{
+		map[string]any{"subsystem": "keyring", "config": keyring},
+		map[string]any{"subsystem": "bdev", "config": []any{map[string]any{"method": "bdev_nvme_attach_controller", "params": attach}}},
+	}}
 	data, err := json.Marshal(conf)
 	must(h.t, err)
 	path := filepath.Join(h.dir, "dd.json")

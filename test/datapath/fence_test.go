@@ -40,7 +40,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 2)
 	osds := startOSDs(ctx, t, lab)
-	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"), 1)
+	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"), 1, storage.Keys{})
 	must(t, err)
 	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
 	keeper, err := lease.New(file, osds[0], time.Now, 0)
@@ -129,7 +129,7 @@ func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
 	lab := spdklab.New(t, 2)
 	osds := startOSDs(ctx, t, lab)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.MemberSpec{{OSD: "osd-0", InSync: true}, exportTo(ctx, t, osds, 1, 0, true)}}
+		Members: []storage.MemberSpec{{OSD: "osd-0", InSync: true}, exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
 	_, err := osds[0].EnsureTarget(ctx, spec)
 	must(t, err)
 	dd := newHost(t, lab)

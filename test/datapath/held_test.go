@@ -87,7 +87,7 @@ type held struct {
 // completes and the Volume reads back every acknowledged byte.
 func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.Engine, what string, fault, whileHeld func()) held {
 	t.Helper()
-	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
+	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 2, 0, true, storage.Keys{})}
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
 	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() }); st.SizeBytes != volSize {
 		t.Fatalf("new target = %+v, want %d bytes", st, volSize)

@@ -37,9 +37,9 @@ func TestARebuildKeepsItsBandwidthCap(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 2)
 	osds := startOSDs(ctx, t, lab)
-	replica := exportTo(ctx, t, osds, 1, 0, false)
+	replica := exportTo(ctx, t, osds, 1, 0, false, storage.Keys{})
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN}, RebuildMaxMiBPerSec: capMiBps,
-		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true), replica}}
+		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), replica}}
 	rebuild := func(what string) time.Duration {
 		t.Helper()
 		start := time.Now()

@@ -59,7 +59,7 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true), exportTo(ctx, t, osds, 1, 0, true), exportTo(ctx, t, osds, 2, 0, true)}
+	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 2, 0, true, storage.Keys{})}
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
 	_, err := osds[0].EnsureTarget(ctx, spec)
 	must(t, err)
@@ -106,12 +106,12 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	for i, o := range osds {
 		_, err := o.CloneSnapshot(ctx, snapshot, restored)
 		must(t, err)
-		e, err := o.ExportReplica(ctx, restored, checker, 1)
+		e, err := o.ExportReplica(ctx, restored, checker, 1, storage.Keys{})
 		must(t, err)
 		clones = append(clones, dd.read(e, checker, volSize))
 		m := storage.MemberSpec{OSD: fmt.Sprintf("osd-%d", i), InSync: true}
 		if i != 0 {
-			m.Export, err = o.ExportReplica(ctx, restored, agentv1.HostNQN("osd-0"), 1)
+			m.Export, err = o.ExportReplica(ctx, restored, agentv1.HostNQN("osd-0"), 1, storage.Keys{})
 			must(t, err)
 		}
 		restoredMembers = append(restoredMembers, m)

@@ -251,7 +251,7 @@ func (s *Server) DeleteSnapshot(ctx context.Context, req *agentv1.DeleteSnapshot
 
 // ExportReplica exports a replica to its target only.
 func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
-	e, err := s.engine.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn(), req.GetEpoch())
+	e, err := s.engine.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn(), req.GetEpoch(), keysOf(req.GetKeys()))
 	return exportOf(e), statusOf(err)
 }
 
@@ -260,6 +260,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 	spec := storage.TargetSpec{
 		Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), Resume: req.GetResume(),
 		RebuildMaxMiBPerSec: req.GetRebuildMaxMibPerSec(), QoS: qosLimits(req.GetQos()),
+		MemberKeys: keysOf(req.GetMemberKeys()), HostKeys: keysOf(req.GetHostKeys()),
 	}
 	for _, m := range req.GetMembers() {
 		e := m.GetExport()
@@ -281,6 +282,10 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 		out.Members = append(out.Members, &agentv1.MemberStatus{Osd: m.OSD, State: m.State, RebuildPercent: uint32(m.RebuildPercent)})
 	}
 	return out, nil
+}
+
+func keysOf(k *agentv1.DhchapKeys) storage.Keys {
+	return storage.Keys{Secret: k.GetSecret(), CtrlSecret: k.GetCtrlSecret()}
 }
 
 // DeleteTarget stops serving a volume here.

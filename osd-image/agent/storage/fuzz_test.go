@@ -46,7 +46,7 @@ func FuzzSPDKAnswers(f *testing.F) {
 		_, _ = o.Inventory(ctx)
 		_, _ = o.DegradedTargets(ctx)
 		_, _ = o.CreateReplica(ctx, "v", 1<<20)
-		_, _ = o.ExportReplica(ctx, "v", agentv1.HostNQN("osd-1"), 1)
+		_, _ = o.ExportReplica(ctx, "v", agentv1.HostNQN("osd-1"), 1, Keys{})
 		_, _ = o.EnsureTarget(ctx, TargetSpec{Volume: "v", Epoch: 1, Members: []MemberSpec{{OSD: "osd-0", InSync: true}, remote}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}})
 		_, _ = o.DeleteTarget(ctx, "v", []string{"osd-0", "osd-1"}, []string{"osd-1"})
 		_ = o.DeleteReplica(ctx, "v")

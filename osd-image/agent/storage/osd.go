@@ -109,6 +109,10 @@ type Config struct {
 	// (beside the lease, so that an agent restart keeps it); empty keeps
 	// it in memory.
 	EpochFile string
+	// KeyDir is where the DH-HMAC-CHAP secrets SPDK authenticates with
+	// are kept, a directory SPDK reads (a tmpfs: they are re-sent after
+	// a restart); empty refuses requests that carry keys.
+	KeyDir string
 }
 
 // Engine drives the SPDK application of one OSD: its device and
@@ -120,6 +124,9 @@ type Engine struct {
 	mu         sync.Mutex
 	writeCache WriteCache
 	epochs     exportEpochs
+	// keys are the secrets registered in SPDK's keyring since it
+	// started, by key name.
+	keys map[string]string
 	// rebuildStart pairs setting SPDK's rebuild cap with the rebuild that
 	// takes it.
 	rebuildStart sync.Mutex
@@ -127,7 +134,7 @@ type Engine struct {
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
 func New(cfg Config, spdk *client.Client) *Engine {
-	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}}
+	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}}
 }
 
 const baseBdevName = "flint_base"
@@ -143,6 +150,7 @@ func (e *Engine) lvs() string { return agentv1.LvstoreName(e.cfg.UID) }
 // nothing, a device that holds another owner's lvstore or data that is no
 // lvstore.
 func (e *Engine) Bootstrap(ctx context.Context) (types.Lvstore, error) {
+	e.forgetRegisteredKeys()
 	if err := e.ensureNvmeOptions(ctx); err != nil {
 		return types.Lvstore{}, err
 	}

@@ -225,9 +225,9 @@ func TestReplicas(t *testing.T) {
 		{"grow again", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 300<<20); return err }, nil},
 		{"shrink", func() error { _, err := o.ResizeReplica(ctx, "pvc-1", 100<<20); return err }, ErrInvalid},
 		{"resize a missing replica", func() error { _, err := o.ResizeReplica(ctx, "pvc-9", 1<<20); return err }, ErrNotFound},
-		{"export to the target", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA, 1); return err }, nil},
-		{"export again", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA, 1); return err }, nil},
-		{"export a missing replica", func() error { _, err := o.ExportReplica(ctx, "pvc-9", hostA, 1); return err }, ErrNotFound},
+		{"export to the target", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA, 1, Keys{}); return err }, nil},
+		{"export again", func() error { _, err := o.ExportReplica(ctx, "pvc-1", hostA, 1, Keys{}); return err }, nil},
+		{"export a missing replica", func() error { _, err := o.ExportReplica(ctx, "pvc-9", hostA, 1, Keys{}); return err }, ErrNotFound},
 		{"delete", func() error { return o.DeleteReplica(ctx, "pvc-3") }, nil},
 		{"delete again", func() error { return o.DeleteReplica(ctx, "pvc-3") }, nil},
 	}
@@ -258,7 +258,7 @@ func exportedReplica(t *testing.T) (*rig, *Engine, Subsystem) {
 	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	exp, err := o.ExportReplica(ctx, "pvc-1", hostA, 1)
+	exp, err := o.ExportReplica(ctx, "pvc-1", hostA, 1, Keys{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestExportFencesTheOldTarget(t *testing.T) {
 	if !strings.HasPrefix(exp.NQN, agentv1.ReplicaNQNPrefix("pvc-1")) || exp.Address != "127.0.0.1" || exp.Port != 4420 || exp.Transport != "tcp" {
 		t.Errorf("export = %+v", exp)
 	}
-	if _, err := o.ExportReplica(ctx, "pvc-1", hostB, 1); err != nil {
+	if _, err := o.ExportReplica(ctx, "pvc-1", hostB, 1, Keys{}); err != nil {
 		t.Fatal(err)
 	}
 	subs, err := r.spdk.NvmfGetSubsystems(ctx, exp.NQN)
@@ -306,7 +306,7 @@ func TestExportRefusesAnOlderEpoch(t *testing.T) {
 	if _, err := o.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	exp, err := o.ExportReplica(ctx, "pvc-1", hostB, 2)
+	exp, err := o.ExportReplica(ctx, "pvc-1", hostB, 2, Keys{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,20 +320,20 @@ func TestExportRefusesAnOlderEpoch(t *testing.T) {
 	}
 	restarted := New(cfg, r.spdk)
 	for name, agent := range map[string]*Engine{"the agent": o, "a restarted agent": restarted} {
-		if _, err := agent.ExportReplica(ctx, "pvc-1", hostA, 1); !errors.Is(err, ErrStaleEpoch) {
+		if _, err := agent.ExportReplica(ctx, "pvc-1", hostA, 1, Keys{}); !errors.Is(err, ErrStaleEpoch) {
 			t.Errorf("%s exported for epoch 1 after epoch 2: %v, want %v", name, err, ErrStaleEpoch)
 		}
 		if hosts := hostsNow(); !slices.Equal(hosts, []string{hostB}) {
 			t.Errorf("after %s refused epoch 1 the replica lets in %v, want only %s", name, hosts, hostB)
 		}
 	}
-	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 3); err != nil {
+	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 3, Keys{}); err != nil {
 		t.Fatalf("export for a newer epoch: %v", err)
 	}
-	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 0); err != nil {
+	if _, err := restarted.ExportReplica(ctx, "pvc-1", hostA, 0, Keys{}); err != nil {
 		t.Errorf("export from an operator before epochs: %v", err)
 	}
-	if _, err := New(cfg, r.spdk).ExportReplica(ctx, "pvc-1", hostB, 2); !errors.Is(err, ErrStaleEpoch) {
+	if _, err := New(cfg, r.spdk).ExportReplica(ctx, "pvc-1", hostB, 2, Keys{}); !errors.Is(err, ErrStaleEpoch) {
 		t.Errorf("epoch 0 lowered the floor: an export for epoch 2 after 3 answered %v", err)
 	}
 	if err := restarted.DeleteReplica(ctx, "pvc-1"); err != nil {
@@ -342,7 +342,7 @@ func TestExportRefusesAnOlderEpoch(t *testing.T) {
 	if _, err := restarted.CreateReplica(ctx, "pvc-1", 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(cfg, r.spdk).ExportReplica(ctx, "pvc-1", hostA, 1); err != nil {
+	if _, err := New(cfg, r.spdk).ExportReplica(ctx, "pvc-1", hostA, 1, Keys{}); err != nil {
 		t.Errorf("a replica made again after its deletion starts from no epoch: %v", err)
 	}
 }
@@ -383,7 +383,7 @@ func TestExportReplicaRemovesAnEarlierLvolsExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the first export, then a re-drive
-		now, err := o.ExportReplica(ctx, "pvc-1", hostA, 1)
+		now, err := o.ExportReplica(ctx, "pvc-1", hostA, 1, Keys{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -207,8 +207,11 @@ func (e *Engine) DeleteReplica(ctx context.Context, volume string) error {
 // drops its live connections: that is how an old target is fenced. An
 // epoch below the highest the replica was exported for is refused
 // (ErrStaleEpoch): the caller's view of the volume is stale. An export of
-// an earlier lvol of the volume (under another NQN) goes.
-func (e *Engine) ExportReplica(ctx context.Context, volume, targetHostNQN string, epoch uint32) (Subsystem, error) {
+// an earlier lvol of the volume (under another NQN) goes. With keys, the
+// target must prove keys.Secret to connect and is proven
+// keys.CtrlSecret; a target allowed already keeps the keys it was
+// allowed with.
+func (e *Engine) ExportReplica(ctx context.Context, volume, targetHostNQN string, epoch uint32, keys Keys) (Subsystem, error) {
 	if err := e.epochs.lock(); err != nil {
 		return Subsystem{}, err
 	}
@@ -235,18 +238,26 @@ func (e *Engine) ExportReplica(ctx context.Context, volume, targetHostNQN string
 	} else if err != nil {
 		return Subsystem{}, fmt.Errorf("read subsystem %s: %w", nqn, err)
 	}
+	names, err := e.ensureKeys(ctx, volume, linkExport, keys)
+	if err != nil {
+		return Subsystem{}, err
+	}
 	if err := e.ensureSubsystem(ctx, subsystemSpec{NQN: nqn, Serial: VolumeSerial(volume), Model: "Flint replica", Bdev: b.Name}); err != nil {
 		return Subsystem{}, err
 	}
-	if _, err := e.setHosts(ctx, nqn, []string{targetHostNQN}); err != nil {
+	if _, err := e.setHosts(ctx, nqn, []string{targetHostNQN}, names); err != nil {
 		return Subsystem{}, err
 	}
 	return e.export(nqn), nil
 }
 
-// UnexportReplica deletes a replica's subsystem; a missing one is success.
+// UnexportReplica deletes a replica's subsystem and the keys its target
+// authenticated with; missing ones are success.
 func (e *Engine) UnexportReplica(ctx context.Context, volume string) error {
-	return e.unexportReplicaBut(ctx, volume, "")
+	if err := e.unexportReplicaBut(ctx, volume, ""); err != nil {
+		return err
+	}
+	return e.forgetKeys(ctx, volume, linkExport)
 }
 
 // unexportReplicaBut deletes every export of volume's replica except keep.
@@ -397,9 +408,12 @@ func sameIdentity(ns types.NvmfNamespace, id agentv1.Identity) bool {
 }
 
 // setHosts makes hosts the exact allow-list of nqn: it adds the missing
-// first, then removes the others. It returns the allow-list SPDK holds
-// afterwards, read back: what the caller reports is what SPDK enforces.
-func (e *Engine) setHosts(ctx context.Context, nqn string, hosts []string) ([]string, error) {
+// first, each to authenticate with the keys of names, then removes the
+// others. A host allowed already keeps its keys: one connected before
+// its link had keys would be refused at its next reconnect. It returns
+// the allow-list SPDK holds afterwards, read back: what the caller
+// reports is what SPDK enforces.
+func (e *Engine) setHosts(ctx context.Context, nqn string, hosts []string, names keyNames) ([]string, error) {
 	subs, err := e.spdk.NvmfGetSubsystems(ctx, nqn)
 	if err != nil {
 		return nil, fmt.Errorf("read subsystem %s: %w", nqn, err)
@@ -407,7 +421,7 @@ func (e *Engine) setHosts(ctx context.Context, nqn string, hosts []string) ([]st
 	have := subs[0].HostNQNs()
 	for _, h := range hosts {
 		if !slices.Contains(have, h) {
-			if err := e.spdk.NvmfSubsystemAddHost(ctx, types.NvmfSubsystemHostRequest{NQN: nqn, Host: h}); err != nil {
+			if err := e.spdk.NvmfSubsystemAddHost(ctx, types.NvmfSubsystemHostRequest{NQN: nqn, Host: h, DhchapKey: names.key, DhchapCtrlrKey: names.ctrlr}); err != nil {
 				return nil, fmt.Errorf("allow host %s on %s: %w", h, nqn, err)
 			}
 		}

@@ -85,6 +85,10 @@ type TargetSpec struct {
 	// QoS limits the volume's I/O at the exported bdev; zero limits
 	// nothing.
 	QoS types.QosLimits
+	// MemberKeys authenticate the target to the remote replicas' exports
+	// (their ExportReplica keys); HostKeys authenticate the hosts to the
+	// target. Zero keys authenticate nothing.
+	MemberKeys, HostKeys Keys
 }
 
 // TargetMember is one replica's place in the target, as it found it.
@@ -133,8 +137,16 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.UnexportReplica(ctx, spec.Volume); err != nil {
 		return Target{}, err
 	}
+	hostKeys, err := e.ensureKeys(ctx, spec.Volume, linkHost, spec.HostKeys)
+	if err != nil {
+		return Target{}, err
+	}
 	if len(spec.Members) == 1 {
-		return e.ensureSingleTarget(ctx, spec, localBdev)
+		return e.ensureSingleTarget(ctx, spec, localBdev, hostKeys)
+	}
+	memberKeys, err := e.ensureKeys(ctx, spec.Volume, linkMember, spec.MemberKeys)
+	if err != nil {
+		return Target{}, err
 	}
 	bdevs := map[string]string{} // member OSD → its bdev, when reachable
 	held := map[string]string{}  // member OSD → its bdev, when I/O to it is held
@@ -151,7 +163,7 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 			}
 			continue
 		}
-		b, connected, err := e.attachRemote(ctx, spec.Volume, m)
+		b, connected, err := e.attachRemote(ctx, spec.Volume, m, memberKeys)
 		if err != nil {
 			return Target{}, err
 		}
@@ -190,7 +202,7 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
-	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
+	allowed, err := e.setHosts(ctx, nqn, spec.Hosts, hostKeys)
 	if err != nil {
 		return Target{}, err
 	}
@@ -227,7 +239,7 @@ func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
 
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two
 // members, and one copy needs no mirror, so the lvol itself is exported.
-func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b types.Bdev) (Target, error) {
+func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b types.Bdev, hostKeys keyNames) (Target, error) {
 	nqn := agentv1.VolumeNQN(spec.Volume)
 	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
 		return Target{}, err
@@ -236,7 +248,7 @@ func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b type
 	if err != nil {
 		return Target{}, err
 	}
-	allowed, err := e.setHosts(ctx, nqn, spec.Hosts)
+	allowed, err := e.setHosts(ctx, nqn, spec.Hosts, hostKeys)
 	if err != nil {
 		return Target{}, err
 	}
@@ -274,9 +286,10 @@ func (e *Engine) checkTargetSpec(spec TargetSpec) error {
 
 // attachRemote attaches a remote replica unless it is attached, and
 // returns its bdev and whether its controller is connected; "" when the
-// replica cannot be reached now. A controller that lost its connection
-// keeps its bdev (it retries for ever); letGo decides whether it stays.
-func (e *Engine) attachRemote(ctx context.Context, volume string, m MemberSpec) (string, bool, error) {
+// replica cannot be reached now (or refused the keys). A controller that
+// lost its connection keeps its bdev (it retries for ever, with the keys
+// it was attached with); letGo decides whether it stays.
+func (e *Engine) attachRemote(ctx context.Context, volume string, m MemberSpec, keys keyNames) (string, bool, error) {
 	name, bdev := remoteName(volume, m.OSD), remoteBdev(volume, m.OSD)
 	if _, err := e.spdk.BdevGetBdevs(ctx, bdev); err == nil {
 		connected, err := e.connected(ctx, name)
@@ -299,6 +312,7 @@ func (e *Engine) attachRemote(ctx context.Context, volume string, m MemberSpec) 
 		Name: name, Trtype: sub.Transport, Adrfam: "ipv4", Traddr: sub.Address, Trsvcid: fmt.Sprint(sub.Port),
 		Subnqn: sub.NQN, Hostnqn: agentv1.HostNQN(e.cfg.UID),
 		CtrlrLossTimeoutSec: ctrlrLossTimeoutSec, ReconnectDelaySec: reconnectDelaySec, FastIOFailTimeoutSec: fastIOFailTimeoutSec,
+		DhchapKey: keys.key, DhchapCtrlrKey: keys.ctrlr,
 	})
 	if jsonrpc.CodeOf(err) == jsonrpc.CodeIOError {
 		return "", false, nil
@@ -697,6 +711,11 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 			return Stopped{}, fmt.Errorf("detach replica of %s on OSD %s: %w", volume, m, err)
 		}
 	}
+	for _, link := range []string{linkMember, linkHost} {
+		if err := e.forgetKeys(ctx, volume, link); err != nil {
+			return Stopped{}, err
+		}
+	}
 	return stopped, nil
 }
 
@@ -793,7 +812,7 @@ func (e *Engine) FenceTargets(ctx context.Context) ([]string, error) {
 			continue
 		}
 		volumes = append(volumes, volume)
-		if _, err := e.setHosts(ctx, s.NQN, nil); err != nil {
+		if _, err := e.setHosts(ctx, s.NQN, nil, keyNames{}); err != nil {
 			errs = append(errs, err)
 		}
 	}

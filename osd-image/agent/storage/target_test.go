@@ -73,8 +73,13 @@ func newCluster(t *testing.T, n int) *cluster {
 		t.Cleanup(func() { _ = spdk.Close(); tg.Kill() })
 		c.targets = append(c.targets, tg)
 		c.spdks = append(c.spdks, spdk)
+		keyDir := filepath.Join(dir, fmt.Sprintf("keys%d", i))
+		if err := os.Mkdir(keyDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		c.osds = append(c.osds, New(Config{
 			UID:      fmt.Sprintf("osd-%d", i),
+			KeyDir:   keyDir,
 			Device:   Device{Driver: DriverAIO, Path: dev},
 			Listener: Listener{Transport: "tcp", Address: "127.0.0.1", Port: 4421 + i},
 		}, spdk))
@@ -108,7 +113,7 @@ func (c *cluster) exportReplica(i int, inSync bool) MemberSpec {
 	if i == 0 {
 		return m
 	}
-	exp, err := c.osds[i].ExportReplica(context.Background(), volume, agentv1.HostNQN(c.osds[0].cfg.UID), 1)
+	exp, err := c.osds[i].ExportReplica(context.Background(), volume, agentv1.HostNQN(c.osds[0].cfg.UID), 1, Keys{})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -493,7 +498,7 @@ func TestMoveTargetFencesTheOldOne(t *testing.T) {
 
 	c.targets[0].Kill()
 	newTarget := agentv1.HostNQN(c.osds[1].cfg.UID)
-	e2, err := c.osds[2].ExportReplica(ctx, volume, newTarget, 2)
+	e2, err := c.osds[2].ExportReplica(ctx, volume, newTarget, 2, Keys{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +555,7 @@ func TestTargetKeepsTheVolumeIdentity(t *testing.T) {
 	c.createReplicas(64 << 20)
 	on := func(target, other int, epoch uint32) TargetSpec {
 		t.Helper()
-		exp, err := c.osds[other].ExportReplica(ctx, volume, agentv1.HostNQN(c.osds[target].cfg.UID), epoch)
+		exp, err := c.osds[other].ExportReplica(ctx, volume, agentv1.HostNQN(c.osds[target].cfg.UID), epoch, Keys{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1210,7 +1210,12 @@ type ExportReplicaRequest struct {
 	// refuses a lower one (FAILED_PRECONDITION): a caller working from a
 	// stale view cannot point the replica back at an old target. 0, from an
 	// operator before this field, is exported without the check.
-	Epoch         uint32 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint32 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// keys authenticate the target to the export: it must prove
+	// keys.secret, and is proven keys.ctrl_secret. A target allowed already
+	// keeps the keys it was allowed with. Unset, the target connects
+	// without authenticating.
+	Keys          *DhchapKeys `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1266,6 +1271,71 @@ func (x *ExportReplicaRequest) GetEpoch() uint32 {
 	return 0
 }
 
+func (x *ExportReplicaRequest) GetKeys() *DhchapKeys {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// DhchapKeys are the DH-HMAC-CHAP secrets of an NVMe-oF link, each in the
+// representation "DHHC-1:<transform>:<base64 key and CRC-32>:": the
+// connecting side proves secret, the exporting side proves ctrl_secret
+// back (bidirectional) when it is set. The agent keeps them on a tmpfs
+// that only SPDK reads; a secret that changes counts from the next
+// connection on, connected peers stay.
+type DhchapKeys struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	CtrlSecret    string                 `protobuf:"bytes,2,opt,name=ctrl_secret,json=ctrlSecret,proto3" json:"ctrl_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DhchapKeys) Reset() {
+	*x = DhchapKeys{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DhchapKeys) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DhchapKeys) ProtoMessage() {}
+
+func (x *DhchapKeys) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DhchapKeys.ProtoReflect.Descriptor instead.
+func (*DhchapKeys) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DhchapKeys) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *DhchapKeys) GetCtrlSecret() string {
+	if x != nil {
+		return x.CtrlSecret
+	}
+	return ""
+}
+
 type Export struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Nqn           string                 `protobuf:"bytes,1,opt,name=nqn,proto3" json:"nqn,omitempty"`
@@ -1278,7 +1348,7 @@ type Export struct {
 
 func (x *Export) Reset() {
 	*x = Export{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1360,7 @@ func (x *Export) String() string {
 func (*Export) ProtoMessage() {}
 
 func (x *Export) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1373,7 @@ func (x *Export) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Export.ProtoReflect.Descriptor instead.
 func (*Export) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Export) GetNqn() string {
@@ -1357,7 +1427,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1439,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1452,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Member) GetOsd() string {
@@ -1453,14 +1523,22 @@ type EnsureTargetRequest struct {
 	// qos limits the volume's I/O at the exported bdev; unset or zero
 	// limits nothing. It is set whenever it differs from what SPDK holds,
 	// so a target that moved or whose SPDK restarted gets it again.
-	Qos           *QoS `protobuf:"bytes,9,opt,name=qos,proto3" json:"qos,omitempty"`
+	Qos *QoS `protobuf:"bytes,9,opt,name=qos,proto3" json:"qos,omitempty"`
+	// member_keys authenticate the target to the remote replicas' exports:
+	// the keys their ExportReplica calls were given. A replica attached
+	// already keeps the keys it was attached with.
+	MemberKeys *DhchapKeys `protobuf:"bytes,10,opt,name=member_keys,json=memberKeys,proto3" json:"member_keys,omitempty"`
+	// host_keys authenticate the hosts to the volume's subsystem: a host
+	// proves host_keys.secret and is proven host_keys.ctrl_secret. A host
+	// allowed already keeps the keys it was allowed with.
+	HostKeys      *DhchapKeys `protobuf:"bytes,11,opt,name=host_keys,json=hostKeys,proto3" json:"host_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnsureTargetRequest) Reset() {
 	*x = EnsureTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1550,7 @@ func (x *EnsureTargetRequest) String() string {
 func (*EnsureTargetRequest) ProtoMessage() {}
 
 func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1563,7 @@ func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureTargetRequest.ProtoReflect.Descriptor instead.
 func (*EnsureTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EnsureTargetRequest) GetVolumeUid() string {
@@ -1544,6 +1622,20 @@ func (x *EnsureTargetRequest) GetQos() *QoS {
 	return nil
 }
 
+func (x *EnsureTargetRequest) GetMemberKeys() *DhchapKeys {
+	if x != nil {
+		return x.MemberKeys
+	}
+	return nil
+}
+
+func (x *EnsureTargetRequest) GetHostKeys() *DhchapKeys {
+	if x != nil {
+		return x.HostKeys
+	}
+	return nil
+}
+
 // QoS are a volume's I/O limits; 0 is no limit. SPDK rounds the I/O rate
 // up to a multiple of 1000.
 type QoS struct {
@@ -1562,7 +1654,7 @@ type QoS struct {
 
 func (x *QoS) Reset() {
 	*x = QoS{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1666,7 @@ func (x *QoS) String() string {
 func (*QoS) ProtoMessage() {}
 
 func (x *QoS) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1679,7 @@ func (x *QoS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QoS.ProtoReflect.Descriptor instead.
 func (*QoS) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *QoS) GetRwIosPerSec() uint64 {
@@ -1629,7 +1721,7 @@ type MemberStatus struct {
 
 func (x *MemberStatus) Reset() {
 	*x = MemberStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1733,7 @@ func (x *MemberStatus) String() string {
 func (*MemberStatus) ProtoMessage() {}
 
 func (x *MemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1746,7 @@ func (x *MemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberStatus.ProtoReflect.Descriptor instead.
 func (*MemberStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MemberStatus) GetOsd() string {
@@ -1696,7 +1788,7 @@ type TargetStatus struct {
 
 func (x *TargetStatus) Reset() {
 	*x = TargetStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1800,7 @@ func (x *TargetStatus) String() string {
 func (*TargetStatus) ProtoMessage() {}
 
 func (x *TargetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1813,7 @@ func (x *TargetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetStatus.ProtoReflect.Descriptor instead.
 func (*TargetStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TargetStatus) GetExport() *Export {
@@ -1784,7 +1876,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1888,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1901,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteTargetRequest) GetVolumeUid() string {
@@ -1843,7 +1935,7 @@ type PauseTargetRequest struct {
 
 func (x *PauseTargetRequest) Reset() {
 	*x = PauseTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +1947,7 @@ func (x *PauseTargetRequest) String() string {
 func (*PauseTargetRequest) ProtoMessage() {}
 
 func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +1960,7 @@ func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetRequest.ProtoReflect.Descriptor instead.
 func (*PauseTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PauseTargetRequest) GetVolumeUid() string {
@@ -1897,7 +1989,7 @@ type PauseTargetResponse struct {
 
 func (x *PauseTargetResponse) Reset() {
 	*x = PauseTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +2001,7 @@ func (x *PauseTargetResponse) String() string {
 func (*PauseTargetResponse) ProtoMessage() {}
 
 func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2014,7 @@ func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetResponse.ProtoReflect.Descriptor instead.
 func (*PauseTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PauseTargetResponse) GetInSyncOsds() []string {
@@ -1941,7 +2033,7 @@ type ResumeTargetRequest struct {
 
 func (x *ResumeTargetRequest) Reset() {
 	*x = ResumeTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2045,7 @@ func (x *ResumeTargetRequest) String() string {
 func (*ResumeTargetRequest) ProtoMessage() {}
 
 func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2058,7 @@ func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResumeTargetRequest) GetVolumeUid() string {
@@ -1984,7 +2076,7 @@ type ResumeTargetResponse struct {
 
 func (x *ResumeTargetResponse) Reset() {
 	*x = ResumeTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2088,7 @@ func (x *ResumeTargetResponse) String() string {
 func (*ResumeTargetResponse) ProtoMessage() {}
 
 func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2101,7 @@ func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 type DeleteTargetResponse struct {
@@ -2027,7 +2119,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2131,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2144,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteTargetResponse) GetRaidFound() bool {
@@ -2149,12 +2241,18 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"volume_uid\x18\x02 \x01(\tR\tvolumeUid\"3\n" +
 	"\x15DeleteSnapshotRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\"\x18\n" +
-	"\x16DeleteSnapshotResponse\"s\n" +
+	"\x16DeleteSnapshotResponse\"\xa3\x01\n" +
 	"\x14ExportReplicaRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12&\n" +
 	"\x0ftarget_host_nqn\x18\x02 \x01(\tR\rtargetHostNqn\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\rR\x05epoch\"f\n" +
+	"\x05epoch\x18\x03 \x01(\rR\x05epoch\x12.\n" +
+	"\x04keys\x18\x04 \x01(\v2\x1a.flint.agent.v1.DhchapKeysR\x04keys\"E\n" +
+	"\n" +
+	"DhchapKeys\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x1f\n" +
+	"\vctrl_secret\x18\x02 \x01(\tR\n" +
+	"ctrlSecret\"f\n" +
 	"\x06Export\x12\x10\n" +
 	"\x03nqn\x18\x01 \x01(\tR\x03nqn\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x18\n" +
@@ -2165,7 +2263,7 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x06export\x18\x02 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12\x17\n" +
 	"\ain_sync\x18\x03 \x01(\bR\x06inSync\x12\x18\n" +
 	"\aleaving\x18\x04 \x01(\bR\aleaving\x12!\n" +
-	"\fwait_rebuild\x18\x05 \x01(\bR\vwaitRebuild\"\xab\x02\n" +
+	"\fwait_rebuild\x18\x05 \x01(\bR\vwaitRebuild\"\xa1\x03\n" +
 	"\x13EnsureTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x120\n" +
@@ -2175,7 +2273,11 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x05epoch\x18\x06 \x01(\rR\x05epoch\x12\x1c\n" +
 	"\tconfirmed\x18\a \x01(\bR\tconfirmed\x124\n" +
 	"\x17rebuild_max_mib_per_sec\x18\b \x01(\rR\x13rebuildMaxMibPerSec\x12%\n" +
-	"\x03qos\x18\t \x01(\v2\x13.flint.agent.v1.QoSR\x03qosJ\x04\b\x05\x10\x06\"\x95\x01\n" +
+	"\x03qos\x18\t \x01(\v2\x13.flint.agent.v1.QoSR\x03qos\x12;\n" +
+	"\vmember_keys\x18\n" +
+	" \x01(\v2\x1a.flint.agent.v1.DhchapKeysR\n" +
+	"memberKeys\x127\n" +
+	"\thost_keys\x18\v \x01(\v2\x1a.flint.agent.v1.DhchapKeysR\bhostKeysJ\x04\b\x05\x10\x06\"\x95\x01\n" +
 	"\x03QoS\x12#\n" +
 	"\x0erw_ios_per_sec\x18\x01 \x01(\x04R\vrwIosPerSec\x12#\n" +
 	"\x0erw_mib_per_sec\x18\x02 \x01(\x04R\vrwMibPerSec\x12!\n" +
@@ -2268,7 +2370,7 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(WriteCache)(0),                // 0: flint.agent.v1.WriteCache
 	(MemberState)(0),               // 1: flint.agent.v1.MemberState
@@ -2290,65 +2392,69 @@ var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(*DeleteSnapshotRequest)(nil),  // 17: flint.agent.v1.DeleteSnapshotRequest
 	(*DeleteSnapshotResponse)(nil), // 18: flint.agent.v1.DeleteSnapshotResponse
 	(*ExportReplicaRequest)(nil),   // 19: flint.agent.v1.ExportReplicaRequest
-	(*Export)(nil),                 // 20: flint.agent.v1.Export
-	(*Member)(nil),                 // 21: flint.agent.v1.Member
-	(*EnsureTargetRequest)(nil),    // 22: flint.agent.v1.EnsureTargetRequest
-	(*QoS)(nil),                    // 23: flint.agent.v1.QoS
-	(*MemberStatus)(nil),           // 24: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),           // 25: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),    // 26: flint.agent.v1.DeleteTargetRequest
-	(*PauseTargetRequest)(nil),     // 27: flint.agent.v1.PauseTargetRequest
-	(*PauseTargetResponse)(nil),    // 28: flint.agent.v1.PauseTargetResponse
-	(*ResumeTargetRequest)(nil),    // 29: flint.agent.v1.ResumeTargetRequest
-	(*ResumeTargetResponse)(nil),   // 30: flint.agent.v1.ResumeTargetResponse
-	(*DeleteTargetResponse)(nil),   // 31: flint.agent.v1.DeleteTargetResponse
+	(*DhchapKeys)(nil),             // 20: flint.agent.v1.DhchapKeys
+	(*Export)(nil),                 // 21: flint.agent.v1.Export
+	(*Member)(nil),                 // 22: flint.agent.v1.Member
+	(*EnsureTargetRequest)(nil),    // 23: flint.agent.v1.EnsureTargetRequest
+	(*QoS)(nil),                    // 24: flint.agent.v1.QoS
+	(*MemberStatus)(nil),           // 25: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 26: flint.agent.v1.TargetStatus
+	(*DeleteTargetRequest)(nil),    // 27: flint.agent.v1.DeleteTargetRequest
+	(*PauseTargetRequest)(nil),     // 28: flint.agent.v1.PauseTargetRequest
+	(*PauseTargetResponse)(nil),    // 29: flint.agent.v1.PauseTargetResponse
+	(*ResumeTargetRequest)(nil),    // 30: flint.agent.v1.ResumeTargetRequest
+	(*ResumeTargetResponse)(nil),   // 31: flint.agent.v1.ResumeTargetResponse
+	(*DeleteTargetResponse)(nil),   // 32: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
-	20, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
+	21, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
 	13, // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
 	15, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
 	8,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
 	2,  // 4: flint.agent.v1.OSDStatus.not_ready_code:type_name -> flint.agent.v1.NotReadyCode
 	0,  // 5: flint.agent.v1.OSDStatus.write_cache:type_name -> flint.agent.v1.WriteCache
 	5,  // 6: flint.agent.v1.OSDStatus.preflight_warnings:type_name -> flint.agent.v1.PreflightWarning
-	20, // 7: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
-	21, // 8: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	23, // 9: flint.agent.v1.EnsureTargetRequest.qos:type_name -> flint.agent.v1.QoS
-	1,  // 10: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
-	20, // 11: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	24, // 12: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
-	23, // 13: flint.agent.v1.TargetStatus.qos:type_name -> flint.agent.v1.QoS
-	3,  // 14: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	9,  // 15: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	10, // 16: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	11, // 17: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	14, // 18: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
-	16, // 19: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
-	17, // 20: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	19, // 21: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	22, // 22: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	26, // 23: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	27, // 24: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
-	29, // 25: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
-	6,  // 26: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	4,  // 27: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	13, // 28: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	13, // 29: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	12, // 30: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	15, // 31: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	13, // 32: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	18, // 33: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	20, // 34: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	25, // 35: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	31, // 36: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	28, // 37: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
-	30, // 38: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
-	7,  // 39: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	27, // [27:40] is the sub-list for method output_type
-	14, // [14:27] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	20, // 7: flint.agent.v1.ExportReplicaRequest.keys:type_name -> flint.agent.v1.DhchapKeys
+	21, // 8: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
+	22, // 9: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
+	24, // 10: flint.agent.v1.EnsureTargetRequest.qos:type_name -> flint.agent.v1.QoS
+	20, // 11: flint.agent.v1.EnsureTargetRequest.member_keys:type_name -> flint.agent.v1.DhchapKeys
+	20, // 12: flint.agent.v1.EnsureTargetRequest.host_keys:type_name -> flint.agent.v1.DhchapKeys
+	1,  // 13: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
+	21, // 14: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	25, // 15: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	24, // 16: flint.agent.v1.TargetStatus.qos:type_name -> flint.agent.v1.QoS
+	3,  // 17: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
+	9,  // 18: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	10, // 19: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	11, // 20: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	14, // 21: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	16, // 22: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	17, // 23: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	19, // 24: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	23, // 25: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	27, // 26: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	28, // 27: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
+	30, // 28: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
+	6,  // 29: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	4,  // 30: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	13, // 31: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	13, // 32: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	12, // 33: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	15, // 34: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	13, // 35: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	18, // 36: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	21, // 37: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	26, // 38: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	32, // 39: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	29, // 40: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
+	31, // 41: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
+	7,  // 42: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	30, // [30:43] is the sub-list for method output_type
+	17, // [17:30] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_osd_image_agent_api_v1_agent_proto_init() }
@@ -2362,7 +2468,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
