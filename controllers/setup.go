@@ -167,7 +167,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	}
 	locks := &volumelock.Locks{}
 	if err := (&volume.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace, Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
 		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
 		Observe: observeVolume, Interrupt: o.VolumeInterrupt, Locks: locks,
 	}).SetupWithManager(context.Background(), mgr); err != nil {

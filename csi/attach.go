@@ -34,11 +34,14 @@ import (
 )
 
 // Target is where a volume is reached: its subsystem and the target's
-// listeners.
+// listeners, and the secrets it asks hosts for. The secrets are never
+// written to the node's state: a path added later takes them from the
+// kernel's controllers.
 type Target struct {
-	VolumeID string        `json:"volumeID"`
-	NQN      string        `json:"nqn"`
-	Paths    []nvmeof.Path `json:"paths"`
+	VolumeID string         `json:"volumeID"`
+	NQN      string         `json:"nqn"`
+	Paths    []nvmeof.Path  `json:"paths"`
+	Secrets  nvmeof.Secrets `json:"-"`
 }
 
 // Attacher connects volumes to this node: the step between a publish
@@ -115,7 +118,7 @@ func (a *FabricAttacher) connectAll(ctx context.Context, t Target) []error {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, orDefault(a.ConnectTimeout, DefaultConnectTimeout))
 			defer cancel()
-			results[i] = a.Host.Connect(ctx, t.NQN, p)
+			results[i] = a.Host.Connect(ctx, t.NQN, p, t.Secrets)
 		})
 	}
 	wg.Wait()
@@ -191,6 +194,11 @@ func inaccessible(reason, msg string) *csi.VolumeHealth_VolumeHealthEntry {
 // path whose namespace does not join the head (the target presents other
 // identifiers) is deleted again and the old paths are kept.
 func (a *FabricAttacher) Follow(ctx context.Context, t Target, device string) error {
+	secrets, err := a.Host.SecretsOf(t.NQN)
+	if err != nil {
+		return err
+	}
+	t.Secrets = secrets
 	errs := a.connectAll(ctx, t)
 	ctrls, joined, err := a.waitJoined(ctx, t, device)
 	if err != nil {

@@ -177,7 +177,7 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 			Finalizers: []string{flintv1.VolumeFinalizer},
 		},
 		Spec: flintv1.VolumeSpec{Pool: p.pool, Size: *resource.NewQuantity(size, resource.BinarySI), Replicas: p.replicas, Source: src, Claim: p.claim, RebuildMaxBandwidthMiBps: p.rebuildCap, QoS: p.qos.OrNone(),
-			NearNode: nearNode(req.GetAccessibilityRequirements())},
+			NearNode: nearNode(req.GetAccessibilityRequirements()), HostAuthentication: p.hostAuthentication},
 	}
 	err := c.Client.Create(ctx, vol)
 	if err == nil {
@@ -202,6 +202,8 @@ func (c *Controller) ensureVolume(ctx context.Context, id string, req *csi.Creat
 		return status.Errorf(codes.AlreadyExists, "volume %s exists with other replicas", req.GetName())
 	case !equality.Semantic.DeepEqual(vol.Spec.Source, src):
 		return status.Errorf(codes.AlreadyExists, "volume %s exists with another content source", req.GetName())
+	case vol.AuthenticatesHosts() != (p.hostAuthentication == flintv1.HostAuthenticationDHHMACCHAP):
+		return status.Errorf(codes.AlreadyExists, "volume %s exists with hostAuthentication %q", req.GetName(), vol.Spec.HostAuthentication)
 	case !vol.DeletionTimestamp.IsZero():
 		return status.Errorf(codes.Aborted, "volume %s is being deleted: retry when it is gone", req.GetName())
 	}
@@ -361,6 +363,9 @@ func csiVolume(vol *flintv1.Volume, fsType string) *csi.Volume {
 	vc := map[string]string{ContextPool: vol.Spec.Pool}
 	if fsType != "" {
 		vc[ContextFsType] = fsType
+	}
+	if vol.AuthenticatesHosts() {
+		vc[ContextHostAuthentication] = string(vol.Spec.HostAuthentication)
 	}
 	return &csi.Volume{VolumeId: vol.Name, CapacityBytes: vol.Spec.Size.Value(), VolumeContext: vc}
 }

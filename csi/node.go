@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/csi/nvmeof"
 )
 
 // TopologyKeyNode is the topology key the node service reports with the
@@ -123,6 +124,9 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		return nil, err
 	}
 	target = n.currentTarget(ctx, target)
+	if target.Secrets, err = stageSecrets(id, req.GetVolumeContext(), req.GetSecrets()); err != nil {
+		return nil, err
+	}
 	unlock, err := n.locks.lock(id)
 	if err != nil {
 		return nil, err
@@ -191,6 +195,24 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		}
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// stageSecrets are the DH-HMAC-CHAP secrets a volume that asks hosts to
+// authenticate is connected with: the kubelet reads them from the
+// StorageClass's node-stage secret, which only a node running a Pod of
+// the volume may read (the Node authorizer).
+func stageSecrets(id string, volumeContext, secrets map[string]string) (nvmeof.Secrets, error) {
+	if flintv1.HostAuthentication(volumeContext[ContextHostAuthentication]) != flintv1.HostAuthenticationDHHMACCHAP {
+		return nvmeof.Secrets{}, nil
+	}
+	s := nvmeof.Secrets{Host: secrets[flintv1.SecretKeyDHCHAP], Ctrl: secrets[flintv1.SecretKeyDHCHAPCtrl]}
+	if s.Host == "" || s.Ctrl == "" {
+		return s, status.Errorf(codes.FailedPrecondition, "volume %s asks hosts to authenticate (DH-HMAC-CHAP), and NodeStageVolume came without its %s and %s: its StorageClass must set csi.storage.k8s.io/node-stage-secret-name: %s and csi.storage.k8s.io/node-stage-secret-namespace: the operator's namespace", id, flintv1.SecretKeyDHCHAP, flintv1.SecretKeyDHCHAPCtrl, flintv1.HostAuthSecretName("${pv.name}"))
+	}
+	if err := s.Validate(); err != nil {
+		return s, status.Errorf(codes.InvalidArgument, "volume %s: its node-stage secret: %v", id, err)
+	}
+	return s, nil
 }
 
 // currentTarget is where the Volume's status says its target listens

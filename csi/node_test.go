@@ -19,8 +19,10 @@ package csi
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -29,14 +31,23 @@ import (
 	"k8s.io/mount-utils"
 	"k8s.io/utils/exec"
 	testingexec "k8s.io/utils/exec/testing"
+
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/csi/nvmeof"
+	"github.com/flint-io/flint/internal/fabric"
 )
 
 // recordingAttacher attaches every target as /dev/nvme9n1 and records
 // what it did.
-type recordingAttacher struct{ attached, detached []string }
+type recordingAttacher struct {
+	attached, detached []string
+	// secrets are those of the last attach.
+	secrets nvmeof.Secrets
+}
 
 func (a *recordingAttacher) Attach(_ context.Context, t Target) (string, error) {
 	a.attached = append(a.attached, t.VolumeID)
+	a.secrets = t.Secrets
 	return "/dev/nvme9n1", nil
 }
 
@@ -101,6 +112,53 @@ func TestStageRefusesAnFsTypeFromTheContextFlintDoesNotMake(t *testing.T) {
 	})
 	if status.Code(err) != codes.InvalidArgument || len(a.attached) != 0 {
 		t.Fatalf("NodeStageVolume = %v, attached %v; want InvalidArgument and nothing attached", err, a.attached)
+	}
+}
+
+// A volume that asks hosts to authenticate is staged only with its
+// secrets, from the node-stage secret, and connected with them; they are
+// never written to the node's state.
+func TestStageConnectsWithTheNodeStageSecret(t *testing.T) {
+	n, a := testNode(t, mount.NewFakeMounter(nil))
+	hostSecret, err := fabric.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrlSecret, err := fabric.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := func(secrets map[string]string) error {
+		_, err := n.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+			VolumeId: "v1", StagingTargetPath: filepath.Join(t.TempDir(), "staging"),
+			VolumeCapability: &csi.VolumeCapability{
+				AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+				AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+			},
+			PublishContext: map[string]string{PublishNQN: nodeTestNQN, PublishTransport: "tcp", PublishPaths: "10.0.0.1:4420"},
+			VolumeContext:  map[string]string{ContextHostAuthentication: string(flintv1.HostAuthenticationDHHMACCHAP)},
+			Secrets:        secrets,
+		})
+		return err
+	}
+	if err := stage(nil); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "node-stage-secret-name") || len(a.attached) != 0 {
+		t.Fatalf("NodeStageVolume without secrets = %v, attached %v; want FailedPrecondition naming the class's node-stage secret, nothing attached", err, a.attached)
+	}
+	if err := stage(map[string]string{flintv1.SecretKeyDHCHAP: hostSecret + ",hostnqn=nqn.x", flintv1.SecretKeyDHCHAPCtrl: ctrlSecret}); status.Code(err) != codes.InvalidArgument || len(a.attached) != 0 {
+		t.Fatalf("NodeStageVolume with a malformed secret = %v, attached %v; want InvalidArgument, nothing attached", err, a.attached)
+	}
+	if err := stage(map[string]string{flintv1.SecretKeyDHCHAP: hostSecret, flintv1.SecretKeyDHCHAPCtrl: ctrlSecret}); err != nil {
+		t.Fatal(err)
+	}
+	if a.secrets != (nvmeof.Secrets{Host: hostSecret, Ctrl: ctrlSecret}) {
+		t.Fatalf("attached with secrets %+v, want the node-stage secret's", a.secrets)
+	}
+	state, err := os.ReadFile(n.state().path("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(state), "DHHC-1") {
+		t.Fatalf("the node's state holds a secret: %s", state)
 	}
 }
 

@@ -37,6 +37,11 @@ const (
 	// ParamRebuildMaxBandwidth caps the Volume's rebuilds, in MiB/s, in
 	// place of its Pool's cap.
 	ParamRebuildMaxBandwidth = "rebuildMaxBandwidthMiBps"
+	// ParamHostAuthentication is the Volume's spec.hostAuthentication:
+	// None or DHHMACCHAP. With DHHMACCHAP the class must also name the
+	// node-stage secret (csi.storage.k8s.io/node-stage-secret-name:
+	// flint-host-auth-${pv.name}, and -namespace: the operator's).
+	ParamHostAuthentication = "hostAuthentication"
 )
 
 // QoS parameters: a VolumeAttributesClass's (mutable: ControllerModifyVolume
@@ -71,6 +76,9 @@ const (
 const (
 	ContextFsType = "fsType"
 	ContextPool   = "pool"
+	// ContextHostAuthentication is the Volume's spec.hostAuthentication:
+	// the node stages it only with its secrets.
+	ContextHostAuthentication = "hostAuthentication"
 )
 
 // parameters are a validated StorageClass's parameters.
@@ -84,6 +92,8 @@ type parameters struct {
 	claim *flintv1.ClaimReference
 	// qos are the StorageClass's default limits.
 	qos flintv1.VolumeQoS
+	// hostAuthentication is what hosts prove to connect.
+	hostAuthentication flintv1.HostAuthentication
 }
 
 // parseParameters validates CreateVolume's parameters; each mistake is an
@@ -116,12 +126,18 @@ func parseParameters(in map[string]string) (parameters, error) {
 			if err := setQoS(&p.qos, k, v, "StorageClass"); err != nil {
 				return p, err
 			}
+		case k == ParamHostAuthentication:
+			a := flintv1.HostAuthentication(v)
+			if a != flintv1.HostAuthenticationNone && a != flintv1.HostAuthenticationDHHMACCHAP {
+				return p, status.Errorf(codes.InvalidArgument, "StorageClass parameter %s=%q: use %s or %s", k, v, flintv1.HostAuthenticationNone, flintv1.HostAuthenticationDHHMACCHAP)
+			}
+			p.hostAuthentication = a
 		case k == ParamClaimName || k == ParamClaimNamespace:
 			// Taken below, as a pair.
 		case strings.HasPrefix(k, "csi.storage.k8s.io/"):
 			// Set by external-provisioner for itself.
 		default:
-			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join(append([]string{ParamPool, ParamReplicas, ParamFsType, ParamRebuildMaxBandwidth}, qosParams...), ", "))
+			return p, status.Errorf(codes.InvalidArgument, "unknown StorageClass parameter %q: Flint takes %s", k, strings.Join(append([]string{ParamPool, ParamReplicas, ParamFsType, ParamRebuildMaxBandwidth, ParamHostAuthentication}, qosParams...), ", "))
 		}
 	}
 	if name, ns := in[ParamClaimName], in[ParamClaimNamespace]; name != "" && ns != "" {

@@ -53,6 +53,9 @@ func TestParseParameters(t *testing.T) {
 		{"default limits", map[string]string{"pool": "p", "maxIOPS": "5000", "maxMiBps": "200", "maxReadMiBps": "150", "maxWriteMiBps": "100"},
 			parameters{pool: "p", qos: flintv1.VolumeQoS{IOPS: 5000, ReadWriteMiBps: 200, ReadMiBps: 150, WriteMiBps: 100}}, codes.OK},
 		{"IOPS off SPDK's step", map[string]string{"pool": "p", "maxIOPS": "1500"}, parameters{}, codes.InvalidArgument},
+		{"hosts authenticate", map[string]string{"pool": "p", "hostAuthentication": "DHHMACCHAP"}, parameters{pool: "p", hostAuthentication: flintv1.HostAuthenticationDHHMACCHAP}, codes.OK},
+		{"hosts do not authenticate", map[string]string{"pool": "p", "hostAuthentication": "None"}, parameters{pool: "p", hostAuthentication: flintv1.HostAuthenticationNone}, codes.OK},
+		{"an unknown authentication", map[string]string{"pool": "p", "hostAuthentication": "dhchap"}, parameters{}, codes.InvalidArgument},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseParameters(tt.in)

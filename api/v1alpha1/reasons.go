@@ -44,6 +44,9 @@ const (
 	// VolumeRebuildWaitingReason says a replica's rebuild waits for a slot
 	// (the Pool's rebuild.maxPerOSD) or for the Volume's running rebuild.
 	VolumeRebuildWaitingReason = "RebuildWaiting"
+	// VolumeKeysUnavailableReason says the DH-HMAC-CHAP keys of the
+	// Volume's links cannot be read or made.
+	VolumeKeysUnavailableReason = "KeysUnavailable"
 )
 
 // Reasons of OSD conditions and of the Events that go with them.

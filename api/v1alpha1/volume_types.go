@@ -25,6 +25,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas is immutable: it cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable: it cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="has(self.claim) == has(oldSelf.claim)",message="claim is immutable: it cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="has(self.hostAuthentication) == has(oldSelf.hostAuthentication)",message="hostAuthentication is immutable: it cannot be added or removed after creation"
 type VolumeSpec struct {
 	// pool is the name of the Pool the Volume is provisioned from.
 	// Required. Immutable.
@@ -102,7 +103,34 @@ type VolumeSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	NearNode string `json:"nearNode,omitempty"`
+
+	// hostAuthentication is what a host must prove to connect to the
+	// Volume's target. None (the default) lets in any host it is
+	// published to that presents that node's host NQN. DHHMACCHAP asks
+	// for NVMe in-band authentication, both ways: the host proves the
+	// Volume's host secret, the target its controller secret. The
+	// operator makes both, once, in the Secret flint-host-auth-<name> of
+	// its namespace; the CSI node plugin gets them from the kubelet
+	// through the StorageClass's node-stage secret (docs/security.md).
+	// The node's kernel needs NVMe host authentication
+	// (CONFIG_NVME_HOST_AUTH, Linux 6.7 or later in most distributions).
+	// Optional. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="hostAuthentication is immutable: hosts connected with it would be refused at their next reconnect"
+	HostAuthentication HostAuthentication `json:"hostAuthentication,omitempty"`
 }
+
+// HostAuthentication is what a host proves to connect to a Volume.
+// +kubebuilder:validation:Enum=None;DHHMACCHAP
+type HostAuthentication string
+
+const (
+	// HostAuthenticationNone asks nothing beyond the node's host NQN.
+	HostAuthenticationNone HostAuthentication = "None"
+	// HostAuthenticationDHHMACCHAP asks for NVMe in-band authentication
+	// (DH-HMAC-CHAP), bidirectional.
+	HostAuthenticationDHHMACCHAP HostAuthentication = "DHHMACCHAP"
+)
 
 // VolumeQoS are a Volume's I/O limits; a limit left out or 0 limits
 // nothing. The target's SPDK enforces them in 1 ms time slices.

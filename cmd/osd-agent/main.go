@@ -69,6 +69,9 @@ const (
 	defaultSocket = "/var/run/flint/spdk.sock"
 	// defaultLeaseFile is on the emptyDir both containers mount.
 	defaultLeaseFile = "/var/run/flint/lease"
+	// defaultKeyDir is on the memory-backed emptyDir both containers
+	// mount: secrets never reach the node's disk.
+	defaultKeyDir = "/var/run/flint-keys"
 )
 
 func main() {
@@ -330,7 +333,7 @@ type agentFlags struct {
 	port                                            int
 	tuning                                          storage.Tuning
 	logLevel, socket, grpcAddress, httpAddress      string
-	tlsDir, leaseFile                               string
+	tlsDir, leaseFile, keyDir                       string
 	probeInterval                                   time.Duration
 	powerLossProtected                              bool
 }
@@ -365,6 +368,7 @@ func runAgent(args []string) {
 	fs.StringVar(&f.tlsDir, "tls-dir", "/etc/flint/tls", "tls.crt, tls.key and the operator's ca.crt; re-read at every handshake")
 	fs.DurationVar(&f.probeInterval, "probe-interval", 2*time.Second, "how often SPDK is probed and re-bootstrapped, and the lease checked")
 	fs.StringVar(&f.leaseFile, "lease-file", defaultLeaseFile, "where the OSD's lease is kept, for the SPDK container's liveness probe")
+	fs.StringVar(&f.keyDir, "key-dir", defaultKeyDir, "where the DH-HMAC-CHAP secrets of the OSD's NVMe-oF links are kept for SPDK: a tmpfs both containers mount; empty refuses links with keys")
 	cmd := &cli.Command{
 		Name:        "osd-agent",
 		Summary:     "claims the OSD's device, owns its lvstore, and serves its gRPC API",
@@ -411,6 +415,12 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	cfg, err := resolve(ctx, f, log)
 	if err != nil {
 		return err
+	}
+	if f.keyDir != "" {
+		// SPDK takes a key file only if no one but its user can reach it.
+		if err := os.MkdirAll(f.keyDir, 0o700); err != nil {
+			return fmt.Errorf("make the key directory (--key-dir): %w", err)
+		}
 	}
 	spdk := client.New(f.socket)
 	defer func() { _ = spdk.Close() }()
@@ -477,7 +487,7 @@ func (e *flagError) Error() string { return e.msg }
 
 func config(f agentFlags) (storage.Config, error) {
 	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress, PowerLossProtected: f.powerLossProtected},
-		EpochFile: filepath.Join(filepath.Dir(f.leaseFile), "export-epochs")}
+		EpochFile: filepath.Join(filepath.Dir(f.leaseFile), "export-epochs"), KeyDir: f.keyDir}
 	switch f.driver {
 	case storage.DriverPCIe:
 		if cfg.Device.PCIAddress == "" {

@@ -56,6 +56,7 @@ const (
 
 	runDir        = "/var/run/flint"
 	leaseFile     = runDir + "/lease"
+	keyDir        = "/var/run/flint-keys"
 	spdkSocket    = runDir + "/spdk.sock"
 	tlsDir        = "/etc/flint/tls"
 	podInfoDir    = "/etc/flint/podinfo"
@@ -209,7 +210,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 		Env: []corev1.EnvVar{{Name: cpuLimit, ValueFrom: &corev1.EnvVarSource{
 			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: spdkName, Resource: "limits.cpu"},
 		}}},
-		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: runDir}},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "run", MountPath: runDir}, {Name: "keys", MountPath: keyDir, ReadOnly: true}},
 		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 	}
 	if r.HugePages != nil {
@@ -328,6 +329,7 @@ func agentContainer(osd *flintv1.OSD, cfg PodConfig) corev1.Container {
 		"--log-level=" + string(logLevel(osd)),
 		"--spdk-socket=" + spdkSocket,
 		"--lease-file=" + leaseFile,
+		"--key-dir=" + keyDir,
 		fmt.Sprintf("--grpc-address=:%d", GRPCPort),
 		fmt.Sprintf("--http-address=:%d", HTTPPort),
 		"--tls-dir=" + tlsDir,
@@ -368,7 +370,8 @@ func agentContainer(osd *flintv1.OSD, cfg PodConfig) corev1.Container {
 		},
 		Resources: corev1.ResourceRequirements{Requests: agentResources(cfg.AgentCPU), Limits: agentResources(cfg.AgentCPU)},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: "run", MountPath: runDir}, {Name: "tls", MountPath: tlsDir, ReadOnly: true}, {Name: "podinfo", MountPath: podInfoDir, ReadOnly: true},
+			{Name: "run", MountPath: runDir}, {Name: "keys", MountPath: keyDir}, {Name: "tls", MountPath: tlsDir, ReadOnly: true},
+			{Name: "podinfo", MountPath: podInfoDir, ReadOnly: true},
 		},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: httpGet("/readyz"), PeriodSeconds: 5},
 		LivenessProbe:  &corev1.Probe{ProbeHandler: httpGet("/healthz"), PeriodSeconds: 10, FailureThreshold: 6},
@@ -395,6 +398,9 @@ func httpGet(path string) corev1.ProbeHandler {
 func volumes(osd *flintv1.OSD) []corev1.Volume {
 	v := []corev1.Volume{
 		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		// The DH-HMAC-CHAP secrets the agent gives SPDK: in memory, never
+		// on the node's disk.
+		{Name: "keys", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 		{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: TLSSecretName(osd.Name), DefaultMode: ptr.To[int32](0o400)}}},
 		{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
 			Path: networkStatus, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationNetworkStatus + "']"},

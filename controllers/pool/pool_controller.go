@@ -121,6 +121,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ensureDisruptionBudget(ctx, &pool); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.ensureReplicaAuth(ctx, &pool); err != nil {
+		return ctrl.Result{}, err
+	}
 	plan := planRollout(&pool, w.osds, w.volumes, w.nodes)
 	if err := r.writeStatus(ctx, &pool, pf, w, draining, plan); err != nil {
 		return ctrl.Result{}, err
@@ -375,6 +378,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("pool").
 		For(&flintv1.Pool{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&corev1.Secret{}).
 		Watches(&flintv1.OSD{}, osdPool).
 		Watches(&corev1.Node{}, allPools).
 		Watches(&flintv1.Volume{}, volumePool).

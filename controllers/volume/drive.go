@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/controllers/dhchap"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -49,6 +50,10 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		return nil, &problem{flintv1.VolumeTargetUnavailableReason, fmt.Sprintf("the target's OSD %s is %s; the target moves to an OSD with an in-sync replica after %s", vol.Status.Target.OSD, phase, r.TargetGrace)}
 	}
 	targetHost := agentv1.HostNQN(string(t.UID))
+	keys, err := r.linkKeys(ctx, vol, w)
+	if err != nil {
+		return nil, &problem{flintv1.VolumeKeysUnavailableReason, err.Error()}
+	}
 	var members []*agentv1.Member
 	var memberReplica []int // the index in the status of each member's replica
 	var failures []string
@@ -65,7 +70,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	for i, rep := range vol.Status.Replicas {
 		recorded[i] = inSync(rep.State)
 	}
-	ensured := r.ensureReplicas(ctx, vol, w, t, targetHost)
+	ensured := r.ensureReplicas(ctx, vol, w, t, targetHost, keys.replicas)
 	r.point(ctx, vol, PointReplicasEnsured)
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
@@ -117,6 +122,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		VolumeUid: string(vol.UID), Epoch: uint32(epoch(vol.Status.Target)),
 		Members: members, Hosts: vol.Spec.PublishedHosts, Resume: servedHere,
 		RebuildMaxMibPerSec: uint32(vol.RebuildMaxBandwidthMiBps(w.pool)), Qos: agentQoS(vol.Spec.QoS),
+		MemberKeys: keys.replicas, HostKeys: keys.hosts,
 	}
 	ts, err := r.ensureTarget(ctx, vol, agent, req)
 	if status.Code(err) == codes.Aborted {
@@ -125,7 +131,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		// given after the loss counts: the restart may have come after
 		// this pass ensured the replicas, and taken the target's own
 		// replica with it (a device that comes back empty).
-		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name, confirmed(vol, r.ensureReplicas(ctx, vol, w, t, targetHost)))
+		ok, rerr := r.reassembleFromOneSource(ctx, vol, t.Name, confirmed(vol, r.ensureReplicas(ctx, vol, w, t, targetHost, keys.replicas)))
 		if rerr != nil {
 			return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("record the replica the lost target is re-assembled from: %v", rerr)}
 		}
@@ -188,6 +194,31 @@ func (r *Reconciler) confirmFenced(ctx context.Context, vol *flintv1.Volume, age
 	return ts, err
 }
 
+// linkKeys are the DH-HMAC-CHAP keys of a Volume's links: its Pool's for
+// the replica links, and its own for its hosts when it asks hosts to
+// authenticate (nil otherwise).
+type linkKeys struct{ replicas, hosts *agentv1.DhchapKeys }
+
+// linkKeys reads the Pool's replica-link keys, which the Pool controller
+// makes, and makes the Volume's host keys on its first pass.
+func (r *Reconciler) linkKeys(ctx context.Context, vol *flintv1.Volume, w *world) (linkKeys, error) {
+	var keys linkKeys
+	var s corev1.Secret
+	name := flintv1.ReplicaAuthSecretName(w.pool.Name)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, &s); err != nil {
+		return keys, fmt.Errorf("read the replica-link keys of Pool %s (Secret %s/%s, which the Pool's controller makes): %w", w.pool.Name, r.Namespace, name, err)
+	}
+	var err error
+	if keys.replicas, err = dhchap.Read(&s); err != nil {
+		return keys, err
+	}
+	if vol.AuthenticatesHosts() {
+		key := client.ObjectKey{Namespace: r.Namespace, Name: flintv1.HostAuthSecretName(vol.Name)}
+		keys.hosts, err = dhchap.Ensure(ctx, r.Client, r.Scheme(), key, vol, nil)
+	}
+	return keys, err
+}
+
 // ensured is what one replica's agent answered in a pass; asked is false
 // when its OSD does not serve and no agent was called.
 type ensured struct {
@@ -201,7 +232,7 @@ type ensured struct {
 // that accepts connections and never answers costs the pass one budget,
 // not one per replica after it. Each call changes only its own replica's
 // entry of the status.
-func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w *world, target *flintv1.OSD, targetHost string) []ensured {
+func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w *world, target *flintv1.OSD, targetHost string, keys *agentv1.DhchapKeys) []ensured {
 	out := make([]ensured, len(vol.Status.Replicas))
 	var wg sync.WaitGroup
 	for i := range vol.Status.Replicas {
@@ -211,7 +242,7 @@ func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w 
 			continue
 		}
 		wg.Go(func() {
-			exp, err := r.ensureReplica(ctx, vol, rep, w.origin, o, target, targetHost)
+			exp, err := r.ensureReplica(ctx, vol, rep, w.origin, o, target, targetHost, keys)
 			out[i] = ensured{asked: true, export: exp, err: err}
 		})
 	}
@@ -220,9 +251,10 @@ func (r *Reconciler) ensureReplicas(ctx context.Context, vol *flintv1.Volume, w 
 }
 
 // ensureReplica makes rep exist at the Volume's size on o and, unless o
-// runs the target, exports it to the target alone. A replica that should
-// hold data is never re-created empty: if it is gone, it is Faulted.
-func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep *flintv1.ReplicaStatus, from *origin, o, target *flintv1.OSD, targetHost string) (*agentv1.Export, error) {
+// runs the target, exports it to the target alone, which must prove keys.
+// A replica that should hold data is never re-created empty: if it is
+// gone, it is Faulted.
+func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep *flintv1.ReplicaStatus, from *origin, o, target *flintv1.OSD, targetHost string, keys *agentv1.DhchapKeys) (*agentv1.Export, error) {
 	agent, err := r.Agents.For(ctx, o)
 	if err != nil {
 		return nil, err
@@ -251,7 +283,7 @@ func (r *Reconciler) ensureReplica(ctx context.Context, vol *flintv1.Volume, rep
 	if o == target {
 		return nil, nil
 	}
-	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{VolumeUid: string(vol.UID), TargetHostNqn: targetHost, Epoch: uint32(epoch(vol.Status.Target))})
+	exp, err := agent.ExportReplica(ctx, &agentv1.ExportReplicaRequest{VolumeUid: string(vol.UID), TargetHostNqn: targetHost, Epoch: uint32(epoch(vol.Status.Target)), Keys: keys})
 	if err != nil {
 		return nil, fmt.Errorf("export the replica on OSD %s: %s", o.Name, status.Convert(err).Message())
 	}

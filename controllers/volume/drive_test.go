@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
+	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/controllers/agentclient"
 )
 
@@ -89,6 +90,9 @@ func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Vo
 		ObjectMeta: metav1.ObjectMeta{Name: "v", UID: "0b5d7f63-1f0e-4c55-9d43-5d1f0e6c2a10"},
 		Spec:       flintv1.VolumeSpec{Pool: "p", Size: resource.MustParse("1Gi")},
 	}
+	if builder != nil {
+		builder.WithObjects(replicaAuth("flint", "p"))
+	}
 	for i, ip := range ips {
 		name := "osd-" + strconv.Itoa(i)
 		o := &flintv1.OSD{
@@ -108,6 +112,20 @@ func servingOSDs(builder *fake.ClientBuilder, ips []string) (*world, *flintv1.Vo
 	vol.Status.Target = &flintv1.VolumeTarget{OSD: "osd-0", Epoch: 1,
 		Endpoints: []flintv1.Endpoint{{Transport: flintv1.TransportTCP, Address: ips[0], Port: 4420}}}
 	return w, vol
+}
+
+// replicaAuth is Pool pool's replica-link Secret, as its controller makes
+// it in the operator's namespace.
+func replicaAuth(namespace, pool string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: flintv1.ReplicaAuthSecretName(pool)}, Data: map[string][]byte{}}
+	for _, k := range []string{flintv1.SecretKeyDHCHAP, flintv1.SecretKeyDHCHAPCtrl} {
+		secret, err := fabric.NewSecret()
+		if err != nil {
+			panic(err)
+		}
+		s.Data[k] = []byte(secret)
+	}
+	return s
 }
 
 func testScheme() *runtime.Scheme {
@@ -133,9 +151,10 @@ func TestHungReplicaAgentsAreAskedAtOnce(t *testing.T) {
 	w, vol := servingOSDs(builder, ips)
 
 	client, _ := agentTLS(t)
+	c := builder.Build()
 	r := &Reconciler{
-		Recorder: events.NewFakeRecorder(10),
-		Agents: &agentclient.Agents{Reader: builder.Build(), Namespace: "flint", Port: portNum, Dialer: &agentclient.Dialer{
+		Client: c, Namespace: "flint", Recorder: events.NewFakeRecorder(10),
+		Agents: &agentclient.Agents{Reader: c, Namespace: "flint", Port: portNum, Dialer: &agentclient.Dialer{
 			TLS:         func(context.Context) (*tls.Config, error) { return client, nil },
 			CallTimeout: budget,
 		}},

@@ -69,6 +69,9 @@ type Reconciler struct {
 	// APIReader reads past the cache: a fenced target is re-driven only
 	// once a live read confirms it is still the Volume's.
 	APIReader client.Reader
+	// Namespace is the operator's: it holds the Secrets of the keys the
+	// Volumes' links authenticate with.
+	Namespace string
 	Recorder  events.EventRecorder
 	Agents    *agentclient.Agents
 	// Leases says when the operator last tried to renew each OSD's lease:
@@ -399,6 +402,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 				return !ok || rv != e.ObjectNew.GetResourceVersion()
 			},
 		})).
+		// A Volume's host keys rotated (its Secret rewritten) reach its
+		// target at once.
+		Owns(&corev1.Secret{}).
 		Watches(&flintv1.OSD{}, osdVolumes, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				old, oldOK := e.ObjectOld.(*flintv1.OSD)

@@ -93,11 +93,37 @@ type Controller struct {
 // Live says whether the controller carries I/O.
 func (c Controller) Live() bool { return c.State == "live" }
 
-// Connect connects one controller of subsystem nqn on path; a path already
-// connected is left alone. NQNs and the path are validated first: nothing
-// outside their grammar reaches the kernel.
-func (h *Host) Connect(ctx context.Context, nqn string, p Path) error {
-	for _, err := range []error{fabric.ValidateNQN(nqn), fabric.ValidateNQN(h.HostNQN), p.Validate()} {
+// Secrets are the DH-HMAC-CHAP secrets a controller authenticates with
+// (NVMe in-band authentication): Host, which the host proves, and Ctrl,
+// which the host asks the target to prove back when set. Zero Secrets
+// authenticate nothing.
+type Secrets struct {
+	Host, Ctrl string
+}
+
+// Validate checks each secret set against the DH-HMAC-CHAP grammar: they
+// go into a connect string.
+func (s Secrets) Validate() error {
+	if s.Host == "" && s.Ctrl != "" {
+		return errors.New("a controller secret needs a host secret")
+	}
+	for _, secret := range []string{s.Host, s.Ctrl} {
+		if secret == "" {
+			continue
+		}
+		if err := fabric.ValidateSecret(secret); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Connect connects one controller of subsystem nqn on path, proving
+// secrets when set; a path already connected is left alone. NQNs, the path
+// and the secrets are validated first: nothing outside their grammar
+// reaches the kernel.
+func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets) error {
+	for _, err := range []error{fabric.ValidateNQN(nqn), fabric.ValidateNQN(h.HostNQN), p.Validate(), secrets.Validate()} {
 		if err != nil {
 			return fmt.Errorf("refusing to connect %s over %s: %w", nqn, p, err)
 		}
@@ -118,6 +144,12 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path) error {
 	opts = appendSeconds(opts, "ctrl_loss_tmo", h.Options.CtrlLossTimeout)
 	opts = appendSeconds(opts, "reconnect_delay", h.Options.ReconnectDelay)
 	opts = appendSeconds(opts, "fast_io_fail_tmo", h.Options.FastIOFailTimeout)
+	if secrets.Host != "" {
+		opts = append(opts, "dhchap_secret="+secrets.Host)
+	}
+	if secrets.Ctrl != "" {
+		opts = append(opts, "dhchap_ctrl_secret="+secrets.Ctrl)
+	}
 	f, err := os.OpenFile(filepath.Join(h.Dev, "nvme-fabrics"), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open the kernel NVMe-oF host: %w (load nvme-%s: modprobe nvme-%s)", err, p.Transport, p.Transport)
@@ -138,6 +170,10 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path) error {
 		return nil
 	case errors.Is(err, syscall.EINVAL) && !h.transportLoaded(p.Transport):
 		return fmt.Errorf("connect %s over %s: the kernel has no %s transport: modprobe nvme-%s", nqn, p, p.Transport, p.Transport)
+	case secrets.Host != "" && (errors.Is(err, syscall.EPROTONOSUPPORT) || errors.Is(err, syscall.EINVAL)) && !h.authLoaded():
+		return fmt.Errorf("connect %s over %s: the volume asks hosts to authenticate (DH-HMAC-CHAP) and this node's kernel cannot: it needs CONFIG_NVME_HOST_AUTH (nvme_auth module); %w", nqn, p, err)
+	case secrets.Host != "" && (errors.Is(err, syscall.EKEYREJECTED) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)):
+		return fmt.Errorf("connect %s over %s: DH-HMAC-CHAP failed: the target refused this node's key for the volume, or did not prove its own: %w (the keys are the Secret the StorageClass names as node-stage secret)", nqn, p, err)
 	case errors.Is(err, syscall.EIO), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
 		// The target answered and refused: unknown subsystem or host not
 		// in its allow-list.
@@ -155,6 +191,56 @@ func appendSeconds(opts []string, key string, d time.Duration) []string {
 		return append(opts, key+"=-1")
 	}
 	return append(opts, fmt.Sprintf("%s=%d", key, int((d+time.Second-1)/time.Second)))
+}
+
+func (h *Host) authLoaded() bool {
+	_, err := os.Stat(filepath.Join(h.Sysfs, "module", "nvme_auth"))
+	return err == nil
+}
+
+// SecretsOf returns the secrets subsystem nqn's controllers authenticate
+// with, as the kernel keeps them: a path added later (the target moved)
+// connects with them. Zero when no controller has any.
+func (h *Host) SecretsOf(nqn string) (Secrets, error) {
+	ctrls, err := h.Controllers(nqn)
+	if err != nil {
+		return Secrets{}, err
+	}
+	for _, c := range ctrls {
+		dir := filepath.Join(h.Sysfs, "class", "nvme", c.Name)
+		if s := (Secrets{Host: readAttr(dir, "dhchap_secret"), Ctrl: readAttr(dir, "dhchap_ctrl_secret")}); s.Host != "" && s.Host != "none" {
+			if s.Ctrl == "none" {
+				s.Ctrl = ""
+			}
+			return s, nil
+		}
+	}
+	return Secrets{}, nil
+}
+
+// SetSecrets gives every controller of subsystem nqn new secrets; the
+// kernel re-authenticates each live one with them at once, and uses them
+// at every reconnect after. Connected I/O goes on.
+func (h *Host) SetSecrets(nqn string, s Secrets) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("refusing to set the secrets of %s: %w", nqn, err)
+	}
+	ctrls, err := h.Controllers(nqn)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrls {
+		dir := filepath.Join(h.Sysfs, "class", "nvme", c.Name)
+		for _, a := range []struct{ name, value string }{{"dhchap_secret", s.Host}, {"dhchap_ctrl_secret", s.Ctrl}} {
+			if a.value == "" || readAttr(dir, a.name) == a.value {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, a.name), []byte(a.value), 0); err != nil {
+				return fmt.Errorf("set %s of controller %s (%s): %w", a.name, c.Name, c.Path, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (h *Host) transportLoaded(transport string) bool {

@@ -29,6 +29,7 @@ import (
 const (
 	volumeNQN = "nqn.2026-01.io.flint:volume:pvc-1"
 	hostNQN   = "nqn.2014-08.org.nvmexpress:uuid:1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"
+	secret    = "DHHC-1:00:gAv0CYxM4+bm0TFi+17GxxyI9W5A/UvRd5UV5UHMTuLwT6OZ:"
 )
 
 // Nothing outside the grammar of a connect option reaches the kernel: a
@@ -36,22 +37,26 @@ const (
 func TestConnectRefusesWhatIsNotAConnectOption(t *testing.T) {
 	good := Path{Transport: "tcp", Address: "10.0.0.5", Port: 4420}
 	tests := []struct {
-		name string
-		nqn  string
-		host string
-		path Path
+		name    string
+		nqn     string
+		host    string
+		path    Path
+		secrets Secrets
 	}{
-		{"injected options in the NQN", volumeNQN + ",hostnqn=nqn.evil,traddr=10.9.9.9", hostNQN, good},
-		{"injected options in the address", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5,hostnqn=nqn.evil", Port: 4420}},
-		{"injected options in the transport", volumeNQN, hostNQN, Path{Transport: "tcp,traddr=10.9.9.9", Address: "10.0.0.5", Port: 4420}},
-		{"a host name, not an address", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "target.example", Port: 4420}},
-		{"port zero", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5"}},
-		{"port past 65535", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 70000}},
-		{"unknown transport", volumeNQN, hostNQN, Path{Transport: "fc", Address: "10.0.0.5", Port: 4420}},
-		{"not an NQN", "pvc-1", hostNQN, good},
-		{"NQN too long", "nqn." + strings.Repeat("a", fabric.MaxNQNLength), hostNQN, good},
-		{"space in the NQN", volumeNQN + " x", hostNQN, good},
-		{"'=' in the host NQN", volumeNQN, hostNQN + "=x", good},
+		{"injected options in the NQN", volumeNQN + ",hostnqn=nqn.evil,traddr=10.9.9.9", hostNQN, good, Secrets{}},
+		{"injected options in the address", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5,hostnqn=nqn.evil", Port: 4420}, Secrets{}},
+		{"injected options in the transport", volumeNQN, hostNQN, Path{Transport: "tcp,traddr=10.9.9.9", Address: "10.0.0.5", Port: 4420}, Secrets{}},
+		{"a host name, not an address", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "target.example", Port: 4420}, Secrets{}},
+		{"port zero", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5"}, Secrets{}},
+		{"port past 65535", volumeNQN, hostNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 70000}, Secrets{}},
+		{"unknown transport", volumeNQN, hostNQN, Path{Transport: "fc", Address: "10.0.0.5", Port: 4420}, Secrets{}},
+		{"not an NQN", "pvc-1", hostNQN, good, Secrets{}},
+		{"NQN too long", "nqn." + strings.Repeat("a", fabric.MaxNQNLength), hostNQN, good, Secrets{}},
+		{"space in the NQN", volumeNQN + " x", hostNQN, good, Secrets{}},
+		{"'=' in the host NQN", volumeNQN, hostNQN + "=x", good, Secrets{}},
+		{"injected options in a secret", volumeNQN, hostNQN, good, Secrets{Host: secret + ",hostnqn=nqn.evil"}},
+		{"a malformed secret", volumeNQN, hostNQN, good, Secrets{Host: "DHHC-1:00:abc:"}},
+		{"a controller secret alone", volumeNQN, hostNQN, good, Secrets{Ctrl: secret}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +66,7 @@ func TestConnectRefusesWhatIsNotAConnectOption(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: tc.host}
-			err := h.Connect(context.Background(), tc.nqn, tc.path)
+			err := h.Connect(context.Background(), tc.nqn, tc.path, tc.secrets)
 			if err == nil || !strings.Contains(err.Error(), "refusing to connect") {
 				t.Fatalf("Connect = %v, want a refusal", err)
 			}
@@ -80,7 +85,7 @@ func TestConnectWritesTheConnectString(t *testing.T) {
 	}
 	h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: hostNQN}
 	for _, p := range []Path{{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, {Transport: "rdma", Address: "fd00::5", Port: 4421}} {
-		if err := h.Connect(context.Background(), volumeNQN, p); err != nil {
+		if err := h.Connect(context.Background(), volumeNQN, p, Secrets{}); err != nil {
 			t.Fatalf("Connect over %s: %v", p, err)
 		}
 	}
@@ -91,5 +96,58 @@ func TestConnectWritesTheConnectString(t *testing.T) {
 	want := "nqn=" + volumeNQN + ",transport=rdma,traddr=fd00::5,trsvcid=4421,hostnqn=" + hostNQN
 	if string(b) != want {
 		t.Fatalf("the kernel was sent %q, want %q", b, want)
+	}
+
+	ctrl, err := fabric.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Connect(context.Background(), volumeNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, Secrets{Host: secret, Ctrl: ctrl}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(fabrics)
+	if want := "nqn=" + volumeNQN + ",transport=tcp,traddr=10.0.0.5,trsvcid=4420,hostnqn=" + hostNQN + ",dhchap_secret=" + secret + ",dhchap_ctrl_secret=" + ctrl; string(b) != want {
+		t.Fatalf("the kernel was sent %q, want %q", b, want)
+	}
+}
+
+// The secrets a path added later connects with are the kernel's: what
+// the first path was connected with, or what SetSecrets gave it.
+func TestSecretsAreTheKernelsControllers(t *testing.T) {
+	sysfs := t.TempDir()
+	h := &Host{Sysfs: sysfs, HostNQN: hostNQN}
+	ctrl := filepath.Join(sysfs, "class", "nvme", "nvme3")
+	other := filepath.Join(sysfs, "class", "nvme", "nvme1")
+	for dir, attrs := range map[string]map[string]string{
+		ctrl:  {"subsysnqn": volumeNQN, "state": "live", "transport": "tcp", "address": "traddr=10.0.0.5,trsvcid=4420", "dhchap_secret": secret, "dhchap_ctrl_secret": "none"},
+		other: {"subsysnqn": "nqn.2026-01.io.flint:volume:other", "dhchap_secret": "none", "dhchap_ctrl_secret": "none"},
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range attrs {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if s, err := h.SecretsOf(volumeNQN); err != nil || s != (Secrets{Host: secret}) {
+		t.Fatalf("SecretsOf = %+v, %v; want the host secret and no controller secret", s, err)
+	}
+	if s, err := h.SecretsOf("nqn.2026-01.io.flint:volume:other"); err != nil || s != (Secrets{}) {
+		t.Fatalf("SecretsOf a subsystem without secrets = %+v, %v; want none", s, err)
+	}
+	rotated, err := fabric.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetSecrets(volumeNQN, Secrets{Host: rotated}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ctrl, "dhchap_secret")); string(b) != rotated {
+		t.Fatalf("the controller's secret is %q after SetSecrets, want %q", b, rotated)
+	}
+	if err := h.SetSecrets(volumeNQN, Secrets{Host: rotated + ",x"}); err == nil {
+		t.Fatal("SetSecrets took a secret outside the grammar")
 	}
 }

@@ -40,7 +40,9 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	member := func(i, target int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, target, inSync, storage.Keys{}) }
+	member := func(i, target int, inSync bool) storage.MemberSpec {
+		return exportTo(ctx, t, osds, i, target, inSync, storage.Keys{})
+	}
 	first := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []storage.MemberSpec{member(0, 0, true), member(1, 0, true), member(2, 0, true)}}
 	st, err := osds[0].EnsureTarget(ctx, first)
@@ -93,7 +95,9 @@ func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
 	names := []string{"osd-0", "osd-1", "osd-2"}
-	member := func(i, target int, inSync bool) storage.MemberSpec { return exportTo(ctx, t, osds, i, target, inSync, storage.Keys{}) }
+	member := func(i, target int, inSync bool) storage.MemberSpec {
+		return exportTo(ctx, t, osds, i, target, inSync, storage.Keys{})
+	}
 	dropped := member(2, 0, true)
 	st, err := osds[0].EnsureTarget(ctx, storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []storage.MemberSpec{member(0, 0, true), member(1, 0, true), dropped}})

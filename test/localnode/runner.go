@@ -297,6 +297,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		"spdk-socket": socket, "tls-dir": tlsDir, "network-status-file": filepath.Join(dir, "network-status"),
 		"grpc-address": fmt.Sprintf("%s:%d", ip, osd.GRPCPort), "http-address": fmt.Sprintf("%s:%d", ip, osd.HTTPPort),
 		"probe-interval": cmp.Or(r.ProbeInterval, 200*time.Millisecond).String(), "lease-file": leaseFile,
+		"key-dir": filepath.Join(dir, "keys"),
 	})
 	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target, cpus: launch.CPUs}
 	if err := r.startAgent(running); err != nil {
