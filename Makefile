@@ -87,7 +87,7 @@ test-sanity: ## The official CSI sanity suite (csi-test/v5) against csi.flint.io
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 -v ./test/sanity/ -ginkgo.no-color | grep -E '^(Ran|SUCCESS|FAIL|--- )|Passed'
 
 .PHONY: test-vm
-test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 kernel) against kernel nvmet over TCP and soft-RoCE RDMA, and SPDK (FLINT_SPDK_DIR's, or make spdk's) driving the guest's NVMe over vfio and hugepages with RDMA to the kernel host, each preflight check broken.
+test-vm: ## The VM node lab: the CSI node service in a QEMU guest (bookworm-backports' 6.12 kernel) against kernel nvmet over TCP and soft-RoCE RDMA, and SPDK (FLINT_SPDK_DIR's, or make spdk's) driving the guest's NVMe over vfio and hugepages with RDMA to the kernel host, which authenticates (DH-HMAC-CHAP), each preflight check broken.
 	FLINT_SPDK_DIR="$(spdk_dir)" hack/vmlab/run.sh
 
 .PHONY: test-spdk

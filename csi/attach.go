@@ -56,6 +56,9 @@ type Attacher interface {
 	// Health lists what is wrong with t's connection; none when nothing
 	// is.
 	Health(t Target) []*csi.VolumeHealth_VolumeHealthEntry
+	// SetSecrets has t's connection authenticate with t.Secrets from now
+	// on (a rotation), keeping its I/O going.
+	SetSecrets(t Target) error
 }
 
 // Validate checks everything a connect string is made of: the NQN's
@@ -150,6 +153,15 @@ func (a *FabricAttacher) Detach(_ context.Context, t Target) error {
 func (a *FabricAttacher) Refresh(_ context.Context, t Target) error {
 	if err := a.Host.Rescan(t.NQN); err != nil {
 		return status.Errorf(codes.Internal, "volume %s: %v", t.VolumeID, err)
+	}
+	return nil
+}
+
+// SetSecrets gives every path of t its new secrets; the kernel
+// re-authenticates each live one with them.
+func (a *FabricAttacher) SetSecrets(t Target) error {
+	if err := a.Host.SetSecrets(t.NQN, t.Secrets); err != nil {
+		return status.Errorf(codes.Unavailable, "volume %s: %v", t.VolumeID, err)
 	}
 	return nil
 }

@@ -215,6 +215,26 @@ func stageSecrets(id string, volumeContext, secrets map[string]string) (nvmeof.S
 	return s, nil
 }
 
+// followSecrets gives the connection of a staged volume that asks hosts
+// to authenticate the secrets NodePublishVolume came with: the kubelet
+// calls it again every sync (the CSIDriver's requiresRepublish) with the
+// StorageClass's node-publish secret as it is now, so a rotated key
+// reaches the kernel's controllers, which re-authenticate with it, while
+// I/O goes on. A class that names no node-publish secret sends none: the
+// node keeps the secrets it was staged with.
+func (n *Node) followSecrets(vol *stagedVolume, volumeContext, secrets map[string]string) error {
+	if len(secrets) == 0 {
+		return nil
+	}
+	s, err := stageSecrets(vol.Target.VolumeID, volumeContext, secrets)
+	if err != nil || s == (nvmeof.Secrets{}) {
+		return err
+	}
+	t := vol.Target
+	t.Secrets = s
+	return n.Attacher.SetSecrets(t)
+}
+
 // currentTarget is where the Volume's status says its target listens
 // now, when that is the published subsystem (same NQN): the publish
 // context is the target's at attach time, and a volume that stays attached
@@ -316,6 +336,9 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	}
 	if vol.Block != isBlock(req.GetVolumeCapability()) {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s was staged as %s and cannot be published as %s", id, accessType(vol.Block), accessType(!vol.Block))
+	}
+	if err := n.followSecrets(vol, req.GetVolumeContext(), req.GetSecrets()); err != nil {
+		return nil, err
 	}
 	pub := publication{ReadOnly: req.GetReadonly(), SingleWriter: req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER}
 	_, mounted, err := n.mountSource(targetPath)

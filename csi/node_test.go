@@ -60,6 +60,11 @@ func (a *recordingAttacher) Refresh(context.Context, Target) error { return nil 
 
 func (a *recordingAttacher) Health(Target) []*csi.VolumeHealth_VolumeHealthEntry { return nil }
 
+func (a *recordingAttacher) SetSecrets(t Target) error {
+	a.secrets = t.Secrets
+	return nil
+}
+
 // unlistable is a node whose mount table cannot be read.
 type unlistable struct{ *mount.FakeMounter }
 
@@ -115,11 +120,19 @@ func TestStageRefusesAnFsTypeFromTheContextFlintDoesNotMake(t *testing.T) {
 	}
 }
 
+func blockCapability() *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+}
+
 // A volume that asks hosts to authenticate is staged only with its
 // secrets, from the node-stage secret, and connected with them; they are
-// never written to the node's state.
+// never written to the node's state. A republish rotates them.
 func TestStageConnectsWithTheNodeStageSecret(t *testing.T) {
 	n, a := testNode(t, mount.NewFakeMounter(nil))
+	staging := filepath.Join(t.TempDir(), "staging")
 	hostSecret, err := fabric.NewSecret()
 	if err != nil {
 		t.Fatal(err)
@@ -130,11 +143,7 @@ func TestStageConnectsWithTheNodeStageSecret(t *testing.T) {
 	}
 	stage := func(secrets map[string]string) error {
 		_, err := n.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
-			VolumeId: "v1", StagingTargetPath: filepath.Join(t.TempDir(), "staging"),
-			VolumeCapability: &csi.VolumeCapability{
-				AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
-				AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-			},
+			VolumeId: "v1", StagingTargetPath: staging, VolumeCapability: blockCapability(),
 			PublishContext: map[string]string{PublishNQN: nodeTestNQN, PublishTransport: "tcp", PublishPaths: "10.0.0.1:4420"},
 			VolumeContext:  map[string]string{ContextHostAuthentication: string(flintv1.HostAuthenticationDHHMACCHAP)},
 			Secrets:        secrets,
@@ -159,6 +168,33 @@ func TestStageConnectsWithTheNodeStageSecret(t *testing.T) {
 	}
 	if strings.Contains(string(state), "DHHC-1") {
 		t.Fatalf("the node's state holds a secret: %s", state)
+	}
+
+	// Every republish brings the node-publish secret as it is now: a
+	// rotated one reaches the connection; none changes nothing.
+	rotated, err := fabric.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(secrets map[string]string) {
+		t.Helper()
+		_, err := n.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: "v1", StagingTargetPath: staging, TargetPath: filepath.Join(t.TempDir(), "pod"),
+			VolumeCapability: blockCapability(),
+			VolumeContext:    map[string]string{ContextHostAuthentication: string(flintv1.HostAuthenticationDHHMACCHAP)},
+			Secrets:          secrets,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(map[string]string{flintv1.SecretKeyDHCHAP: rotated, flintv1.SecretKeyDHCHAPCtrl: ctrlSecret})
+	if a.secrets != (nvmeof.Secrets{Host: rotated, Ctrl: ctrlSecret}) {
+		t.Fatalf("after a republish with a rotated secret the connection has %+v", a.secrets)
+	}
+	publish(nil)
+	if a.secrets.Host != rotated {
+		t.Fatalf("a republish without secrets changed the connection's to %+v", a.secrets)
 	}
 }
 

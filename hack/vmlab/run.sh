@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The VM node lab (make test-vm): boots Debian's 6.1 kernel in QEMU (TCG)
+# The VM node lab (make test-vm): boots bookworm-backports' kernel (6.12,
+# for NVMe in-band authentication, which Debian's 6.1 builds without) in
+# QEMU (TCG)
 # with a busybox initramfs holding the kernel's NVMe-oF host and target
 # modules, soft-RoCE, mkfs/resize tools and the static guest test binary
 # (test/vmlab/guest), which drives the CSI node service against a kernel
@@ -12,8 +14,10 @@
 # reserved on the kernel command line, and SPDK's nvmf_tgt with osd-agent
 # (exec-spdk and the OSD's storage code) in the initramfs: the guest test
 # drives the controller over vfio on hugepages, exports over RDMA
-# (soft-RoCE) to the kernel's nvme-rdma host, and breaks each preflight
-# check exec-spdk makes (test/vmlab/guest/spdk_test.go).
+# (soft-RoCE) to the kernel's nvme-rdma host, has that host authenticate
+# (DH-HMAC-CHAP, a key rotated under a queued write), and breaks each
+# preflight check exec-spdk makes (test/vmlab/guest/spdk_test.go,
+# auth_test.go).
 #
 # Needs the Debian packages listed in PACKAGES; the kernel package is
 # downloaded (apt-get download) into $FLINT_CACHE/vmlab once.
@@ -43,8 +47,8 @@ if [ -n "$spdk_dir" ]; then
   [ -f /etc/ssl/openssl.cnf ] || { echo "vmlab: /etc/ssl/openssl.cnf missing (SPDK reads it at start): apt-get install --no-install-recommends openssl" >&2; exit 2; }
 fi
 
-# The kernel: the one Debian's linux-image-amd64 currently depends on.
-kernel=$(hack/vmlab/kernel.sh)
+# The kernel: the one bookworm-backports' linux-image-amd64 depends on.
+kernel=$(hack/vmlab/kernel.sh backports)
 kroot=$(sed -n 1p <<<"$kernel"); kver=$(sed -n 2p <<<"$kernel")
 log "kernel $kver"
 

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/test/localcluster"
 )
 
@@ -61,7 +62,7 @@ func helm(t *testing.T, args ...string) ([]byte, error) {
 // everything turns every optional part of the chart on.
 var everything = []string{
 	"--set", "monitoring.serviceMonitor=true,monitoring.podMonitor=true,monitoring.prometheusRule=true,monitoring.dashboard=true",
-	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,namespace.create=true,snapshots.class.create=true,nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true",
+	"--set", "storageClass.create=true,storageClass.pool=fast,storageClass.default=true,storageClass.hostAuthentication=DHHMACCHAP,namespace.create=true,snapshots.class.create=true,nvmeDevicePlugin.enabled=true,rdmaDevicePlugin.enabled=true",
 	"--set-json", `pools=[{"name":"fast","spec":{"replicas":1,"devices":{"driver":"malloc","malloc":{"size":"1Gi"}}}}]`,
 }
 
@@ -85,10 +86,39 @@ func TestValuesAreChecked(t *testing.T) {
 		{"storageClass.create=true", "storageClass.pool must name the Pool"},
 		{"kubeletDir=var/lib/kubelet", "/kubeletDir"},
 		{"csi.logLevel=loud", "/csi/logLevel"},
+		{"storageClass.hostAuthentication=dhchap", "/storageClass/hostAuthentication"},
 	} {
 		out, err := helm(t, "template", "flint", "charts/flint", "--set", tt.set)
 		if err == nil || !strings.Contains(err.Error(), tt.says) {
 			t.Errorf("--set %s: %v, want an error saying %q\n%s", tt.set, err, tt.says, out)
+		}
+	}
+}
+
+// A class whose hosts authenticate names, as the node-stage secret, the
+// Secret the operator makes for each Volume, in the operator's namespace:
+// the kubelet hands it to the node plugin at NodeStageVolume.
+func TestAuthenticatingStorageClassNamesTheVolumesSecret(t *testing.T) {
+	out, err := helm(t, append([]string{"template", "flint", "charts/flint", "--namespace", "flint-system"}, everything...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params map[string]any
+	for _, o := range decode(t, out) {
+		if o.GetKind() == "StorageClass" {
+			params, _, _ = unstructured.NestedMap(o.Object, "parameters")
+		}
+	}
+	want := map[string]string{
+		"hostAuthentication":                               "DHHMACCHAP",
+		"csi.storage.k8s.io/node-stage-secret-name":        flintv1.HostAuthSecretName("${pv.name}"),
+		"csi.storage.k8s.io/node-stage-secret-namespace":   "flint-system",
+		"csi.storage.k8s.io/node-publish-secret-name":      flintv1.HostAuthSecretName("${pv.name}"),
+		"csi.storage.k8s.io/node-publish-secret-namespace": "flint-system",
+	}
+	for k, v := range want {
+		if params[k] != v {
+			t.Errorf("StorageClass parameter %s = %v, want %q (all: %v)", k, params[k], v, params)
 		}
 	}
 }

@@ -323,12 +323,20 @@ var _ = Describe("A Volume", Ordered, func() {
 		c, cctx := spdkOf(v.Status.Target.OSD)
 		Expect(c.NvmfDeleteSubsystem(cctx, agentv1.VolumeNQN(string(v.UID)))).To(Succeed())
 		Expect(c.BdevRaidDelete(cctx, "raid_"+string(v.UID))).To(Succeed())
+		// Made again from one replica, as a new incarnation, and the
+		// others rebuilt from it: until the new epoch is recorded, the
+		// status still reads as it did before the loss.
 		Eventually(func(g Gomega) {
 			g.Expect(driven.Load()).To(BeNumerically(">", 0))
 			_, err := c.BdevGetBdevs(ctx, "raid_"+string(v.UID))
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(getVolume("vol-1").Status.Phase).To(Equal(flintv1.VolumePhaseReady))
-		}, "30s").Should(Succeed(), "the target's inventory lacks it: the Volume is driven and its target made again")
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Target.Epoch).To(BeNumerically(">", v.Status.Target.Epoch))
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady))
+			for _, r := range got.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline), r.OSD)
+			}
+		}, "60s").Should(Succeed(), "the target's inventory lacks it: the Volume is driven and its target made again")
 		Expect(hostsOf(getVolume("vol-1").Status.Target.OSD, agentv1.VolumeNQN(string(v.UID)))).To(ConsistOf(v.Spec.PublishedHosts))
 		stopOperator()
 		stopOperator = startOperator(nil)

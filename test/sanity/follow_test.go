@@ -113,6 +113,7 @@ func (r *recordingAttacher) Refresh(context.Context, csi.Target) error { return 
 func (r *recordingAttacher) Health(csi.Target) []*csispec.VolumeHealth_VolumeHealthEntry {
 	return nil
 }
+func (r *recordingAttacher) SetSecrets(csi.Target) error { return nil }
 
 var _ = Describe("The node plugin's NodeStageVolume", func() {
 	It("connects to where the target is now when it moved after the volume was published", func(ctx SpecContext) {

@@ -161,6 +161,9 @@ func (a *loopAttacher) Health(t csi.Target) []*csispec.VolumeHealth_VolumeHealth
 	return nil
 }
 
+// SetSecrets has nothing to do: a loop device authenticates nothing.
+func (a *loopAttacher) SetSecrets(csi.Target) error { return nil }
+
 func truncate(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {

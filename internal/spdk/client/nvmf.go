@@ -87,14 +87,6 @@ func (c *Client) NvmfSubsystemAddHost(ctx context.Context, req types.NvmfSubsyst
 	return c.rpc.Call(ctx, "nvmf_subsystem_add_host", req, nil)
 }
 
-// NvmfSubsystemSetKeys replaces both of an allowed host's keys: a key
-// left out of the request is cleared. Connected hosts stay: the keys
-// count from the next authentication on. A host not allowed is
-// jsonrpc.CodeInvalid.
-func (c *Client) NvmfSubsystemSetKeys(ctx context.Context, req types.NvmfSubsystemHostRequest) error {
-	return c.rpc.Call(ctx, "nvmf_subsystem_set_keys", req, nil)
-}
-
 // NvmfSubsystemRemoveHost disallows a host and drops its live connections.
 func (c *Client) NvmfSubsystemRemoveHost(ctx context.Context, nqn, host string) error {
 	return c.rpc.Call(ctx, "nvmf_subsystem_remove_host", types.NvmfSubsystemHostRequest{NQN: nqn, Host: host}, nil)

@@ -88,7 +88,6 @@ func init() {
 		"nvmf_subsystem_add_host":        nvmfSubsystemHost(true),
 		"nvmf_subsystem_remove_host":     nvmfSubsystemHost(false),
 		"nvmf_subsystem_get_controllers": nvmfSubsystemGetControllers,
-		"nvmf_subsystem_set_keys":        nvmfSubsystemSetKeys,
 
 		"keyring_file_add_key":    keyringFileAddKey,
 		"keyring_file_remove_key": keyringFileRemoveKey,

@@ -577,32 +577,3 @@ func nvmfSubsystemHost(add bool) handler {
 	}
 }
 
-// nvmfSubsystemSetKeys replaces both keys of an allowed host: one left
-// out is cleared.
-func nvmfSubsystemSetKeys(t *Target, p json.RawMessage) (any, error) {
-	var req struct {
-		NQN            string `json:"nqn"`
-		Host           string `json:"host"`
-		DhchapKey      string `json:"dhchap_key"`
-		DhchapCtrlrKey string `json:"dhchap_ctrlr_key"`
-	}
-	if err := decode(p, &req, errInvalidParams(), "nqn", "host"); err != nil {
-		return nil, err
-	}
-	s := t.st.subsystem(req.NQN)
-	if s == nil {
-		return nil, errInvalidParams()
-	}
-	key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey)
-	if err != nil {
-		return nil, err
-	}
-	h := s.host(req.Host)
-	if h == nil || (key == nil && ctrlrKey != nil) {
-		t.st.release(key, ctrlrKey)
-		return nil, errf(jsonrpc.CodeInvalid, "Invalid argument")
-	}
-	t.st.release(h.key, h.ctrlrKey)
-	h.key, h.ctrlrKey = key, ctrlrKey
-	return true, nil
-}

@@ -163,9 +163,8 @@ type NvmfSubsystemListenerRequest struct {
 	ListenAddress ListenAddress `json:"listen_address"`
 }
 
-// NvmfSubsystemHostRequest allows or disallows a host, or (for
-// nvmf_subsystem_set_keys) changes its keys. Removing a host drops its
-// live connections at once.
+// NvmfSubsystemHostRequest allows or disallows a host. Removing a host
+// drops its live connections at once.
 type NvmfSubsystemHostRequest struct {
 	NQN  string `json:"nqn"`
 	Host string `json:"host"`

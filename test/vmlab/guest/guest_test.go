@@ -107,6 +107,9 @@ type volume struct {
 	fsType              string
 	sub                 *subsystem
 	publish             map[string]string
+	// context and secrets are what the kubelet passes with the volume:
+	// its volume context, and its StorageClass's node secrets.
+	context, secrets map[string]string
 }
 
 func newVolume(t *testing.T, name, transport string, portID, svcid int, block bool, fsType string, sizeMiB int64) *volume {
@@ -132,12 +135,14 @@ func (v *volume) capability() *csispec.VolumeCapability {
 }
 
 func (v *volume) stage(ctx context.Context) error {
-	_, err := client.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging, VolumeCapability: v.capability(), PublishContext: v.publish})
+	_, err := client.NodeStageVolume(ctx, &csispec.NodeStageVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging, VolumeCapability: v.capability(), PublishContext: v.publish,
+		VolumeContext: v.context, Secrets: v.secrets})
 	return err
 }
 
 func (v *volume) publishAt(ctx context.Context) error {
-	_, err := client.NodePublishVolume(ctx, &csispec.NodePublishVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging, TargetPath: v.target, VolumeCapability: v.capability(), PublishContext: v.publish})
+	_, err := client.NodePublishVolume(ctx, &csispec.NodePublishVolumeRequest{VolumeId: v.id, StagingTargetPath: v.staging, TargetPath: v.target, VolumeCapability: v.capability(), PublishContext: v.publish,
+		VolumeContext: v.context, Secrets: v.secrets})
 	return err
 }
 

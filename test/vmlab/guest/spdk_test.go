@@ -455,6 +455,8 @@ func TestProductionDataPath(t *testing.T) {
 	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
 	must(t, v.unstage(ctx), "NodeUnstageVolume")
 
+	hostsAuthenticate(ctx, t, o)
+
 	// SPDK dies and the kubelet starts it again: the controller is reset,
 	// and the agent's next bootstrap turns the cache off again.
 	p.kill()
