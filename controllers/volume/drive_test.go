@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
-	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/controllers/agentclient"
+	"github.com/flint-io/flint/internal/fabric"
 )
 
 // blackHole accepts connections on addr and never answers, recording

@@ -576,4 +576,3 @@ func nvmfSubsystemHost(add bool) handler {
 		return true, nil
 	}
 }
-
