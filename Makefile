@@ -87,8 +87,9 @@ test-sanity: ## The official CSI sanity suite (csi-test/v5) against csi.flint.io
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 -v ./test/sanity/ -ginkgo.no-color | grep -E '^(Ran|SUCCESS|FAIL|--- )|Passed'
 
 .PHONY: test-vm
-test-vm: ## The VM node lab: the CSI node service in a QEMU guest (bookworm-backports' 6.12 kernel) against kernel nvmet over TCP and soft-RoCE RDMA, and SPDK (FLINT_SPDK_DIR's, or make spdk's) driving the guest's NVMe over vfio and hugepages with RDMA to the kernel host, which authenticates (DH-HMAC-CHAP), each preflight check broken.
+test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 kernel) against kernel nvmet over TCP and soft-RoCE RDMA, and SPDK (FLINT_SPDK_DIR's, or make spdk's) driving the guest's NVMe over vfio and hugepages with RDMA to the kernel host, each preflight check broken; then, on bookworm-backports' 6.12, that host authenticating (DH-HMAC-CHAP).
 	FLINT_SPDK_DIR="$(spdk_dir)" hack/vmlab/run.sh
+	FLINT_SPDK_DIR="$(spdk_dir)" VMLAB_KERNEL=backports VMLAB_AUTH=1 VMLAB_RUN=TestProductionDataPath hack/vmlab/run.sh
 
 .PHONY: test-spdk
 test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real nvmf_tgt: FLINT_SPDK_DIR's, or make spdk's.

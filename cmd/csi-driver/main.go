@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -113,7 +114,11 @@ func run(ctx context.Context, o options, log logr.Logger) error {
 		if err != nil {
 			return err
 		}
-		attacher := &csi.FabricAttacher{Host: &nvmeof.Host{Sysfs: "/sys", Dev: "/dev", HostNQN: hostNQN, Options: o.fabrics}, DeviceTimeout: 30 * time.Second}
+		hostID, err := nvmeof.HostID(hostNQN, filepath.Join(filepath.Dir(o.hostNQNFile), "hostid"))
+		if err != nil {
+			return err
+		}
+		attacher := &csi.FabricAttacher{Host: &nvmeof.Host{Sysfs: "/sys", Dev: "/dev", HostNQN: hostNQN, HostID: hostID, Options: o.fabrics}, DeviceTimeout: 30 * time.Second}
 		ns = &csi.Node{
 			NodeID: hostNQN, NodeName: o.nodeName, Attacher: attacher, StateDir: o.stateDir, ResizeTimeout: 30 * time.Second,
 			Mounter: mount.NewSafeFormatAndMount(mount.New(""), utilexec.New()),

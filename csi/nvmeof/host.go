@@ -78,6 +78,9 @@ type Host struct {
 	Dev string
 	// HostNQN is this node's host NQN, sent on every connect.
 	HostNQN string
+	// HostID is this node's host identifier (HostID), sent with HostNQN
+	// when set.
+	HostID  string
 	Options Options
 }
 
@@ -141,6 +144,12 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets)
 		"nqn=" + nqn, "transport=" + p.Transport, "traddr=" + p.Address,
 		"trsvcid=" + strconv.Itoa(int(p.Port)), "hostnqn=" + h.HostNQN,
 	}
+	if h.HostID != "" {
+		if !uuidForm.MatchString(h.HostID) {
+			return fmt.Errorf("refusing to connect %s over %s: host ID %q is not a UUID", nqn, p, h.HostID)
+		}
+		opts = append(opts, "hostid="+h.HostID)
+	}
 	opts = appendSeconds(opts, "ctrl_loss_tmo", h.Options.CtrlLossTimeout)
 	opts = appendSeconds(opts, "reconnect_delay", h.Options.ReconnectDelay)
 	opts = appendSeconds(opts, "fast_io_fail_tmo", h.Options.FastIOFailTimeout)
@@ -172,6 +181,8 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets)
 		return fmt.Errorf("connect %s over %s: the kernel has no %s transport: modprobe nvme-%s", nqn, p, p.Transport, p.Transport)
 	case secrets.Host != "" && (errors.Is(err, syscall.EPROTONOSUPPORT) || errors.Is(err, syscall.EINVAL)) && !h.authLoaded():
 		return fmt.Errorf("connect %s over %s: the volume asks hosts to authenticate (DH-HMAC-CHAP) and this node's kernel cannot: it needs CONFIG_NVME_HOST_AUTH (nvme_auth module); %w", nqn, p, err)
+	case secrets.Host == "" && errors.Is(err, syscall.ENOKEY):
+		return fmt.Errorf("connect %s over %s: the target asks this host to authenticate (DH-HMAC-CHAP) and it has no key for the volume: %w (the volume's StorageClass must name its node-stage secret)", nqn, p, err)
 	case secrets.Host != "" && (errors.Is(err, syscall.EKEYREJECTED) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)):
 		return fmt.Errorf("connect %s over %s: DH-HMAC-CHAP failed: the target refused this node's key for the volume, or did not prove its own: %w (the keys are the Secret the StorageClass names as node-stage secret)", nqn, p, err)
 	case errors.Is(err, syscall.EIO), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):

@@ -151,3 +151,46 @@ func TestSecretsAreTheKernelsControllers(t *testing.T) {
 		t.Fatal("SetSecrets took a secret outside the grammar")
 	}
 }
+
+// The host ID goes with the host NQN on every connect: nvme-cli's file
+// when there is one, else the NQN's own UUID, else one made from the NQN.
+func TestHostIDFollowsNvmeCLI(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hostid")
+	if id, err := HostID(hostNQN, file); err != nil || id != "1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c" {
+		t.Fatalf("HostID of a UUID-based NQN without a file = %q, %v; want the NQN's UUID", id, err)
+	}
+	other := "nqn.2026-01.io.example:worker-7"
+	a, err := HostID(other, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := HostID(other, file); a != b || !uuidForm.MatchString(a) {
+		t.Fatalf("HostID of %s = %q, then %q; want one UUID", other, a, b)
+	}
+	if err := os.WriteFile(file, []byte("8E1B2C3D-4F5A-4B6C-8D7E-9F0A1B2C3D4E\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := HostID(hostNQN, file); err != nil || id != "8e1b2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e" {
+		t.Fatalf("HostID with nvme-cli's file = %q, %v; want the file's", id, err)
+	}
+	if err := os.WriteFile(file, []byte("host-7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HostID(hostNQN, file); err == nil {
+		t.Fatal("HostID took a file that holds no UUID")
+	}
+
+	dev := t.TempDir()
+	fabrics := filepath.Join(dev, "nvme-fabrics")
+	if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: hostNQN, HostID: "1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}
+	if err := h.Connect(context.Background(), volumeNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, Secrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(fabrics); !strings.HasSuffix(string(b), ",hostnqn="+hostNQN+",hostid=1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c") {
+		t.Fatalf("the kernel was sent %q, want the host ID after the host NQN", b)
+	}
+}

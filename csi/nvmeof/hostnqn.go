@@ -18,6 +18,7 @@ package nvmeof
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -68,4 +69,39 @@ func HostNQN(path string) (string, error) {
 		return "", fmt.Errorf("persist the host NQN: %w", err)
 	}
 	return HostNQN(path)
+}
+
+// hostUUID is a host NQN made from a UUID, as nvme-cli and HostNQN make
+// them.
+var hostUUID = regexp.MustCompile(`^nqn\.2014-08\.org\.nvmexpress:uuid:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
+
+// uuidForm is the form the kernel parses a host ID in.
+var uuidForm = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// HostID is the host identifier the node connects with, beside hostNQN:
+// what path (/etc/nvme/hostid, nvme-cli's) holds, else the UUID of a
+// UUID-based NQN (what nvme-cli derives then), else a UUID made from the
+// NQN's hash. It is sent with every connect: since Linux 6.5 the kernel
+// refuses a host NQN that comes with another host ID than before, and a
+// connect without one takes the kernel's own default ID, which belongs
+// to its default host NQN ("found same hostid but different hostnqn").
+func HostID(hostNQN, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		id := strings.TrimSpace(string(b))
+		if !uuidForm.MatchString(id) {
+			return "", fmt.Errorf("%s holds %q, which is not an NVMe host ID (a UUID): fix or remove the file", path, id)
+		}
+		return strings.ToLower(id), nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("read the host ID: %w", err)
+	}
+	if m := hostUUID.FindStringSubmatch(hostNQN); m != nil {
+		return strings.ToLower(m[1]), nil
+	}
+	u := sha256.Sum256([]byte(hostNQN))
+	u[6] = u[6]&0x0f | 0x80 // version 8: made by this rule
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
 }

@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# The VM node lab (make test-vm): boots bookworm-backports' kernel (6.12,
-# for NVMe in-band authentication, which Debian's 6.1 builds without) in
-# QEMU (TCG)
+# The VM node lab (make test-vm): boots Debian's 6.1 kernel in QEMU (TCG)
 # with a busybox initramfs holding the kernel's NVMe-oF host and target
 # modules, soft-RoCE, mkfs/resize tools and the static guest test binary
 # (test/vmlab/guest), which drives the CSI node service against a kernel
@@ -14,10 +12,15 @@
 # reserved on the kernel command line, and SPDK's nvmf_tgt with osd-agent
 # (exec-spdk and the OSD's storage code) in the initramfs: the guest test
 # drives the controller over vfio on hugepages, exports over RDMA
-# (soft-RoCE) to the kernel's nvme-rdma host, has that host authenticate
-# (DH-HMAC-CHAP, a key rotated under a queued write), and breaks each
-# preflight check exec-spdk makes (test/vmlab/guest/spdk_test.go,
-# auth_test.go).
+# (soft-RoCE) to the kernel's nvme-rdma host, and breaks each preflight
+# check exec-spdk makes (test/vmlab/guest/spdk_test.go).
+#
+# VMLAB_KERNEL=backports boots bookworm-backports' kernel (6.12) instead,
+# and VMLAB_AUTH=1 has the production data-path test's host also
+# authenticate (DH-HMAC-CHAP, test/vmlab/guest/auth_test.go), which
+# Debian's 6.1 is built without; VMLAB_RUN limits the guest's tests (a
+# -test.run pattern). make test-vm boots both: everything on 6.1, the
+# production data path with authentication on 6.12.
 #
 # Needs the Debian packages listed in PACKAGES; the kernel package is
 # downloaded (apt-get download) into $FLINT_CACHE/vmlab once.
@@ -29,6 +32,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 repeat="${VMLAB_REPEAT:-1}"
+kernel_series="${VMLAB_KERNEL:-stable}"
+run="${VMLAB_RUN:-.}"
+auth="${VMLAB_AUTH:-}"
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "vmlab: VMLAB_REPEAT must be a positive count, not '$repeat'" >&2; exit 2; }
 PACKAGES=(qemu-system-x86 busybox-static kmod cpio e2fsprogs xfsprogs iproute2 util-linux ibverbs-providers openssl)
 spdk_dir="${FLINT_SPDK_DIR:-}"
@@ -47,8 +53,9 @@ if [ -n "$spdk_dir" ]; then
   [ -f /etc/ssl/openssl.cnf ] || { echo "vmlab: /etc/ssl/openssl.cnf missing (SPDK reads it at start): apt-get install --no-install-recommends openssl" >&2; exit 2; }
 fi
 
-# The kernel: the one bookworm-backports' linux-image-amd64 depends on.
-kernel=$(hack/vmlab/kernel.sh backports)
+# The kernel: the one Debian's (or bookworm-backports') linux-image-amd64
+# depends on.
+kernel=$(hack/vmlab/kernel.sh "$kernel_series")
 kroot=$(sed -n 1p <<<"$kernel"); kver=$(sed -n 2p <<<"$kernel")
 log "kernel $kver"
 
@@ -106,8 +113,8 @@ ip link set lo up; ip link set eth0 up; ip addr add 10.0.2.15/24 dev eth0
 rdma link add rxe0 type rxe netdev eth0 || echo "soft-RoCE failed"
 ip -4 addr show eth0 | grep inet
 echo "VMLAB-BOOTED \$(cut -d' ' -f1 /proc/uptime)s"
-export FLINT_VM_GUEST=1 FLINT_VM_ADDRESS=10.0.2.15 $spdk_env
-/guest.test -test.v -test.timeout 420s; rc=\$?
+export FLINT_VM_GUEST=1 FLINT_VM_ADDRESS=10.0.2.15 $spdk_env ${auth:+FLINT_VM_AUTH=1}
+/guest.test -test.v -test.timeout 420s -test.run '$run'; rc=\$?
 if [ \$rc = 0 ] && [ $repeat -gt 1 ]; then
   echo "VMLAB-REPEAT the failover tests $((repeat - 1)) more times"
   /guest.test -test.v -test.run 'TestPathFollow|TestTargetRecreated' -test.count $((repeat - 1)) -test.failfast -test.timeout $((60 * repeat))s; rc=\$?
@@ -132,6 +139,10 @@ done
 if ! grep -q '^VMLAB-EXIT=0' "$console"; then
   grep -q VMLAB-BOOTED "$console" || tail -40 "$console"
   echo "vmlab: FAILED (console above)" >&2
+  exit 1
+fi
+if [ -n "$auth" ] && ! grep -q 'DH-HMAC-CHAP: no key and wrong keys refused' "$console"; then
+  echo "vmlab: VMLAB_AUTH=1, and the guest never showed its host authenticate" >&2
   exit 1
 fi
 log "PASS"

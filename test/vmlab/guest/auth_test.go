@@ -24,12 +24,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/csi"
 	"github.com/flint-io/flint/csi/nvmeof"
 	"github.com/flint-io/flint/internal/fabric"
+	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
@@ -38,15 +38,23 @@ import (
 // Volume with spec.hostAuthentication DHHMACCHAP has it: no key, or a
 // wrong one, is refused; the node plugin connects with the node-stage
 // secret; a rotation (the target's key file rewritten by EnsureTarget,
-// the node's controllers given the new secrets by a republish) costs the
-// I/O in flight no error, even across a reconnect.
-func hostsAuthenticate(ctx context.Context, t *testing.T, o *storage.Engine) {
+// then the node's controller given the new secrets by a republish) costs
+// the I/O no error, and a reconnect after it proves the new keys. (A
+// reconnect between the two steps is refused, and Linux 6.12 does not
+// retry a rejected key: docs/security.md.) It runs over NVMe/TCP, a
+// second listener of the OSD's SPDK: under TCG, soft-RoCE stalled a
+// connect that followed a refused one past the kernel's admin timeout.
+func hostsAuthenticate(ctx context.Context, t *testing.T, spdk *spdkclient.Client, bdf, keyDir string) {
 	if _, err := os.Stat("/sys/module/nvme_auth"); err != nil {
 		t.Fatalf("the guest kernel has no NVMe host authentication (nvme_auth): %v", err)
 	}
+	o := storage.New(storage.Config{UID: osdUID, Device: storage.Device{Driver: storage.DriverPCIe, PCIAddress: bdf},
+		Listener: storage.Listener{Transport: "tcp", Address: address, Port: 4421}, KeyDir: keyDir}, spdk)
+	_, err := o.Bootstrap(ctx)
+	must(t, err, "bootstrap the OSD with a TCP listener")
 	const key = "auth-vol"
 	keys := newKeys(t)
-	_, err := o.CreateReplica(ctx, key, 64<<20)
+	_, err = o.CreateReplica(ctx, key, 64<<20)
 	must(t, err, "create the replica")
 	spec := storage.TargetSpec{Volume: key, Epoch: 1, Members: []storage.MemberSpec{{OSD: osdUID, InSync: true}}, Hosts: []string{hostNQN}, HostKeys: keys}
 	target, err := o.EnsureTarget(ctx, spec)
@@ -83,41 +91,30 @@ func hostsAuthenticate(ctx context.Context, t *testing.T, o *storage.Engine) {
 	must(t, writeSynced(v.dataPath(), first), "write and fsync")
 
 	// The rotation reaches the target first (the Volume's Secret changed,
-	// the operator drove the target). Its connected host stays; made to
-	// reconnect, it is refused with the old secret and keeps retrying,
-	// its I/O queued.
+	// the operator drove the target): its connected host stays, its I/O
+	// goes on.
 	rotated := newKeys(t)
 	spec.HostKeys = rotated
 	_, err = o.EnsureTarget(ctx, spec)
 	must(t, err, "ensure the target with rotated keys")
-	ctrl := controllerOf(t, nqn)
-	must(t, os.WriteFile(filepath.Join("/sys/class/nvme", ctrl, "reset_controller"), []byte("1"), 0), "reset the controller")
 	second := randomBytes(t, 1<<20)
-	wrote := make(chan error, 1)
-	go func() { wrote <- writeSynced(v.dataPath()+".2", second) }()
-	select {
-	case err := <-wrote:
-		t.Fatalf("a write completed (%v) while the only path reconnected with a key the target no longer takes", err)
-	case <-time.After(5 * time.Second):
-	}
-	if state := readSysfs(t, ctrl, "state"); state == "live" {
-		t.Fatalf("controller %s is live with the old secret after the target's rotation", ctrl)
-	}
-	// The kubelet's next republish brings the rotated Secret.
+	must(t, writeSynced(v.dataPath()+".2", second), "write and fsync after the target's rotation")
+	// The kubelet's next republish brings the rotated Secret: the kernel
+	// re-authenticates its live controller with it.
+	ctrl := controllerOf(t, nqn)
 	v.secrets = map[string]string{flintv1.SecretKeyDHCHAP: rotated.Secret, flintv1.SecretKeyDHCHAPCtrl: rotated.CtrlSecret}
-	rotatedAt := time.Now()
 	must(t, v.publishAt(ctx), "NodePublishVolume again, with the rotated secret")
-	select {
-	case err := <-wrote:
-		must(t, err, "the write queued across the rotation")
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the write queued across the rotation did not complete; controller %s is %s", ctrl, readSysfs(t, ctrl, "state"))
-	}
-	t.Logf("rotation: the write queued while the old secret was refused completed %s after the node took the new one", time.Since(rotatedAt).Round(100*time.Millisecond))
 	if got := readSysfs(t, ctrl, "dhchap_secret"); got != rotated.Secret {
 		t.Fatalf("controller %s authenticates with %q, want the rotated secret", ctrl, got)
 	}
-	for name, want := range map[string][]byte{v.dataPath(): first, v.dataPath() + ".2": second} {
+	// A reconnect now proves the new keys.
+	must(t, os.WriteFile(filepath.Join("/sys/class/nvme", ctrl, "reset_controller"), []byte("1"), 0), "reset the controller after the rotation")
+	if state := readSysfs(t, ctrl, "state"); state != "live" {
+		t.Fatalf("controller %s is %s after a reset with the rotated keys", ctrl, state)
+	}
+	third := randomBytes(t, 1<<20)
+	must(t, writeSynced(v.dataPath()+".3", third), "write and fsync after the reconnect")
+	for name, want := range map[string][]byte{v.dataPath(): first, v.dataPath() + ".2": second, v.dataPath() + ".3": third} {
 		got, err := os.ReadFile(name)
 		must(t, err, "read back")
 		if !bytes.Equal(got, want) {
@@ -129,6 +126,7 @@ func hostsAuthenticate(ctx context.Context, t *testing.T, o *storage.Engine) {
 	if _, err := o.DeleteTarget(ctx, key, []string{osdUID}, nil); err != nil {
 		t.Fatalf("delete the target: %v", err)
 	}
+	t.Logf("DH-HMAC-CHAP: no key and wrong keys refused, the node-stage secret let in, a rotation crossed without an I/O error")
 }
 
 func newKeys(t *testing.T) storage.Keys {

@@ -77,8 +77,12 @@ func start() error {
 	if hostNQN, err = nvmeof.HostNQN("/etc/nvme/hostnqn"); err != nil {
 		return err
 	}
+	hostID, err := nvmeof.HostID(hostNQN, "/etc/nvme/hostid")
+	if err != nil {
+		return err
+	}
 	attacher = &csi.FabricAttacher{
-		Host:          &nvmeof.Host{Sysfs: "/sys", Dev: "/dev", HostNQN: hostNQN, Options: nvmeof.Options{CtrlLossTimeout: 2 * time.Minute, ReconnectDelay: time.Second}},
+		Host:          &nvmeof.Host{Sysfs: "/sys", Dev: "/dev", HostNQN: hostNQN, HostID: hostID, Options: nvmeof.Options{CtrlLossTimeout: 2 * time.Minute, ReconnectDelay: time.Second}},
 		DeviceTimeout: 20 * time.Second,
 		JoinTimeout:   5 * time.Second, // the refused target of TestTargetRecreated waits this long
 	}
