@@ -76,7 +76,7 @@ test-unit: ## Tests that need no control plane.
 
 .PHONY: test-envtest
 test-envtest: ## Suites against a real kube-apiserver and etcd (built on first use).
-	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 ./test/...
+	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go test -count=1 -timeout 30m ./test/...
 
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 60s); their seed corpora run in test-unit.

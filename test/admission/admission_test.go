@@ -170,6 +170,8 @@ var rejections = []rejection{
 		"set exactly one of source.snapshot and source.volume"},
 	{"volume host that is no NQN", volumeBase, `spec: {publishedHosts: [node-1]}`,
 		"spec.publishedHosts[0] in body should match"},
+	{"volume host authentication unknown", volumeBase, `spec: {hostAuthentication: CHAP}`,
+		"spec.hostAuthentication: Unsupported value"},
 }
 
 // mutation is an update the apiserver must refuse on an existing object.
@@ -191,6 +193,7 @@ var immutables = []mutation{
 	{"volume replicas added", volumeBase, `spec: {replicas: 2}`, "replicas is immutable: it cannot be added or removed"},
 	{"volume source added", volumeBase, `spec: {source: {snapshot: s1}}`, "source is immutable: it cannot be added or removed after creation"},
 	{"volume claim added", volumeBase, `spec: {claim: {namespace: shop, name: orders}}`, "claim is immutable: it cannot be added or removed after creation"},
+	{"volume host authentication added", volumeBase, `spec: {hostAuthentication: DHHMACCHAP}`, "hostAuthentication is immutable: it cannot be added or removed after creation"},
 	{"snapshot volume", snapshotBase, `spec: {volume: v2}`, "volume is immutable: a Snapshot is of the Volume it was taken of"},
 }
 
@@ -208,6 +211,7 @@ var immutablesOnSetFields = []mutation{
 	{"volume replicas changed", volumeBase + "  replicas: 3\n", `spec: {replicas: 2}`, "replicas is immutable"},
 	{"volume source changed", volumeBase + "  source: {snapshot: s1}\n", `spec: {source: {snapshot: s2}}`, "source is immutable"},
 	{"volume claim changed", volumeBase + "  claim: {namespace: shop, name: orders}\n", `spec: {claim: {name: payments}}`, "claim is immutable: it names the claim"},
+	{"volume host authentication changed", volumeBase + "  hostAuthentication: DHHMACCHAP\n", `spec: {hostAuthentication: None}`, "hostAuthentication is immutable: hosts connected with it"},
 }
 
 var _ = Describe("Admission", func() {
