@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -52,9 +53,7 @@ func HostNQN(path string) (string, error) {
 	if _, err := rand.Read(u); err != nil {
 		return "", err
 	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	nqn := fmt.Sprintf("nqn.2014-08.org.nvmexpress:uuid:%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+	nqn := uuidNQNPrefix + formatUUID(u, 0x40) // version 4: random
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("persist the host NQN: %w", err)
 	}
@@ -71,12 +70,21 @@ func HostNQN(path string) (string, error) {
 	return HostNQN(path)
 }
 
-// hostUUID is a host NQN made from a UUID, as nvme-cli and HostNQN make
-// them.
-var hostUUID = regexp.MustCompile(`^nqn\.2014-08\.org\.nvmexpress:uuid:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
+// uuidNQNPrefix starts a host NQN made from a UUID, as nvme-cli and
+// HostNQN make them.
+const uuidNQNPrefix = "nqn.2014-08.org.nvmexpress:uuid:"
 
 // uuidForm is the form the kernel parses a host ID in.
 var uuidForm = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// formatUUID formats the first 16 bytes of b as a UUID of the given
+// version (its high nibble), RFC 4122 variant.
+func formatUUID(b []byte, version byte) string {
+	u := slices.Clone(b[:16])
+	u[6] = u[6]&0x0f | version
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}
 
 // HostID is the host identifier the node connects with, beside hostNQN:
 // what path (/etc/nvme/hostid, nvme-cli's) holds, else the UUID of a
@@ -97,11 +105,9 @@ func HostID(hostNQN, path string) (string, error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("read the host ID: %w", err)
 	}
-	if m := hostUUID.FindStringSubmatch(hostNQN); m != nil {
-		return strings.ToLower(m[1]), nil
+	if id, ok := strings.CutPrefix(hostNQN, uuidNQNPrefix); ok && uuidForm.MatchString(id) {
+		return strings.ToLower(id), nil
 	}
-	u := sha256.Sum256([]byte(hostNQN))
-	u[6] = u[6]&0x0f | 0x80 // version 8: made by this rule
-	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
+	sum := sha256.Sum256([]byte(hostNQN))
+	return formatUUID(sum[:], 0x80), nil // version 8: made by this rule
 }

@@ -80,13 +80,19 @@ func ownedBySelf(fi os.FileInfo) bool {
 	return ok && int(st.Uid) == os.Getuid()
 }
 
+// keyIndex is where the keyring holds the key of name; -1 when it does
+// not.
+func (st *state) keyIndex(name string) int {
+	return slices.IndexFunc(st.keys, func(k *key) bool { return k.name == name })
+}
+
 // hold takes a reference to the key of name for a host or controller;
 // an empty name is no key.
 func (st *state) hold(name string) (*key, bool) {
 	if name == "" {
 		return nil, true
 	}
-	i := slices.IndexFunc(st.keys, func(k *key) bool { return k.name == name })
+	i := st.keyIndex(name)
 	if i < 0 {
 		return nil, false
 	}
@@ -95,16 +101,16 @@ func (st *state) hold(name string) (*key, bool) {
 }
 
 // holdKeys holds the named host and controller keys; a name the keyring
-// lacks is SPDK's "Invalid parameters".
-func (st *state) holdKeys(keyName, ctrlrKeyName string) (*key, *key, error) {
+// lacks is missing, the error the RPC answers for it.
+func (st *state) holdKeys(keyName, ctrlrKeyName string, missing *rpcError) (*key, *key, error) {
 	key, found := st.hold(keyName)
 	if !found {
-		return nil, nil, errInvalidParams()
+		return nil, nil, missing
 	}
 	ctrlrKey, found := st.hold(ctrlrKeyName)
 	if !found {
 		st.release(key)
-		return nil, nil, errInvalidParams()
+		return nil, nil, missing
 	}
 	return key, ctrlrKey, nil
 }
@@ -126,7 +132,7 @@ func keyringFileAddKey(t *Target, p json.RawMessage) (any, error) {
 	if err := decode(p, &req, errf(jsonrpc.CodeInvalidParams, "Invalid argument"), "name", "path"); err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(t.st.keys, func(k *key) bool { return k.name == req.Name }) {
+	if t.st.keyIndex(req.Name) >= 0 {
 		return nil, errf(jsonrpc.CodeExists, "File exists")
 	}
 	if err := checkKeyFile(req.Path); err != nil {
@@ -143,7 +149,7 @@ func keyringFileRemoveKey(t *Target, p json.RawMessage) (any, error) {
 	if err := decode(p, &req, errf(jsonrpc.CodeInvalidParams, "Invalid argument"), "name"); err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(t.st.keys, func(k *key) bool { return k.name == req.Name })
+	i := t.st.keyIndex(req.Name)
 	if i < 0 {
 		return nil, errf(jsonrpc.CodeNoKey, "Required key not available")
 	}

@@ -215,11 +215,9 @@ func bdevNvmeAttachController(t *Target, p json.RawMessage) (any, error) {
 	if req.Hostnqn == "" {
 		req.Hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + newUUID()
 	}
-	key, keyFound := t.st.hold(req.DhchapKey)
-	ctrlrKey, ctrlrKeyFound := t.st.hold(req.DhchapCtrlrKey)
-	if !keyFound || !ctrlrKeyFound {
-		t.st.release(key, ctrlrKey)
-		return nil, errf(jsonrpc.CodeNoKey, "Required key not available")
+	key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey, errf(jsonrpc.CodeNoKey, "Required key not available"))
+	if err != nil {
+		return nil, err
 	}
 	_, s := t.fabric.remote(trid, req.Subnqn, req.Hostnqn)
 	if s == nil || !s.authenticates(req.Hostnqn, key, ctrlrKey) {

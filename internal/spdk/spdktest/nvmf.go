@@ -564,7 +564,7 @@ func nvmfSubsystemHost(add bool) handler {
 			s.hosts = slices.DeleteFunc(s.hosts, func(x *nvmfHost) bool { return x == h })
 			return true, nil
 		}
-		key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey)
+		key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey, errInvalidParams())
 		if err != nil {
 			return nil, err
 		}

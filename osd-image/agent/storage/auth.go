@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flint-io/flint/internal/durable"
 	"github.com/flint-io/flint/internal/fabric"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
@@ -54,13 +55,17 @@ type keyNames struct{ key, ctrlr string }
 func keyNamesOf(volume, link string, k Keys) keyNames {
 	var n keyNames
 	if k.Secret != "" {
-		n.key = volume + "." + link + ".key"
+		n.key = keyName(volume, link, "key")
 	}
 	if k.CtrlSecret != "" {
-		n.ctrlr = volume + "." + link + ".ctrl"
+		n.ctrlr = keyName(volume, link, "ctrl")
 	}
 	return n
 }
+
+// keyName names one key of volume's link, in the keyring and as a file
+// of the key directory.
+func keyName(volume, link, which string) string { return volume + "." + link + "." + which }
 
 // ensureKeys puts k where SPDK authenticates volume's link with it: each
 // secret in a file of the key directory that only SPDK's user reads, and
@@ -114,18 +119,14 @@ func (e *Engine) ensureKey(ctx context.Context, name, secret string) error {
 	return nil
 }
 
-// writeKeyFile makes path hold secret, unless it does: written aside and
-// renamed over, so that SPDK reads the old secret or the new one, never
+// writeKeyFile makes path hold secret, unless it does: replaced
+// atomically, so that SPDK reads the old secret or the new one, never
 // part of either.
 func writeKeyFile(path, secret string) error {
 	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, []byte(secret)) {
 		return nil
 	}
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(secret), 0o600); err != nil {
-		return fmt.Errorf("write key file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := durable.WriteFile(path, []byte(secret), 0o600); err != nil {
 		return fmt.Errorf("write key file: %w", err)
 	}
 	return nil
@@ -138,21 +139,21 @@ func (e *Engine) forgetKeys(ctx context.Context, volume, link string) error {
 	if e.cfg.KeyDir == "" {
 		return nil
 	}
-	names := keyNamesOf(volume, link, Keys{Secret: "-", CtrlSecret: "-"})
-	for _, name := range []string{names.key, names.ctrlr} {
+	for _, name := range []string{keyName(volume, link, "key"), keyName(volume, link, "ctrl")} {
 		e.mu.Lock()
 		_, known := e.keys[name]
 		delete(e.keys, name)
 		e.mu.Unlock()
+		path := filepath.Join(e.cfg.KeyDir, name)
 		// Without its file, a key was never registered by this agent, or
 		// was removed already: no RPC for the common case of no key.
-		if _, err := os.Stat(filepath.Join(e.cfg.KeyDir, name)); !known && errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(path); !known && errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err := e.spdk.KeyringFileRemoveKey(ctx, name); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 			return fmt.Errorf("remove key %s: %w", name, err)
 		}
-		if err := os.Remove(filepath.Join(e.cfg.KeyDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove key file: %w", err)
 		}
 	}
