@@ -380,6 +380,7 @@ func TestCommands(t *testing.T) {
 				if err := c.Status().Update(ctx, got); err != nil {
 					t.Fatal(err)
 				}
+				time.Sleep(300 * time.Millisecond)
 			}
 		}
 		t.Cleanup(func() {
@@ -416,8 +417,11 @@ func TestCommands(t *testing.T) {
 		replicasOnC(flintv1.ReplicaStateRebuilding, ptr.To[int32](50))
 		// Half of each 1Gi in 10 s (and the moments since): at most
 		// 2 × 51.2 MiB/s, and at least 10 s to go.
-		says("osd/osd-b: 0 replicas and 0 targets to move; 2 rebuilding, 1Gi of 2Gi rebuilt at ")
-		m := regexp.MustCompile(`rebuilt at ([0-9.]+) MiB/s, ETA ([0-9]+)s`).FindStringSubmatch(follow.String())
+		// The Volumes change one at a time, so a line with one of them
+		// rebuilding may come first: read the rate from the line with both.
+		both := "osd/osd-b: 0 replicas and 0 targets to move; 2 rebuilding, 1Gi of 2Gi rebuilt at "
+		says(both)
+		m := regexp.MustCompile(regexp.QuoteMeta(both) + `([0-9.]+) MiB/s, ETA ([0-9]+)s`).FindStringSubmatch(follow.String())
 		if m == nil {
 			t.Fatalf("no rate and ETA in:\n%s", follow.String())
 		}
