@@ -229,6 +229,11 @@ func execSPDK(args []string) {
 	fs.BoolVar(&o.InterruptMode, "interrupt-mode", false, "let reactors sleep when idle (for shared cores)")
 	fs.IntVar(&cpuLimit, "cpus", 0, "the container's CPU limit in whole cores (from the downward API): SPDK polls at most that many of the container's cores; 0: all of them")
 	fs.StringVar(&o.PCIAddress, "pci-address", "", "the NVMe controller's PCI address, when the OSD names it")
+	o.DHGroups = launch.DefaultDHGroups
+	fs.Func("dhchap-dhgroups", fmt.Sprintf("the Diffie-Hellman groups SPDK's target allows DH-HMAC-CHAP, comma-separated (default %s): it takes the strongest a host offers", strings.Join(launch.DefaultDHGroups, ",")), func(v string) error {
+		o.DHGroups = strings.Split(v, ",")
+		return nil
+	})
 	fs.StringVar(&devicePath, "device-path", "", "the block device of an aio or uring OSD: claimed exclusively for SPDK, so no other OSD on the node takes it")
 	fs.StringVar(&pciResource, "pci-resource", "", "the device plugin resource whose PCIDEVICE_* variable names the NVMe controller")
 	fs.StringVar(&transport, "transport", "tcp", "the OSD's NVMe-oF transport, tcp or rdma: rdma needs an RDMA device in the pod")

@@ -62,6 +62,14 @@ func (c *Client) NvmfSubsystemGetControllers(ctx context.Context, nqn string) ([
 	return ctrlrs, err
 }
 
+// NvmfSubsystemGetQpairs lists the queue pairs hosts hold on subsystem
+// nqn, with how each authenticated. The double does not model queues.
+func (c *Client) NvmfSubsystemGetQpairs(ctx context.Context, nqn string) ([]types.NvmfQpair, error) {
+	var qpairs []types.NvmfQpair
+	err := c.rpc.Call(ctx, "nvmf_subsystem_get_qpairs", types.NQNRequest{NQN: nqn}, &qpairs)
+	return qpairs, err
+}
+
 // NvmfSubsystemAddNs adds a namespace and returns its nsid.
 func (c *Client) NvmfSubsystemAddNs(ctx context.Context, nqn string, ns types.NvmfNamespaceRequest) (uint32, error) {
 	var nsid uint32

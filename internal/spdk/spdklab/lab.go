@@ -35,6 +35,7 @@ import (
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/osd-image/agent/launch"
 )
 
 // Target is one SPDK application under test: a real nvmf_tgt when
@@ -128,13 +129,22 @@ type Process struct {
 }
 
 // StartProcess runs spdkDir's nvmf_tgt without hugepages on core 0 on
-// socket, logging beside it, and returns once it answers.
+// socket, logging beside it, and returns once it answers. Its target
+// allows the DH groups an OSD's does.
 func StartProcess(spdkDir, socket string) (*Process, error) {
 	bin, err := Binary(spdkDir)
 	if err != nil {
 		return nil, err
 	}
-	return StartCommand([]string{bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "-r", socket}, socket)
+	config, err := launch.StartupConfig(launch.Options{DHGroups: launch.DefaultDHGroups})
+	if err != nil {
+		return nil, err
+	}
+	configPath := socket + ".json"
+	if err := os.WriteFile(configPath, config, 0o644); err != nil {
+		return nil, fmt.Errorf("write SPDK's startup configuration: %w", err)
+	}
+	return StartCommand([]string{bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "--json", configPath, "-r", socket}, socket)
 }
 
 // Binary is the SPDK application of the build tree spdkDir.

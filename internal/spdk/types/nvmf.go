@@ -96,6 +96,23 @@ type NvmfController struct {
 	NumIOQpairs uint32 `json:"num_io_qpairs"`
 }
 
+// NvmfQpair is one queue pair a host holds on a subsystem: qid 0 is its
+// controller's admin queue.
+type NvmfQpair struct {
+	Cntlid uint16 `json:"cntlid"`
+	Qid    uint16 `json:"qid"`
+	State  string `json:"state"`
+	// Auth is how the queue authenticated; nil when it did not.
+	Auth *NvmfQpairAuth `json:"auth,omitempty"`
+}
+
+// NvmfQpairAuth is a queue's DH-HMAC-CHAP exchange, by SPDK's names.
+type NvmfQpairAuth struct {
+	State   string `json:"state"`
+	Digest  string `json:"digest"`
+	DHGroup string `json:"dhgroup"`
+}
+
 // NvmfSubsystem is one subsystem. The discovery subsystem is listed too.
 type NvmfSubsystem struct {
 	NQN             string          `json:"nqn"`

@@ -43,6 +43,8 @@ func TestArgs(t *testing.T) {
 			"-m 0x1 -r s --no-huge -s 1024 --no-pci --interrupt-mode", ""},
 		{"hugepages win over memory", Options{Socket: "s", CPUs: []int{0}, HugePagesBytes: 1 << 30, MemoryMiB: 512},
 			"-m 0x1 -r s -s 1024 --no-pci", ""},
+		{"DH groups limited", Options{Socket: "/run/spdk/spdk.sock", CPUs: []int{0}, MemoryMiB: 64, DHGroups: []string{"ffdhe2048"}},
+			"-m 0x1 -r /run/spdk/spdk.sock --no-huge -s 64 --no-pci --json /run/spdk/" + StartupConfigFile, ""},
 		{"no CPUs", Options{Socket: "s", MemoryMiB: 1}, "", "no CPUs"},
 		{"no memory", Options{Socket: "s", CPUs: []int{0}}, "", "neither a hugepage limit nor memory"},
 		{"hugepages below a MiB", Options{Socket: "s", CPUs: []int{0}, HugePagesBytes: 4096}, "", "less than 1 MiB"},
@@ -60,6 +62,20 @@ func TestArgs(t *testing.T) {
 				t.Fatalf("args = %q, %v; want %q", strings.Join(args, " "), err, tt.want)
 			}
 		})
+	}
+}
+
+func TestStartupConfigLimitsTheDHGroups(t *testing.T) {
+	config, err := StartupConfig(Options{DHGroups: DefaultDHGroups})
+	want := `{"subsystems":[{"subsystem":"nvmf","config":[{"method":"nvmf_set_config","params":{"dhchap_dhgroups":["null","ffdhe2048"]}}]}]}`
+	if err != nil || string(config) != want {
+		t.Fatalf("config = %s, %v; want %s", config, err, want)
+	}
+	if config, err := StartupConfig(Options{}); config != nil || err != nil {
+		t.Errorf("no groups: config = %s, %v; want none, leaving SPDK's default", config, err)
+	}
+	if _, err := StartupConfig(Options{DHGroups: []string{"ffdhe1024"}}); err == nil || !strings.Contains(err.Error(), `"ffdhe1024" is not one SPDK knows`) {
+		t.Errorf("an unknown group: %v", err)
 	}
 }
 
@@ -143,7 +159,7 @@ func TestPCIAddressFromEnv(t *testing.T) {
 // a stand-in for nvmf_tgt that records its command line.
 func TestExec(t *testing.T) {
 	if os.Getenv("FLINT_LAUNCH_CHILD") == "1" {
-		err := Exec(Options{Binary: os.Getenv("FLINT_FAKE_SPDK"), Socket: os.Getenv("FLINT_SOCKET"), CPUs: []int{1}, MemoryMiB: 64, PCIAddress: "0000:3b:00.0"},
+		err := Exec(Options{Binary: os.Getenv("FLINT_FAKE_SPDK"), Socket: os.Getenv("FLINT_SOCKET"), CPUs: []int{1}, MemoryMiB: 64, PCIAddress: "0000:3b:00.0", DHGroups: DefaultDHGroups},
 			[]Finding{{Reason: agentv1.PreflightSharedCores, Message: "shared"}})
 		t.Fatalf("Exec returned: %v", err)
 	}
@@ -163,9 +179,13 @@ func TestExec(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, b)
 	}
 	argv, err := os.ReadFile(out)
-	want := fake + " -m 0x2 -r " + socket + " --no-huge -s 64 --pci-allowed 0000:3b:00.0\n"
+	config := filepath.Join(dir, StartupConfigFile)
+	want := fake + " -m 0x2 -r " + socket + " --no-huge -s 64 --pci-allowed 0000:3b:00.0 --json " + config + "\n"
 	if err != nil || string(argv) != want {
 		t.Fatalf("SPDK ran as %q, %v; want %q", argv, err, want)
+	}
+	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), `"dhchap_dhgroups":["null","ffdhe2048"]`) {
+		t.Errorf("SPDK's startup configuration = %s, %v", b, err)
 	}
 	h, err := ReadHandoff(dir)
 	if err != nil || h.PCIAddress != "0000:3b:00.0" || h.CoreMask != "0x2" || len(h.Warnings) != 1 || h.Warnings[0].Reason != agentv1.PreflightSharedCores {
