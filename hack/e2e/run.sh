@@ -81,9 +81,10 @@ go run ./hack/images -lab -out "$work/images" -version "$version" \
   ${suite:+-suite-assets "$(cat "$work/assets")"} | sed 's/^/  /'
 log "images built in $((SECONDS - phase))s"
 phase=$SECONDS
-# The workload node: the VM lab's kernel, an initramfs that mounts the
+# The workload node: bookworm-backports' kernel (6.12: its NVMe host
+# authenticates, which Debian's 6.1 cannot), an initramfs that mounts the
 # root disk and hands over, and a Debian root (cached) with containerd.
-kernel=$(hack/vmlab/kernel.sh)
+kernel=$(hack/vmlab/kernel.sh backports)
 kroot=$(sed -n 1p <<<"$kernel"); kver=$(sed -n 2p <<<"$kernel")
 worker_packages="containerd,runc,containernetworking-plugins,iptables,kmod,iproute2,util-linux,e2fsprogs,xfsprogs,mount,procps"
 cache="${FLINT_CACHE:-$HOME/.cache/flint}/e2e"

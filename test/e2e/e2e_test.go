@@ -315,6 +315,7 @@ func TestTargetMovesUnderAWriter(t *testing.T) {
 	}
 	node := osd.Spec.NodeName
 	t.Logf("Volume %s: %s", vol.Name, volumeState(vol))
+	onlyItsNodeReadsTheKeys(t, clients, vol)
 
 	// The OSD's pod goes, and cannot come back while its node is cordoned.
 	setUnschedulable(t, clients, node, true)
@@ -378,8 +379,8 @@ func TestAKernelHostWritesThroughAStorm(t *testing.T) { kernelHostStorm(t) }
 func TestARollingUpdateUnderAWriter(t *testing.T) { rollingUpdate(t) }
 
 // replicatedPoolReady creates the 2-replica Pool (the dev Pool's sample,
-// polling, over both storage nodes) and its StorageClass, and waits for an
-// OSD on each to be Ready.
+// polling, over both storage nodes) and its StorageClass, whose hosts
+// authenticate, and waits for an OSD on each to be Ready.
 func replicatedPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
@@ -393,10 +394,15 @@ func replicatedPoolReady(t *testing.T, clients *kubernetes.Clientset, c client.C
 	if err := c.Create(ctx, pool); err != nil {
 		t.Fatalf("create Pool %s: %v", pool.Name, err)
 	}
+	// Its hosts authenticate: the kernel host on the workload node
+	// proves the Volume's key through every reconnect and target move.
+	params := hostAuthParameters()
+	params["pool"] = replicatedPool
+	params["csi.storage.k8s.io/fstype"] = "ext4"
 	class := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: replicatedClass},
 		Provisioner:       "csi.flint.io",
-		Parameters:        map[string]string{"pool": replicatedPool, "csi.storage.k8s.io/fstype": "ext4"},
+		Parameters:        params,
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}

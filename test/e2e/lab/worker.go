@@ -45,8 +45,9 @@ const (
 	WorkerHugePages = 300
 )
 
-// Worker is the workload node: a QEMU guest (TCG) booting Debian's 6.1
-// kernel, which has the NVMe-oF host this machine's kernel lacks, on a
+// Worker is the workload node: a QEMU guest (TCG) booting a Debian
+// kernel (bookworm-backports' 6.12: NVMe-oF host and its in-band
+// authentication, which this machine's kernel lacks), on a
 // Debian root with containerd and the kubelet. hack/e2e/run.sh provides
 // the parts.
 type Worker struct {
