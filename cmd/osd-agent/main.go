@@ -230,9 +230,9 @@ func execSPDK(args []string) {
 	fs.IntVar(&cpuLimit, "cpus", 0, "the container's CPU limit in whole cores (from the downward API): SPDK polls at most that many of the container's cores; 0: all of them")
 	fs.StringVar(&o.PCIAddress, "pci-address", "", "the NVMe controller's PCI address, when the OSD names it")
 	o.DHGroups = launch.DefaultDHGroups
-	fs.Func("dhchap-dhgroups", fmt.Sprintf("the Diffie-Hellman groups SPDK's target allows DH-HMAC-CHAP, comma-separated (default %s): it takes the strongest a host offers", strings.Join(launch.DefaultDHGroups, ",")), func(v string) error {
-		o.DHGroups = strings.Split(v, ",")
-		return nil
+	fs.Func("dhchap-dhgroups", fmt.Sprintf("the Diffie-Hellman groups SPDK's target allows DH-HMAC-CHAP, comma-separated (default %s; empty: all SPDK has): it takes the strongest a host offers", strings.Join(launch.DefaultDHGroups, ",")), func(v string) (err error) {
+		o.DHGroups, err = launch.ParseDHGroups(v)
+		return err
 	})
 	fs.StringVar(&devicePath, "device-path", "", "the block device of an aio or uring OSD: claimed exclusively for SPDK, so no other OSD on the node takes it")
 	fs.StringVar(&pciResource, "pci-resource", "", "the device plugin resource whose PCIDEVICE_* variable names the NVMe controller")

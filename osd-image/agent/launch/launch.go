@@ -71,6 +71,22 @@ var DefaultDHGroups = []string{"null", "ffdhe2048"}
 // dhGroups are the groups SPDK v25.09 knows.
 var dhGroups = []string{"null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192"}
 
+// ParseDHGroups reads a comma-separated list of DH groups by SPDK's names;
+// an empty list leaves SPDK's default, all of them.
+func ParseDHGroups(list string) ([]string, error) {
+	var groups []string
+	for g := range strings.SplitSeq(list, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if !slices.Contains(dhGroups, g) {
+			return nil, fmt.Errorf("DH group %q is not one SPDK knows: use %s", g, strings.Join(dhGroups, ", "))
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}
+
 // StartupConfigFile is SPDK's --json configuration's name next to its
 // socket: what SPDK takes only before its subsystems start.
 const StartupConfigFile = "spdk-startup.json"
@@ -81,10 +97,8 @@ func StartupConfig(o Options) ([]byte, error) {
 	if len(o.DHGroups) == 0 {
 		return nil, nil
 	}
-	for _, g := range o.DHGroups {
-		if !slices.Contains(dhGroups, g) {
-			return nil, fmt.Errorf("DH group %q is not one SPDK knows: use %s", g, strings.Join(dhGroups, ", "))
-		}
+	if _, err := ParseDHGroups(strings.Join(o.DHGroups, ",")); err != nil {
+		return nil, err
 	}
 	type method struct {
 		Method string `json:"method"`
@@ -212,11 +226,19 @@ func WriteHandoff(dir string, h Handoff) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+HandoffFile)
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := writeAtomically(filepath.Join(dir, HandoffFile), b); err != nil {
 		return fmt.Errorf("write the SPDK hand-off: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, HandoffFile))
+	return nil
+}
+
+// writeAtomically replaces path with b through a hidden file beside it.
+func writeAtomically(path string, b []byte) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path))
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // ReadHandoff reads what the SPDK container recorded in dir.
@@ -254,7 +276,7 @@ func Exec(o Options, warnings []Finding) error {
 		return err
 	}
 	if config != nil {
-		if err := os.WriteFile(filepath.Join(dir, StartupConfigFile), config, 0o644); err != nil {
+		if err := writeAtomically(filepath.Join(dir, StartupConfigFile), config); err != nil {
 			return fmt.Errorf("write SPDK's startup configuration: %w", err)
 		}
 	}

@@ -79,6 +79,21 @@ func TestStartupConfigLimitsTheDHGroups(t *testing.T) {
 	}
 }
 
+func TestParseDHGroups(t *testing.T) {
+	for list, want := range map[string][]string{
+		"null,ffdhe2048":     {"null", "ffdhe2048"},
+		" ffdhe4096 , null ": {"ffdhe4096", "null"},
+		"":                   nil,
+	} {
+		if got, err := ParseDHGroups(list); err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseDHGroups(%q) = %q, %v; want %q", list, got, err, want)
+		}
+	}
+	if _, err := ParseDHGroups("null,ffdhe1024"); err == nil || !strings.Contains(err.Error(), `"ffdhe1024" is not one SPDK knows`) {
+		t.Errorf("an unknown group: %v", err)
+	}
+}
+
 func TestCoreMask(t *testing.T) {
 	for _, tt := range []struct {
 		cpus []int
