@@ -44,8 +44,9 @@ func hostAuthParameters() map[string]string {
 
 // onlyItsNodeReadsTheKeys checks that vol authenticates its hosts and
 // that, of the lab's nodes, only the workload node, where a Pod uses the
-// Volume, may read its keys: the API server's Node authorizer allows a
-// kubelet a Secret only through a PersistentVolume of a Pod bound to it.
+// Volume, may read its keys, not the storage nodes that hold its
+// replicas: the API server's Node authorizer allows a kubelet a Secret
+// only through a PersistentVolume of a Pod bound to it.
 func onlyItsNodeReadsTheKeys(t *testing.T, clients *kubernetes.Clientset, vol *flintv1.Volume) {
 	t.Helper()
 	if !vol.AuthenticatesHosts() {
@@ -55,7 +56,7 @@ func onlyItsNodeReadsTheKeys(t *testing.T, clients *kubernetes.Clientset, vol *f
 	if _, err := clients.CoreV1().Secrets(namespace).Get(t.Context(), secret, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the Volume's Secret: %v", err)
 	}
-	for node, want := range map[string]bool{lab.WorkerNode: true, lab.StorageNode: false} {
+	for node, want := range map[string]bool{lab.WorkerNode: true, lab.StorageNode: false, lab.SecondStorageNodeName: false} {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   "system:node:" + node,
 			Groups: []string{"system:nodes", "system:authenticated"},

@@ -38,7 +38,7 @@ import (
 // under two polling OSDs on two cores, runs gave 1.6 to 5.6 s (with and
 // without host keys, docs/development.md), so CI checks what tells a
 // planned move from an unplanned one, which waits out --target-grace
-// (30 s by default), and prints the figure for the 2 s goal.
+// (40 s in this lab), and prints the figure for the 2 s goal.
 const rolloutStallBound = 8 * time.Second
 
 // rollingUpdate changes a setting of the replicated Pool that every OSD
