@@ -380,6 +380,8 @@ func TestCommands(t *testing.T) {
 				if err := c.Status().Update(ctx, got); err != nil {
 					t.Fatal(err)
 				}
+				// The follower sees the first Volume change alone: the
+				// line the rate must not be read from.
 				time.Sleep(300 * time.Millisecond)
 			}
 		}
