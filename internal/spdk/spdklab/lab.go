@@ -136,13 +136,9 @@ func StartProcess(spdkDir, socket string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	config, err := launch.StartupConfig(launch.Options{DHGroups: launch.DefaultDHGroups})
-	if err != nil {
-		return nil, err
-	}
 	configPath := socket + ".json"
-	if err := os.WriteFile(configPath, config, 0o644); err != nil {
-		return nil, fmt.Errorf("write SPDK's startup configuration: %w", err)
+	if err := launch.WriteStartupConfig(configPath, launch.Options{DHGroups: launch.DefaultDHGroups}); err != nil {
+		return nil, err
 	}
 	return StartCommand([]string{bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "--json", configPath, "-r", socket}, socket)
 }

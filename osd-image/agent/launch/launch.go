@@ -79,26 +79,44 @@ func ParseDHGroups(list string) ([]string, error) {
 		if g = strings.TrimSpace(g); g == "" {
 			continue
 		}
-		if !slices.Contains(dhGroups, g) {
-			return nil, fmt.Errorf("DH group %q is not one SPDK knows: use %s", g, strings.Join(dhGroups, ", "))
+		if err := knownDHGroup(g); err != nil {
+			return nil, err
 		}
 		groups = append(groups, g)
 	}
 	return groups, nil
 }
 
+func knownDHGroup(g string) error {
+	if !slices.Contains(dhGroups, g) {
+		return fmt.Errorf("DH group %q is not one SPDK knows: use %s", g, strings.Join(dhGroups, ", "))
+	}
+	return nil
+}
+
 // StartupConfigFile is SPDK's --json configuration's name next to its
 // socket: what SPDK takes only before its subsystems start.
 const StartupConfigFile = "spdk-startup.json"
 
-// StartupConfig is SPDK's --json configuration for o, nil when o needs
-// none.
-func StartupConfig(o Options) ([]byte, error) {
-	if len(o.DHGroups) == 0 {
-		return nil, nil
+// WriteStartupConfig writes SPDK's --json configuration for o to path,
+// atomically; o must need one (DHGroups set).
+func WriteStartupConfig(path string, o Options) error {
+	config, err := startupConfig(o)
+	if err != nil {
+		return err
 	}
-	if _, err := ParseDHGroups(strings.Join(o.DHGroups, ",")); err != nil {
-		return nil, err
+	if err := writeAtomically(path, config); err != nil {
+		return fmt.Errorf("write SPDK's startup configuration: %w", err)
+	}
+	return nil
+}
+
+// startupConfig is SPDK's --json configuration for o.
+func startupConfig(o Options) ([]byte, error) {
+	for _, g := range o.DHGroups {
+		if err := knownDHGroup(g); err != nil {
+			return nil, err
+		}
 	}
 	type method struct {
 		Method string `json:"method"`
@@ -271,13 +289,9 @@ func Exec(o Options, warnings []Finding) error {
 		return err
 	}
 	dir := filepath.Dir(o.Socket)
-	config, err := StartupConfig(o)
-	if err != nil {
-		return err
-	}
-	if config != nil {
-		if err := writeAtomically(filepath.Join(dir, StartupConfigFile), config); err != nil {
-			return fmt.Errorf("write SPDK's startup configuration: %w", err)
+	if len(o.DHGroups) > 0 {
+		if err := WriteStartupConfig(filepath.Join(dir, StartupConfigFile), o); err != nil {
+			return err
 		}
 	}
 	if err := WriteHandoff(dir, Handoff{PCIAddress: o.PCIAddress, CoreMask: CoreMask(o.CPUs), Args: args, Warnings: warnings}); err != nil {
