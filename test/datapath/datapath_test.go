@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/fabric"
-	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/storage"
@@ -81,8 +80,13 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	target := osds[0].Endpoint()
 	target.NQN = agentv1.VolumeNQN(volume)
 	if lab.Real {
+		// SPDK's host offers every DH group; the exporting target takes
+		// the strongest the OSD allows (launch.DefaultDHGroups), not
+		// SPDK's default ffdhe8192.
 		for i := 1; i < 3; i++ {
-			linksAuthenticateWithTheOSDsGroup(ctx, t, lab.Targets[i].Client, members[i].Export.NQN)
+			auth, err := spdklab.QueuesAuthenticated(ctx, lab.Targets[i].Client, members[i].Export.NQN, "ffdhe2048")
+			must(t, err)
+			t.Logf("the replica link to osd-%d: %s", i, auth)
 		}
 		if err := dd.tryWrite(target, hostNQN, randomChunk(t), 0); err == nil {
 			t.Fatal("a host without the Volume's key wrote to it")
@@ -252,25 +256,6 @@ func newKeys(t *testing.T) storage.Keys {
 	ctrl, err := fabric.NewSecret()
 	must(t, err)
 	return storage.Keys{Secret: secret, CtrlSecret: ctrl}
-}
-
-// linksAuthenticateWithTheOSDsGroup checks that the target's queues to
-// the replica export nqn authenticated with ffdhe2048: SPDK's host offers
-// every group, and the exporting target takes the strongest the OSD
-// allows (launch.DefaultDHGroups), not SPDK's default ffdhe8192.
-func linksAuthenticateWithTheOSDsGroup(ctx context.Context, t *testing.T, exporter *client.Client, nqn string) {
-	t.Helper()
-	qpairs, err := exporter.NvmfSubsystemGetQpairs(ctx, nqn)
-	must(t, err)
-	if len(qpairs) < 2 {
-		t.Fatalf("the target holds %d queues on %s, want an admin queue and I/O queues", len(qpairs), nqn)
-	}
-	for _, q := range qpairs {
-		if q.Auth == nil || q.Auth.State != "completed" || q.Auth.DHGroup != "ffdhe2048" {
-			t.Fatalf("queue %d of %s authenticated %+v, want completed with ffdhe2048", q.Qid, nqn, q.Auth)
-		}
-	}
-	t.Logf("the replica link to %s: %d queues authenticated with %s and %s", nqn, len(qpairs), qpairs[0].Auth.Digest, qpairs[0].Auth.DHGroup)
 }
 
 // startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's

@@ -30,6 +30,7 @@ import (
 	"github.com/flint-io/flint/csi/nvmeof"
 	"github.com/flint-io/flint/internal/fabric"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
@@ -89,7 +90,11 @@ func hostsAuthenticate(ctx context.Context, t *testing.T, spdk *spdkclient.Clien
 	must(t, v.publishAt(ctx), "NodePublishVolume")
 	first := randomBytes(t, 1<<20)
 	must(t, writeSynced(v.dataPath(), first), "write and fsync")
-	authenticatedWithTheOSDsGroup(ctx, t, spdk, nqn)
+	// The kernel offers every DH group; the target takes the strongest
+	// exec-spdk allows it, not SPDK's default ffdhe8192.
+	auth, err := spdklab.QueuesAuthenticated(ctx, spdk, nqn, "ffdhe2048")
+	must(t, err, "the host's queues' DH group")
+	t.Log(auth)
 
 	// The rotation reaches the target first (the Volume's Secret changed,
 	// the operator drove the target): its connected host stays, its I/O
@@ -155,22 +160,4 @@ func readSysfs(t *testing.T, ctrl, attr string) string {
 	b, err := os.ReadFile(filepath.Join("/sys/class/nvme", ctrl, attr))
 	must(t, err, "read "+attr)
 	return strings.TrimSpace(string(b))
-}
-
-// authenticatedWithTheOSDsGroup checks that every queue of the host on
-// nqn authenticated with ffdhe2048: the strongest group exec-spdk lets
-// SPDK's target take, where the kernel offers every group and SPDK's
-// default would take ffdhe8192.
-func authenticatedWithTheOSDsGroup(ctx context.Context, t *testing.T, spdk *spdkclient.Client, nqn string) {
-	qpairs, err := spdk.NvmfSubsystemGetQpairs(ctx, nqn)
-	must(t, err, "list the host's queues")
-	if len(qpairs) < 2 {
-		t.Fatalf("the host holds %d queues, want an admin queue and I/O queues", len(qpairs))
-	}
-	for _, q := range qpairs {
-		if q.Auth == nil || q.Auth.State != "completed" || q.Auth.DHGroup != "ffdhe2048" {
-			t.Fatalf("queue %d authenticated %+v, want completed with ffdhe2048", q.Qid, q.Auth)
-		}
-	}
-	t.Logf("%d queues authenticated with %s and %s", len(qpairs), qpairs[0].Auth.Digest, qpairs[0].Auth.DHGroup)
 }
