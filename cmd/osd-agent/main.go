@@ -453,7 +453,7 @@ func serve(ctx context.Context, f agentFlags, log logr.Logger) error {
 	go leases.Run(ctx, f.probeInterval/2, func(err error) {
 		log.Error(err, "Fencing failed; the SPDK container's liveness probe stops SPDK")
 	})
-	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready, keeper.Warnings, leases), f.tlsDir, log.WithName("grpc"))
+	g, err := server.Serve(grpcLis, server.New(o, spdk, keeper.Ready, keeper.Warnings, leases, os.Getenv("POD_UID")), f.tlsDir, log.WithName("grpc"))
 	if err != nil {
 		return err
 	}

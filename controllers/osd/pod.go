@@ -364,7 +364,12 @@ func agentContainer(osd *flintv1.OSD, cfg PodConfig) corev1.Container {
 	}
 	c := corev1.Container{
 		Name: "agent", Image: cfg.Image, Command: []string{agentBinary}, Args: args,
-		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+		// POD_UID: the agent serves only the calls meant for its pod
+		// (agentv1.PodUIDHeader).
+		Env: []corev1.EnvVar{
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+		},
 		Ports: []corev1.ContainerPort{
 			{Name: GRPCPortName, ContainerPort: GRPCPort}, {Name: MetricsPortName, ContainerPort: HTTPPort}, {Name: NVMeoFPortName, ContainerPort: port(osd)},
 		},

@@ -21,6 +21,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/flint-io/flint/internal/rpclog"
@@ -48,14 +50,17 @@ type Server struct {
 	ready    func() error
 	warnings func() []agentv1.PreflightFinding
 	lease    *lease.Keeper
+	// podUID is the uid of the agent's pod; "" outside a pod.
+	podUID string
 }
 
 // New returns the API of o, whose SPDK spdk is; ready says whether the OSD
 // is bootstrapped (nil) or why not; warnings are the preflight findings
 // SPDK started despite; l is the OSD's lease, which gates every call that
-// lets hosts reach a target.
-func New(engine *storage.Engine, spdk *client.Client, ready func() error, warnings func() []agentv1.PreflightFinding, l *lease.Keeper) *Server {
-	return &Server{engine: engine, spdk: spdk, ready: ready, warnings: warnings, lease: l}
+// lets hosts reach a target; podUID is the uid of the agent's pod, whose
+// calls alone it serves ("" outside a pod: it serves every call).
+func New(engine *storage.Engine, spdk *client.Client, ready func() error, warnings func() []agentv1.PreflightFinding, l *lease.Keeper, podUID string) *Server {
+	return &Server{engine: engine, spdk: spdk, ready: ready, warnings: warnings, lease: l, podUID: podUID}
 }
 
 // Serve serves the API on lis with mutual TLS until lis closes, logging
@@ -65,10 +70,27 @@ func Serve(lis net.Listener, s *Server, tlsDir string, log logr.Logger) (*grpc.S
 	if err != nil {
 		return nil, err
 	}
-	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ChainUnaryInterceptor(rpclog.LogCalls(log), rpclog.RecoverPanics(log), s.gate))
+	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)), grpc.ChainUnaryInterceptor(rpclog.LogCalls(log), rpclog.RecoverPanics(log), s.onlyThisPod, s.gate))
 	agentv1.RegisterOSDAgentServer(g, s)
 	go func() { _ = g.Serve(lis) }()
 	return g, nil
+}
+
+// onlyThisPod refuses a call meant for another pod (agentv1.PodUIDHeader)
+// and names this agent's pod in every answer, which tells the operator
+// that this agent refuses the calls meant for others.
+func (s *Server) onlyThisPod(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if s.podUID == "" {
+		return next(ctx, req)
+	}
+	if err := grpc.SetHeader(ctx, metadata.Pairs(agentv1.PodUIDHeader, s.podUID)); err != nil {
+		return nil, status.Errorf(codes.Internal, "name the agent's pod in the answer: %v", err)
+	}
+	if want := metadata.ValueFromIncomingContext(ctx, agentv1.PodUIDHeader); len(want) > 0 && want[0] != s.podUID {
+		return nil, agentv1.ErrorWithReason(codes.FailedPrecondition, agentv1.ReasonWrongPod,
+			fmt.Sprintf("this agent runs in pod %s, not in pod %s the call was meant for: the OSD's pod was replaced; observe it again", s.podUID, want[0]))
+	}
+	return next(ctx, req)
 }
 
 // gate refuses every call but GetStatus while the OSD is not ready: before

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/flint-io/flint/internal/pki"
@@ -90,8 +92,11 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// podUID is the uid of the pod the fixture's agent runs in.
+const podUID = "0d6c1f2e-pod-a"
+
 // start runs the API over mTLS on loopback, backed by a bootstrapped OSD
-// on the SPDK double.
+// on the SPDK double, in pod podUID.
 func start(t *testing.T) *fixture {
 	dir, err := os.MkdirTemp("", "flint-agent-")
 	if err != nil {
@@ -144,7 +149,7 @@ func start(t *testing.T) *fixture {
 	if _, err := leases.Renew(time.Hour, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Serve(lis, New(o, spdk, keeper.Ready, keeper.Warnings, leases), tlsDir, logr.Discard())
+	g, err := Serve(lis, New(o, spdk, keeper.Ready, keeper.Warnings, leases, podUID), tlsDir, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +209,36 @@ func TestOnlyTheOperatorsCertificateIsServed(t *testing.T) {
 			}
 			if !tt.ok && status.Code(err) != codes.Unavailable {
 				t.Fatalf("err = %v, want the handshake refused (Unavailable)", err)
+			}
+		})
+	}
+}
+
+func TestOnlyCallsMeantForItsPodAreServed(t *testing.T) {
+	f := start(t)
+	agent := f.dial(t, clientCert(t, f.ca))
+	tests := []struct {
+		name   string
+		meant  []string // the pod uid the call names; none for a caller that names none
+		reason string
+	}{
+		{"a call meant for the agent's pod", []string{podUID}, ""},
+		{"a call that names no pod (an operator from before pods were named)", nil, ""},
+		{"a call meant for the pod's successor or predecessor", []string{"7a1e90c3-pod-b"}, agentv1.ReasonWrongPod},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := callCtx(t)
+			if len(tt.meant) > 0 {
+				ctx = metadata.AppendToOutgoingContext(ctx, agentv1.PodUIDHeader, tt.meant[0])
+			}
+			var header metadata.MD
+			_, err := agent.GetStatus(ctx, &agentv1.GetStatusRequest{}, grpc.Header(&header))
+			if got := agentv1.ReasonOf(err); got != tt.reason || (tt.reason == "" && err != nil) {
+				t.Fatalf("err = %v (reason %q), want reason %q", err, got, tt.reason)
+			}
+			if got := header.Get(agentv1.PodUIDHeader); !slices.Equal(got, []string{podUID}) {
+				t.Fatalf("the answer names pods %v, want [%s]", got, podUID)
 			}
 		})
 	}

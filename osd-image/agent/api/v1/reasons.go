@@ -42,7 +42,19 @@ const (
 	// for ever. Record them out of sync and list them in out_of_sync_osds
 	// (metadata "osds": their uids, comma-separated).
 	ReasonMembersHeld = "MembersHeld"
+	// ReasonWrongPod: the call was meant for another pod of the OSD
+	// (PodUIDHeader); observe the OSD's pod again.
+	ReasonWrongPod = "WrongPod"
 )
+
+// PodUIDHeader is the gRPC metadata that names, in a call, the pod it is
+// meant for and, in the answer, the pod of the agent that served it. An
+// agent refuses a call meant for another pod: a pod that outlives its
+// deletion (force-deleted on a node that still runs) and its successor
+// can listen at one address (the node's, with host networking), and the
+// operator's record of which pods it reached (agentclient.Leases) must
+// name the one that served.
+const PodUIDHeader = "flint-pod-uid"
 
 // MembersHeldError refuses to stop a target whose members osds hold
 // writes.
