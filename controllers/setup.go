@@ -147,8 +147,8 @@ func Setup(mgr manager.Manager, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Pool controller: %w", err)
 	}
-	agents := &agentclient.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}}
 	leases, inventories := &agentclient.Leases{}, &agentclient.Inventories{}
+	agents := &agentclient.Agents{Reader: mgr.GetClient(), Namespace: o.Namespace, Port: o.AgentPort, Dialer: &agentclient.Dialer{TLS: authority.ClientTLS}, Leases: leases}
 	observe, observeVolume, observeSnapshot := make(chan event.GenericEvent), make(chan event.GenericEvent), make(chan event.GenericEvent)
 	renewer := &osd.LeaseRenewer{
 		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, ObserveVolume: observeVolume, Log: ctrl.Log.WithName("leases"),

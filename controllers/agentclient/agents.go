@@ -20,9 +20,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
@@ -30,13 +35,15 @@ import (
 )
 
 // Agents reaches OSD agents for every controller: at their pod's IP,
-// verifying that the certificate names the OSD.
+// verifying that the certificate names the OSD, with every call meant for
+// that pod alone and recorded in Leases.
 type Agents struct {
 	Reader    client.Reader
 	Namespace string
 	// Port is where agents serve gRPC; GRPCPort in pods.
 	Port   int
 	Dialer *Dialer
+	Leases *Leases
 }
 
 // For returns the client of osd's agent, or an error saying why its pod
@@ -54,7 +61,33 @@ func (a *Agents) ForPod(ctx context.Context, osd *flintv1.OSD, pod *corev1.Pod) 
 	if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 		return nil, fmt.Errorf("pod %s of OSD %s does not run", pod.Name, osd.Name)
 	}
-	return a.Dialer.Agent(ctx, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(a.Port)), ServerName(osd.Name))
+	cc, err := a.Dialer.Conn(ctx, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(a.Port)), ServerName(osd.Name))
+	if err != nil {
+		return nil, err
+	}
+	return agentv1.NewOSDAgentClient(podConn{ClientConnInterface: cc, osd: osd.Name, uid: pod.UID, leases: a.Leases}), nil
+}
+
+// podConn is the connection to the agent in one pod of an OSD: every call
+// names the pod (agentv1.PodUIDHeader), is recorded as sent to it, and
+// records whether the agent named the pod back. The agent API has no
+// streams.
+type podConn struct {
+	grpc.ClientConnInterface
+	osd    string
+	uid    types.UID
+	leases *Leases
+}
+
+func (c podConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	c.leases.Reached(c.osd, c.uid, time.Now())
+	var header metadata.MD
+	ctx = metadata.AppendToOutgoingContext(ctx, agentv1.PodUIDHeader, string(c.uid))
+	err := c.ClientConnInterface.Invoke(ctx, method, args, reply, append(opts, grpc.Header(&header))...)
+	if slices.Equal(header.Get(agentv1.PodUIDHeader), []string{string(c.uid)}) {
+		c.leases.ChecksPod(c.osd, c.uid)
+	}
+	return err
 }
 
 // Forget drops the connections to osd's agent, such as when its pod is

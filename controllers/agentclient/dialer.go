@@ -36,7 +36,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flint-io/flint/controllers/metrics"
-	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Dialer keeps one connection per agent: to the address its pod has now,
@@ -63,9 +62,9 @@ type agentConn struct {
 	cc       *grpc.ClientConn
 }
 
-// Agent returns the client of the agent at addr whose certificate names
-// serverName.
-func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OSDAgentClient, error) {
+// Conn returns the connection to the agent at addr whose certificate
+// names serverName.
+func (d *Dialer) Conn(ctx context.Context, addr, serverName string) (grpc.ClientConnInterface, error) {
 	cfg, err := d.TLS(ctx)
 	if err != nil {
 		return nil, err
@@ -78,7 +77,7 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 	defer d.mu.Unlock()
 	if c, ok := d.conns[serverName]; ok {
 		if c.addr == addr && c.material == material {
-			return agentv1.NewOSDAgentClient(c.cc), nil
+			return c.cc, nil
 		}
 		_ = c.cc.Close()
 		delete(d.conns, serverName)
@@ -94,7 +93,7 @@ func (d *Dialer) Agent(ctx context.Context, addr, serverName string) (agentv1.OS
 		d.conns = map[string]*agentConn{}
 	}
 	d.conns[serverName] = &agentConn{addr: addr, material: material, cc: cc}
-	return agentv1.NewOSDAgentClient(cc), nil
+	return cc, nil
 }
 
 // UnackedTimeout is how long a connection to an agent may hold data the

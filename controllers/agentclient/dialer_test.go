@@ -82,11 +82,11 @@ func serveAgent(t *testing.T, addr string, m material) (string, func()) {
 // agent answers Unimplemented, not Unavailable.
 func reached(t *testing.T, d *Dialer, addr string) bool {
 	t.Helper()
-	agent, err := d.Agent(context.Background(), addr, serverName)
+	cc, err := d.Conn(context.Background(), addr, serverName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = agent.GetStatus(context.Background(), &agentv1.GetStatusRequest{})
+	_, err = agentv1.NewOSDAgentClient(cc).GetStatus(context.Background(), &agentv1.GetStatusRequest{})
 	if code := status.Code(err); code != codes.Unimplemented {
 		t.Logf("call to %s: %v", addr, err)
 		return false

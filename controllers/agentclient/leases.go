@@ -19,6 +19,8 @@ package agentclient
 import (
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Leases is the operator's side of the OSDs' leases: which OSDs it keeps
@@ -28,11 +30,30 @@ import (
 // than the target grace (see docs/volumes.md for the timing argument).
 // The record lives in the leader's memory: a new leader counts from the
 // moment it began, as any attempt of its predecessor may have arrived.
+//
+// It also keeps which pods of each OSD the process's calls reached, and
+// which of those the kubelet confirmed stopped: a target whose every pod
+// is confirmed stopped serves no host any more, and moves without waiting
+// out the grace (StoppedForCertain).
 type Leases struct {
 	mu      sync.Mutex
 	began   time.Time
 	serving map[string]bool
 	tried   map[string]time.Time
+	pods    map[string]map[types.UID]*reachedPod // by OSD, then pod uid
+}
+
+// reachedPod is what the process knows of an OSD pod its calls reached.
+type reachedPod struct {
+	// last is when the latest call to its agent was sent.
+	last time.Time
+	// checks says its agent named the pod in an answer: it refuses the
+	// calls meant for other pods, so no call meant for another pod
+	// reached it unrecorded.
+	checks bool
+	// stopped says the pod is gone and the kubelet reported every one of
+	// its containers terminated.
+	stopped bool
 }
 
 // Begin starts the record: the process leads from now.
@@ -85,4 +106,77 @@ func (l *Leases) SinceLastTry(osd string, now time.Time) time.Duration {
 		last = t
 	}
 	return now.Sub(last)
+}
+
+// Reached records a call sent at t to the agent of osd in pod uid. The
+// records of osd's pods confirmed stopped are dropped: they no longer
+// hold anything back.
+func (l *Leases) Reached(osd string, uid types.UID, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pods == nil {
+		l.pods = map[string]map[types.UID]*reachedPod{}
+	}
+	pods := l.pods[osd]
+	if pods == nil {
+		pods = map[types.UID]*reachedPod{}
+		l.pods[osd] = pods
+	}
+	for other, p := range pods {
+		if other != uid && p.stopped {
+			delete(pods, other)
+		}
+	}
+	p := pods[uid]
+	if p == nil {
+		p = &reachedPod{}
+		pods[uid] = p
+	}
+	p.last = t
+}
+
+// ChecksPod records that the agent in osd's pod uid named its pod in an
+// answer: it serves only the calls meant for it.
+func (l *Leases) ChecksPod(osd string, uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.pods[osd][uid]; p != nil {
+		p.checks = true
+	}
+}
+
+// Stopped records that osd's pod uid is gone and that the kubelet
+// reported every one of its containers terminated: no process of it
+// serves a host any more.
+func (l *Leases) Stopped(osd string, uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.pods[osd][uid]; p != nil {
+		p.stopped = true
+	}
+}
+
+// StoppedForCertain says whether osd's targets stopped for certain, so
+// that one moves without waiting out the grace: this process has led for
+// grace (an older leader's calls have lapsed), and every pod of osd its
+// calls reached within grace, one at least, refuses calls meant for other
+// pods and is confirmed stopped. A pod reached longer ago holds no lease
+// renewed since, and fenced (see docs/volumes.md).
+func (l *Leases) StoppedForCertain(osd string, now time.Time, grace time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.began.IsZero() || now.Sub(l.began) < grace {
+		return false
+	}
+	confirmed := false
+	for _, p := range l.pods[osd] {
+		if now.Sub(p.last) >= grace {
+			continue
+		}
+		if !p.checks || !p.stopped {
+			return false
+		}
+		confirmed = true
+	}
+	return confirmed
 }

@@ -54,7 +54,7 @@ func TestDeletionWaitsForSnapshotCopies(t *testing.T) {
 		snap("kept", flintv1.SnapshotCopyReady, flintv1.SnapshotCopyLost),
 		snap("gone", flintv1.SnapshotCopyLost, flintv1.SnapshotCopyLost),
 		snap("elsewhere", flintv1.SnapshotCopyReady, flintv1.SnapshotCopyReady)).Build()
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Pods: PodConfig{Namespace: "flint"}, Agents: &agentclient.Agents{Dialer: &agentclient.Dialer{}}}
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Pods: PodConfig{Namespace: "flint"}, Agents: &agentclient.Agents{Dialer: &agentclient.Dialer{}, Leases: &agentclient.Leases{}}}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "osd-a"}}); err != nil {
 		t.Fatal(err)
 	}

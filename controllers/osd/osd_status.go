@@ -258,6 +258,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("osd").
 		For(&flintv1.OSD{}).
 		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, recordStoppedPods(r.Leases)).
 		Owns(&corev1.Secret{}).
 		Watches(&flintv1.Pool{}, rolloutOSDs()).
 		WatchesRawSource(source.Channel(r.Observe, &handler.EnqueueRequestForObject{})).

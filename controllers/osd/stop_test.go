@@ -75,7 +75,7 @@ func TestStopWaitsForTheRolloutAndTheVolumes(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-a"}, Spec: corev1.NodeSpec{Unschedulable: tc.cordoned}}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "flint", Name: "osd-osd-a", Labels: map[string]string{flintv1.LabelOSD: "osd-a"}}}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(osd, pool, node, pod, tc.vol).Build()
-			r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Pods: PodConfig{Namespace: "flint"}, Agents: &agentclient.Agents{Dialer: &agentclient.Dialer{}}}
+			r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Pods: PodConfig{Namespace: "flint"}, Agents: &agentclient.Agents{Dialer: &agentclient.Dialer{}, Leases: &agentclient.Leases{}}}
 			var inv *agentv1.OSDStatus // the agent did not answer ready
 			if tc.serving {
 				osd.Status.Phase = flintv1.OSDPhaseReady

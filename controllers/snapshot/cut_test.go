@@ -71,7 +71,7 @@ func TestStaleCutIsNotUndone(t *testing.T) {
 	}})
 	r := &Reconciler{
 		Client: cached, APIReader: live, Recorder: events.NewFakeRecorder(10),
-		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint"}, Locks: &volumelock.Locks{},
+		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint", Leases: &agentclient.Leases{}}, Locks: &volumelock.Locks{},
 	}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "s"}}); err != nil {
 		t.Fatal(err)

@@ -154,7 +154,7 @@ func TestHungReplicaAgentsAreAskedAtOnce(t *testing.T) {
 	c := builder.Build()
 	r := &Reconciler{
 		Client: c, Namespace: "flint", Recorder: events.NewFakeRecorder(10),
-		Agents: &agentclient.Agents{Reader: c, Namespace: "flint", Port: portNum, Dialer: &agentclient.Dialer{
+		Agents: &agentclient.Agents{Reader: c, Namespace: "flint", Port: portNum, Leases: &agentclient.Leases{}, Dialer: &agentclient.Dialer{
 			TLS:         func(context.Context) (*tls.Config, error) { return client, nil },
 			CallTimeout: budget,
 		}},

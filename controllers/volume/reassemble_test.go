@@ -115,7 +115,7 @@ func TestATargetLostMidPassIsReassembledFromAReplicaConfirmedAfterTheLoss(t *tes
 
 	r := &Reconciler{
 		Client: c, Namespace: "flint", Recorder: events.NewFakeRecorder(10),
-		Agents: &agentclient.Agents{Reader: c, Namespace: "flint", Port: portNum, Dialer: &agentclient.Dialer{
+		Agents: &agentclient.Agents{Reader: c, Namespace: "flint", Port: portNum, Leases: &agentclient.Leases{}, Dialer: &agentclient.Dialer{
 			TLS: func(context.Context) (*tls.Config, error) { return clientCfg, nil },
 		}},
 	}
