@@ -87,8 +87,8 @@ func newTarget(vol *flintv1.Volume, w *world) string {
 // moveTarget moves the target off an OSD that drains, stops or is deleted,
 // or to a replica nearer the Volume's nearNode (planned moves: the old
 // target is stopped cleanly first, so every replica stays in sync), or off
-// an OSD that stopped serving for longer than TargetGrace (an unplanned
-// one: the new target assembles from its own replica alone and
+// an OSD that stopped serving for longer than TargetGrace or whose pod
+// the kubelet confirmed stopped (an unplanned one: the new target assembles from its own replica alone and
 // resynchronises the others, which may differ in the writes that were in
 // flight; the old target is fenced from them when they are exported to
 // the new one).
@@ -111,7 +111,8 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		return nil
 	}
 	planned := old != nil && old.Status.Phase.Serving()
-	if !planned && (old != nil && notServingFor(old, r.now()) < r.TargetGrace || r.Leases.SinceLastTry(t.OSD, r.now()) < r.TargetGrace) {
+	stopped := !planned && r.Leases.StoppedForCertain(t.OSD, r.now(), r.TargetGrace)
+	if !planned && !stopped && (old != nil && notServingFor(old, r.now()) < r.TargetGrace || r.Leases.SinceLastTry(t.OSD, r.now()) < r.TargetGrace) {
 		// The old target fences itself once its lease lapsed; its lease
 		// may last have been renewed by the last try (docs/volumes.md).
 		return nil
@@ -133,9 +134,13 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 			setState(rep, flintv1.ReplicaStateStale, now)
 		}
 	}
+	lost := fmt.Sprintf("the target's OSD %s has not served for %s", t.OSD, r.TargetGrace)
+	if stopped {
+		lost = fmt.Sprintf("the target's OSD %s stopped: the kubelet reported every container of its pod terminated", t.OSD)
+	}
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventTargetMoved, "MoveTarget",
-		"the target's OSD %s has not served for %s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
-		t.OSD, r.TargetGrace, next, t.OSD, next)
+		"%s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
+		lost, next, t.OSD, next)
 	recordMove(ctx, vol, next, false)
 	return nil
 }

@@ -282,8 +282,9 @@ done`, writerRecords)
 // A Pod on the workload node writes and fsyncs records to a 2-replica
 // Volume while the target's OSD pod is deleted and its node cordoned, so
 // that the OSD stays away as on a node that is down: the target moves to
-// the other replica's OSD after --target-grace, the node plugin follows
-// it, and the writes go on without an error. Uncordoned, the OSD comes
+// the other replica's OSD as soon as the kubelet reports the old pod
+// stopped (not after --target-grace), the node plugin follows it, and the
+// writes go on without an error. Uncordoned, the OSD comes
 // back with an empty device (malloc) and its replica is rebuilt; a new
 // Pod reads every record back.
 //
@@ -339,8 +340,13 @@ func TestTargetMovesUnderAWriter(t *testing.T) {
 	})
 	atMove := lastRecord(t, clients, "steady-writer")
 	t.Logf("target moved from %s to %s %s after the pod's deletion, the writer at record %d: %s", from, to, time.Since(deleted).Round(time.Second), atMove, volumeState(vol))
+	if notes := eventsOf(t, clients, vol.Name, "TargetMoved"); !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.Contains(n, "the target's OSD "+from+" stopped: the kubelet reported every container of its pod terminated")
+	}) {
+		t.Errorf("the target did not move on the kubelet's word that its pod stopped: TargetMoved Events %q", notes)
+	}
 	waitRecords(t, clients, "steady-writer", atMove+3, 5*time.Minute)
-	t.Logf("the writer goes on at the new target: record %d, %s after the pod's deletion", lastRecord(t, clients, "steady-writer"), time.Since(deleted).Round(time.Second))
+	t.Logf("the writer goes on at the new target: record %d, %s after the pod's deletion; its longest wait between two records so far: %s", lastRecord(t, clients, "steady-writer"), time.Since(deleted).Round(time.Second), longestGap(t, clients, "steady-writer"))
 
 	// The OSD returns with an empty device: its replica is rebuilt.
 	setUnschedulable(t, clients, node, false)

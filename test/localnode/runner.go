@@ -73,6 +73,8 @@ type Runner struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*pod
+	// held are the pods that do not start here, as on a cordoned node.
+	held map[string]bool
 	next int
 	// nextCPU is where the next pod's cores start, round the machine's.
 	nextCPU int
@@ -160,6 +162,7 @@ func RealSPDK(spdkDir string) func(Launch) (SPDK, error) {
 
 type pod struct {
 	name, ip, dir string
+	uid           types.UID
 	args          []string
 	target        SPDK
 	// cpus are the cores its SPDK container runs on.
@@ -219,7 +222,7 @@ func (r *Runner) Sync(ctx context.Context) error {
 	// unlinked as it closes, must not take the new one's with it (the
 	// apiserver deletes a pod no node took at once, so the old pod and its
 	// successor can show in the same pass).
-	seen := map[types.UID]bool{}
+	seen, stopped := map[types.UID]bool{}, map[types.UID]bool{}
 	for i := range pods.Items {
 		if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() {
 			seen[p.UID] = true
@@ -228,14 +231,24 @@ func (r *Runner) Sync(ctx context.Context) error {
 	for uid := range r.pods {
 		if !seen[uid] {
 			r.stop(uid)
+			stopped[uid] = true
 		}
 	}
 	var errs []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !p.DeletionTimestamp.IsZero() {
+			if !stopped[p.UID] && !r.runs(p) {
+				continue // another runner's
+			}
+			// As a kubelet removes a pod it ran: once its processes
+			// ended, with a terminal phase and every container
+			// terminated.
+			if stopped[p.UID] {
+				_ = r.reportTerminated(ctx, p)
+			}
 			zero := int64(0)
-			_ = r.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: &zero})
+			_ = r.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			continue
 		}
 		if _, ok := r.pods[p.UID]; ok || !r.runs(p) {
@@ -253,6 +266,9 @@ func (r *Runner) Sync(ctx context.Context) error {
 
 // start runs p's SPDK double and agent and reports p Running.
 func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
+	if err := r.bind(ctx, p); err != nil {
+		return err
+	}
 	var agent *corev1.Container
 	var secret string
 	for i := range p.Spec.Containers {
@@ -299,7 +315,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) error {
 		"probe-interval": cmp.Or(r.ProbeInterval, 200*time.Millisecond).String(), "lease-file": leaseFile,
 		"key-dir": filepath.Join(dir, "keys"),
 	})
-	running := &pod{name: p.Name, ip: ip, dir: dir, args: args, target: target, cpus: launch.CPUs}
+	running := &pod{name: p.Name, uid: p.UID, ip: ip, dir: dir, args: args, target: target, cpus: launch.CPUs}
 	if err := r.startAgent(running); err != nil {
 		target.Kill()
 		return err
@@ -382,7 +398,7 @@ func (r *Runner) launch(p *corev1.Pod, local map[string]string) (Launch, error) 
 // startAgent runs p's osd-agent, appending to its log.
 func (r *Runner) startAgent(p *pod) error {
 	cmd := exec.Command(r.AgentBinary, p.args...)
-	cmd.Env = append(os.Environ(), "POD_IP="+p.ip)
+	cmd.Env = append(os.Environ(), "POD_IP="+p.ip, "POD_UID="+string(p.uid))
 	if err := startLogged(cmd, filepath.Join(p.dir, "agent.log")); err != nil {
 		return err
 	}
@@ -527,8 +543,56 @@ func (r *Runner) RestartAgent(podName string) error {
 	return fmt.Errorf("pod %s does not run here", podName)
 }
 
+// bind binds p to the node its affinity names, as the scheduler does: the
+// apiserver then deletes it gracefully, leaving its removal to this
+// runner, as to a kubelet.
+func (r *Runner) bind(ctx context.Context, p *corev1.Pod) error {
+	if p.Spec.NodeName != "" || p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	for _, term := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && len(f.Values) == 1 {
+				binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: f.Values[0]}}
+				if err := r.Client.SubResource("binding").Create(ctx, p, binding); err != nil {
+					return fmt.Errorf("bind pod %s to node %s: %w", p.Name, f.Values[0], err)
+				}
+				return r.Client.Get(ctx, client.ObjectKeyFromObject(p), p)
+			}
+		}
+	}
+	return nil
+}
+
+// reportTerminated writes p's status as a kubelet does before it removes
+// a pod it stopped.
+func (r *Runner) reportTerminated(ctx context.Context, p *corev1.Pod) error {
+	before := p.DeepCopy()
+	now := metav1.Now()
+	p.Status.Phase = corev1.PodFailed
+	p.Status.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: now}},
+		})
+	}
+	return r.Client.Status().Patch(ctx, p, client.MergeFrom(before))
+}
+
+// Hold keeps the pods named podName from starting here (held), as a
+// cordoned node keeps an OSD pod pinned to it Pending, or lets them start.
+func (r *Runner) Hold(podName string, held bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == nil {
+		r.held = map[string]bool{}
+	}
+	r.held[podName] = held
+}
+
 func (r *Runner) runs(p *corev1.Pod) bool {
-	return len(r.Pools) == 0 || slices.Contains(r.Pools, p.Labels[flintv1.LabelPool])
+	return !r.held[p.Name] && (len(r.Pools) == 0 || slices.Contains(r.Pools, p.Labels[flintv1.LabelPool]))
 }
 
 // localArgs replaces the in-pod paths and addresses of the agent's flags.

@@ -93,12 +93,15 @@ func run(mgr ctrl.Manager) func() {
 	}
 }
 
+// targetGrace is the operator's --target-grace.
+const targetGrace = 8 * time.Second
+
 // newOperator is the operator's manager as config/default deploys it,
 // serving its metrics as said; leaderElection is what it is asked for.
 func newOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point), metrics metricsserver.Options, leaderElection bool) ctrl.Manager {
 	mgr, err := controllers.NewManager(operatorCfg, controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
-		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: 8 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4, SnapshotWorkers: 4,
+		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: targetGrace, AgentLease: 3 * time.Second, VolumeWorkers: 4, SnapshotWorkers: 4,
 		NetworkPolicy: true, VolumeInterrupt: interrupt,
 	}, ctrl.Options{
 		Metrics: metrics, HealthProbeBindAddress: "0",

@@ -377,6 +377,38 @@ var _ = Describe("A Volume", Ordered, func() {
 		Eventually(func() []string { return lvolsOn(lost) }, "30s").ShouldNot(ContainElement(uidOf("vol-1")))
 	})
 
+	It("moves the target at once off an OSD whose pod its kubelet stopped", func() {
+		v := getVolume("vol-1")
+		lost := v.Status.Target.OSD
+		pod := "osd-" + lost
+		// The pod's successor stays Pending, as on a cordoned node.
+		node.Hold(pod, true)
+		DeferCleanup(node.Hold, pod, false)
+		deleted := time.Now()
+		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod}})).To(Succeed())
+		var moved string
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Target.OSD).NotTo(Equal(lost))
+			moved = got.Status.Target.OSD
+		}, "30s").Should(Succeed())
+		movedAt := eventTime("vol-1", "TargetMoved", "the target's OSD "+lost+" stopped: the kubelet reported every container of its pod terminated")
+		GinkgoWriter.Printf("pod %s deleted; its kubelet reported it stopped; the target moved to %s %s after the deletion (target grace %s)\n", pod, moved, movedAt.Sub(deleted).Round(time.Millisecond), targetGrace)
+		Expect(getVolume("vol-1").Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a moved target is a new incarnation")
+
+		node.Hold(pod, false)
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(got.Status.Target.OSD).To(Equal(moved))
+			g.Expect(got.Status.Replicas).To(HaveLen(3))
+			for _, r := range got.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
+			}
+		}, "60s").Should(Succeed())
+		expectVolumeIdentity(getVolume("vol-1"))
+	})
+
 	It("fences a target whose agent hangs before the target moves, and the returning agent serves nothing of it", func() {
 		v := getVolume("vol-1")
 		old := v.Status.Target.OSD
