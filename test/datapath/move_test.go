@@ -63,8 +63,14 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	// own replica; OSD 2's is exported to it alone (fencing the old
 	// target) and rebuilt; OSD 0's is missing.
 	lab.Targets[0].Kill()
+	killed := time.Now()
 	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
 		Members: []storage.MemberSpec{member(1, 1, true), member(2, 1, false), {OSD: "osd-0", Export: osds[0].Endpoint()}}}
+	// The data path's share of a failover: the new target serves from
+	// its own replica at once; the rebuild of OSD 2 follows.
+	_, err = osds[1].EnsureTarget(ctx, moved)
+	must(t, err)
+	t.Logf("the new target serves %s after the old target's SPDK was killed (re-exports and raid included; the operator's decision is not)", time.Since(killed).Round(time.Millisecond))
 	st = ensureUntil(ctx, t, osds[1], moved, "the rebuild onto OSD 2", func(st storage.Target) bool {
 		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_ONLINE
 	})
@@ -73,7 +79,9 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 	}
 	target = osds[1].Endpoint()
 	target.NQN = agentv1.VolumeNQN(volume)
+	began := time.Now()
 	dd.write(target, hostNQN, after, chunk)
+	t.Logf("a host's write through the new target, spdk_dd's start and connect included: %s", time.Since(began).Round(time.Millisecond))
 
 	stopped, err := osds[1].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil)
 	must(t, err)
