@@ -43,15 +43,27 @@ func recordStoppedPods(leases *agentclient.Leases) handler.Funcs {
 	}
 }
 
+// deletionByPodGC is the reason of the DisruptionTarget condition the pod
+// garbage collector writes (k8s.io/api names no constant for it).
+const deletionByPodGC = "DeletionByPodGC"
+
 // stoppedByTheKubelet says whether pod, as it was when it left the
 // apiserver, was stopped by its kubelet: the kubelet removes a pod it
 // ran only after writing a terminal phase and every container
-// terminated. A pod deleted by force, or by the pod garbage collector
-// for a node that is gone, keeps the states its kubelet last wrote, and
-// nothing says its processes ended.
+// terminated. A pod deleted by force keeps the states its kubelet last
+// wrote, and nothing says its processes ended. The pod garbage collector
+// (a node that is gone, or tainted out-of-service) writes a terminal
+// phase itself over the kubelet's last container states, which may say
+// terminated just before the kubelet restarted them: its mark, a
+// DisruptionTarget condition, refuses the pod.
 func stoppedByTheKubelet(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded {
 		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Reason == deletionByPodGC {
+			return false
+		}
 	}
 	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
 		return false

@@ -32,6 +32,13 @@ func TestStoppedByTheKubelet(t *testing.T) {
 		}
 		return p
 	}
+	disrupted := func(reason string) func(*corev1.Pod) *corev1.Pod {
+		return func(p *corev1.Pod) *corev1.Pod {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason})
+			return p
+		}
+	}
+	gcMarked, evicted := disrupted("DeletionByPodGC"), disrupted("EvictionByEvictionAPI")
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -41,6 +48,8 @@ func TestStoppedByTheKubelet(t *testing.T) {
 		{"succeeded, every container terminated", pod(corev1.PodSucceeded, terminated, terminated), true},
 		{"deleted by force while it ran", pod(corev1.PodRunning, running, running), false},
 		{"marked Failed by the pod garbage collector, its containers as last reported", pod(corev1.PodFailed, running, running), false},
+		{"marked Failed by the pod garbage collector over terminated states the kubelet wrote before a restart", gcMarked(pod(corev1.PodFailed, terminated, terminated)), false},
+		{"evicted by the eviction API, then stopped by its kubelet", evicted(pod(corev1.PodFailed, terminated, terminated)), true},
 		{"one container terminated, the other still running", pod(corev1.PodFailed, terminated, running), false},
 		{"a container with no status", pod(corev1.PodFailed, terminated), false},
 		{"never ran", pod(corev1.PodPending), false},
