@@ -80,12 +80,13 @@ type podConn struct {
 }
 
 func (c podConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	c.leases.Reached(c.osd, c.uid, time.Now())
+	sent := time.Now()
+	c.leases.Reached(c.osd, c.uid, sent)
 	var header metadata.MD
 	ctx = metadata.AppendToOutgoingContext(ctx, agentv1.PodUIDHeader, string(c.uid))
 	err := c.ClientConnInterface.Invoke(ctx, method, args, reply, append(opts, grpc.Header(&header))...)
-	if slices.Equal(header.Get(agentv1.PodUIDHeader), []string{string(c.uid)}) {
-		c.leases.ChecksPod(c.osd, c.uid)
+	if named := slices.Equal(header.Get(agentv1.PodUIDHeader), []string{string(c.uid)}); named || err == nil {
+		c.leases.Answered(c.osd, c.uid, named, sent)
 	}
 	return err
 }

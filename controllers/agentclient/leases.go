@@ -40,7 +40,15 @@ type Leases struct {
 	began   time.Time
 	serving map[string]bool
 	tried   map[string]time.Time
-	pods    map[string]map[types.UID]*reachedPod // by OSD, then pod uid
+	pods    map[string]*osdPods
+}
+
+// osdPods is what the process knows of the pods of one OSD.
+type osdPods struct {
+	pods map[types.UID]*reachedPod
+	// unnamed is when the latest call was sent that an agent answered
+	// without naming the pod it was meant for.
+	unnamed time.Time
 }
 
 // reachedPod is what the process knows of an OSD pod its calls reached.
@@ -48,8 +56,7 @@ type reachedPod struct {
 	// last is when the latest call to its agent was sent.
 	last time.Time
 	// checks says its agent named the pod in an answer: it refuses the
-	// calls meant for other pods, so no call meant for another pod
-	// reached it unrecorded.
+	// calls meant for other pods.
 	checks bool
 	// stopped says the pod is gone and the kubelet reported every one of
 	// its containers terminated.
@@ -90,7 +97,7 @@ func (l *Leases) Tried(osd string, t time.Time) {
 	if l.tried == nil {
 		l.tried = map[string]time.Time{}
 	}
-	l.tried[osd] = t
+	l.tried[osd] = later(l.tried[osd], t)
 }
 
 // SinceLastTry is how long ago osd's lease may last have been renewed, as
@@ -114,33 +121,32 @@ func (l *Leases) SinceLastTry(osd string, now time.Time) time.Duration {
 func (l *Leases) Reached(osd string, uid types.UID, t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pods == nil {
-		l.pods = map[string]map[types.UID]*reachedPod{}
-	}
-	pods := l.pods[osd]
-	if pods == nil {
-		pods = map[types.UID]*reachedPod{}
-		l.pods[osd] = pods
-	}
-	for other, p := range pods {
+	o := l.osdPods(osd)
+	for other, p := range o.pods {
 		if other != uid && p.stopped {
-			delete(pods, other)
+			delete(o.pods, other)
 		}
 	}
-	p := pods[uid]
+	p := o.pods[uid]
 	if p == nil {
 		p = &reachedPod{}
-		pods[uid] = p
+		o.pods[uid] = p
 	}
-	p.last = t
+	p.last = later(p.last, t)
 }
 
-// ChecksPod records that the agent in osd's pod uid named its pod in an
-// answer: it serves only the calls meant for it.
-func (l *Leases) ChecksPod(osd string, uid types.UID) {
+// Answered records an answer to a call sent at t to osd's pod uid: one
+// that named the pod (its agent serves only the calls meant for it) or,
+// named false, a success that named none, from an agent that may serve
+// the calls meant for any pod at its address.
+func (l *Leases) Answered(osd string, uid types.UID, named bool, t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p := l.pods[osd][uid]; p != nil {
+	o := l.osdPods(osd)
+	switch p := o.pods[uid]; {
+	case !named:
+		o.unnamed = later(o.unnamed, t)
+	case p != nil:
 		p.checks = true
 	}
 }
@@ -151,32 +157,55 @@ func (l *Leases) ChecksPod(osd string, uid types.UID) {
 func (l *Leases) Stopped(osd string, uid types.UID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p := l.pods[osd][uid]; p != nil {
-		p.stopped = true
+	if o := l.pods[osd]; o != nil && o.pods[uid] != nil {
+		o.pods[uid].stopped = true
 	}
 }
 
 // StoppedForCertain says whether osd's targets stopped for certain, so
 // that one moves without waiting out the grace: this process has led for
-// grace (an older leader's calls have lapsed), and every pod of osd its
-// calls reached within grace, one at least, refuses calls meant for other
-// pods and is confirmed stopped. A pod reached longer ago holds no lease
-// renewed since, and fenced (see docs/volumes.md).
+// grace (an older leader's calls have lapsed), no agent answered a call
+// for osd without naming the pod within grace, and every pod of osd its
+// calls reached within grace, one at least, named itself in an answer
+// and is confirmed stopped. A pod reached longer ago holds no lease
+// renewed since, and fenced (see docs/volumes.md); its record is dropped.
 func (l *Leases) StoppedForCertain(osd string, now time.Time, grace time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.began.IsZero() || now.Sub(l.began) < grace {
+	o := l.pods[osd]
+	if o == nil || l.began.IsZero() || now.Sub(l.began) < grace || now.Sub(o.unnamed) < grace {
 		return false
 	}
-	confirmed := false
-	for _, p := range l.pods[osd] {
+	confirmed := true
+	reached := false
+	for uid, p := range o.pods {
 		if now.Sub(p.last) >= grace {
+			delete(o.pods, uid)
 			continue
 		}
-		if !p.checks || !p.stopped {
-			return false
-		}
-		confirmed = true
+		reached = true
+		confirmed = confirmed && p.checks && p.stopped
 	}
-	return confirmed
+	return reached && confirmed
+}
+
+// osdPods returns osd's record, made when there is none; l.mu held.
+func (l *Leases) osdPods(osd string) *osdPods {
+	if l.pods == nil {
+		l.pods = map[string]*osdPods{}
+	}
+	o := l.pods[osd]
+	if o == nil {
+		o = &osdPods{pods: map[types.UID]*reachedPod{}}
+		l.pods[osd] = o
+	}
+	return o
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -62,7 +62,7 @@ func TestStoppedForCertain(t *testing.T) {
 			for _, c := range tt.calls {
 				l.Reached("osd-a", c.uid, now.Add(-c.ago))
 				if c.checks {
-					l.ChecksPod("osd-a", c.uid)
+					l.Answered("osd-a", c.uid, true, now.Add(-c.ago))
 				}
 			}
 			for _, c := range tt.calls {
@@ -87,8 +87,9 @@ func TestACallToTheSuccessorUndoesTheCertainty(t *testing.T) {
 	began := time.Now().Add(-time.Hour)
 	l.Begin(began)
 	l.Reached("osd-a", "p1", began.Add(time.Minute))
-	l.ChecksPod("osd-a", "p1")
+	l.Answered("osd-a", "p1", true, began.Add(time.Minute))
 	l.Stopped("osd-a", "p1")
+	l.Stopped("osd-b", "p1") // an OSD no call reached
 	now, grace := began.Add(2*time.Minute), 90*time.Second
 	if !l.StoppedForCertain("osd-a", now, grace) {
 		t.Fatal("the stopped pod is not stopped for certain")
@@ -96,6 +97,51 @@ func TestACallToTheSuccessorUndoesTheCertainty(t *testing.T) {
 	l.Reached("osd-a", "p2", now)
 	if l.StoppedForCertain("osd-a", now, grace) {
 		t.Fatal("stopped for certain after a call to the pod's successor")
+	}
+}
+
+// An agent that answers without naming the pod may serve the calls meant
+// for any pod at its address (an agent from before the rule, in a pod
+// that outlived a forced deletion): a success of its puts the OSD under
+// the grace, even after the pod called had named itself.
+func TestASuccessThatNamesNoPodUndoesTheCertainty(t *testing.T) {
+	var l Leases
+	began := time.Now().Add(-time.Hour)
+	l.Begin(began)
+	now, grace := began.Add(10*time.Minute), 90*time.Second
+	l.Reached("osd-a", "p1", now.Add(-time.Minute))
+	l.Answered("osd-a", "p1", true, now.Add(-time.Minute))
+	l.Reached("osd-a", "p1", now.Add(-30*time.Second))
+	l.Answered("osd-a", "p1", false, now.Add(-30*time.Second))
+	l.Stopped("osd-a", "p1")
+	if l.StoppedForCertain("osd-a", now, grace) {
+		t.Fatal("stopped for certain 30s after a call for the pod was served by an agent that did not name it")
+	}
+	// Its successor, which names itself, is reached and stopped after.
+	l.Reached("osd-a", "p2", now.Add(50*time.Second))
+	l.Answered("osd-a", "p2", true, now.Add(50*time.Second))
+	l.Stopped("osd-a", "p2")
+	if l.StoppedForCertain("osd-a", now.Add(55*time.Second), grace) {
+		t.Fatal("stopped for certain 85s after the unnamed answer")
+	}
+	if !l.StoppedForCertain("osd-a", now.Add(61*time.Second), grace) {
+		t.Fatal("not stopped for certain once the unnamed answer is older than the grace")
+	}
+}
+
+// Calls answered out of order keep the latest send time.
+func TestTheLatestCallCounts(t *testing.T) {
+	var l Leases
+	began := time.Now().Add(-time.Hour)
+	l.Begin(began)
+	now, grace := began.Add(10*time.Minute), 90*time.Second
+	l.Reached("osd-a", "p0", now.Add(-10*time.Second)) // p0 force-deleted, still running
+	l.Reached("osd-a", "p0", now.Add(-5*time.Minute))  // an older call, recorded late
+	l.Reached("osd-a", "p1", now.Add(-time.Second))
+	l.Answered("osd-a", "p1", true, now.Add(-time.Second))
+	l.Stopped("osd-a", "p1")
+	if l.StoppedForCertain("osd-a", now, grace) {
+		t.Fatal("stopped for certain while p0 was reached 10s ago")
 	}
 }
 
@@ -128,6 +174,7 @@ func TestAPodConnNamesItsPodAndRecordsTheAnswer(t *testing.T) {
 		{"the agent names the pod called", []string{"p1"}, true},
 		{"the agent names another pod", []string{"p2"}, false},
 		{"the agent names no pod (an agent from before)", nil, false},
+		{"the agent names the pod twice", []string{"p1", "p1"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
