@@ -225,6 +225,7 @@ func TestOnlyCallsMeantForItsPodAreServed(t *testing.T) {
 		{"a call meant for the agent's pod", []string{podUID}, ""},
 		{"a call that names no pod (an operator from before pods were named)", nil, ""},
 		{"a call meant for the pod's successor or predecessor", []string{"7a1e90c3-pod-b"}, agentv1.ReasonWrongPod},
+		{"a call that names an empty pod", []string{""}, agentv1.ReasonWrongPod},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,6 +242,21 @@ func TestOnlyCallsMeantForItsPodAreServed(t *testing.T) {
 				t.Fatalf("the answer names pods %v, want [%s]", got, podUID)
 			}
 		})
+	}
+}
+
+// A renewal meant for another pod renews nothing: the operator counts on
+// the lease of the pod it named alone.
+func TestARenewalMeantForAnotherPodRenewsNothing(t *testing.T) {
+	f := start(t)
+	before := f.lease.Expiry()
+	ctx := metadata.AppendToOutgoingContext(callCtx(t), agentv1.PodUIDHeader, "7a1e90c3-pod-b")
+	_, err := f.dial(t, clientCert(t, f.ca)).RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32((2 * time.Hour).Milliseconds())})
+	if agentv1.ReasonOf(err) != agentv1.ReasonWrongPod {
+		t.Fatalf("err = %v, want reason %s", err, agentv1.ReasonWrongPod)
+	}
+	if got := f.lease.Expiry(); !got.Equal(before) {
+		t.Fatalf("the lease's expiry moved from %s to %s", before, got)
 	}
 }
 
