@@ -40,6 +40,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,7 +76,10 @@ type Runner struct {
 	pods map[types.UID]*pod
 	// held are the pods that do not start here, as on a cordoned node.
 	held map[string]bool
-	next int
+	// ended are the deleted pods whose processes this runner stopped and
+	// which it has not removed yet.
+	ended map[types.UID]bool
+	next  int
 	// nextCPU is where the next pod's cores start, round the machine's.
 	nextCPU int
 }
@@ -222,33 +226,45 @@ func (r *Runner) Sync(ctx context.Context) error {
 	// unlinked as it closes, must not take the new one's with it (the
 	// apiserver deletes a pod no node took at once, so the old pod and its
 	// successor can show in the same pass).
-	seen, stopped := map[types.UID]bool{}, map[types.UID]bool{}
+	seen, listed := map[types.UID]bool{}, map[types.UID]bool{}
 	for i := range pods.Items {
-		if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() {
+		p := &pods.Items[i]
+		listed[p.UID] = true
+		if p.DeletionTimestamp.IsZero() {
 			seen[p.UID] = true
+		}
+	}
+	if r.ended == nil {
+		r.ended = map[types.UID]bool{}
+	}
+	for uid := range r.ended {
+		if !listed[uid] {
+			delete(r.ended, uid)
 		}
 	}
 	for uid := range r.pods {
 		if !seen[uid] {
 			r.stop(uid)
-			stopped[uid] = true
+			r.ended[uid] = true
 		}
 	}
 	var errs []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !p.DeletionTimestamp.IsZero() {
-			if !stopped[p.UID] && !r.runs(p) {
+			if !r.ended[p.UID] && !r.runs(p) {
 				continue // another runner's
 			}
 			// As a kubelet removes a pod it ran: once its processes
 			// ended, with a terminal phase and every container
 			// terminated.
-			if stopped[p.UID] {
-				_ = r.reportTerminated(ctx, p)
+			if r.ended[p.UID] && r.reportTerminated(ctx, p) != nil {
+				continue
 			}
 			zero := int64(0)
-			_ = r.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			if err := r.Client.Delete(ctx, p, &client.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}}); err == nil || apierrors.IsNotFound(err) {
+				delete(r.ended, p.UID)
+			}
 			continue
 		}
 		if _, ok := r.pods[p.UID]; ok || !r.runs(p) {

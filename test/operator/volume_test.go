@@ -409,6 +409,31 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
 
+	It("waits out the grace when the target's OSD pod is deleted by force", func() {
+		v := getVolume("vol-1")
+		lost := v.Status.Target.OSD
+		pod := "osd-" + lost
+		node.Hold(pod, true)
+		DeferCleanup(node.Hold, pod, false)
+		// Gone from the apiserver at once, with the states its kubelet
+		// last wrote: nothing says its processes ended.
+		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod}}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getVolume("vol-1").Status.Target.OSD).NotTo(Equal(lost))
+		}, "60s").Should(Succeed())
+		eventTime("vol-1", "TargetMoved", fmt.Sprintf("the target's OSD %s has not served for %s", lost, targetGrace))
+
+		node.Hold(pod, false)
+		Eventually(func(g Gomega) {
+			got := getVolume("vol-1")
+			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+			g.Expect(got.Status.Replicas).To(HaveLen(3))
+			for _, r := range got.Status.Replicas {
+				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
+			}
+		}, "60s").Should(Succeed())
+	})
+
 	It("fences a target whose agent hangs before the target moves, and the returning agent serves nothing of it", func() {
 		v := getVolume("vol-1")
 		old := v.Status.Target.OSD
