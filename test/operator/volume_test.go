@@ -397,15 +397,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		Expect(getVolume("vol-1").Status.Target.Epoch).To(Equal(v.Status.Target.Epoch+1), "a moved target is a new incarnation")
 
 		node.Hold(pod, false)
-		Eventually(func(g Gomega) {
-			got := getVolume("vol-1")
-			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
-			g.Expect(got.Status.Target.OSD).To(Equal(moved))
-			g.Expect(got.Status.Replicas).To(HaveLen(3))
-			for _, r := range got.Status.Replicas {
-				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
-			}
-		}, "60s").Should(Succeed())
+		vol1WholeWithTargetOn(moved)
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
 
@@ -424,14 +416,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		eventTime("vol-1", "TargetMoved", fmt.Sprintf("the target's OSD %s has not served for %s", lost, targetGrace))
 
 		node.Hold(pod, false)
-		Eventually(func(g Gomega) {
-			got := getVolume("vol-1")
-			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
-			g.Expect(got.Status.Replicas).To(HaveLen(3))
-			for _, r := range got.Status.Replicas {
-				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
-			}
-		}, "60s").Should(Succeed())
+		vol1WholeWithTargetOn("")
 	})
 
 	It("fences a target whose agent hangs before the target moves, and the returning agent serves nothing of it", func() {
@@ -457,15 +442,7 @@ var _ = Describe("A Volume", Ordered, func() {
 		GinkgoWriter.Printf("agent of %s hung; SPDK restarted by its liveness probe at %s; target moved to %s at %s\n", old, fencedAt.Format(time.StampMilli), moved, movedAt.Format(time.StampMilli))
 
 		Expect(node.FreezeAgent(pod, false)).To(Succeed())
-		Eventually(func(g Gomega) {
-			got := getVolume("vol-1")
-			g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
-			g.Expect(got.Status.Target.OSD).To(Equal(moved))
-			g.Expect(got.Status.Replicas).To(HaveLen(3))
-			for _, r := range got.Status.Replicas {
-				g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
-			}
-		}, "60s").Should(Succeed())
+		vol1WholeWithTargetOn(moved)
 		Expect(hostsOf(old, agentv1.VolumeNQN(uidOf("vol-1")))).To(BeEmpty(), "the returning OSD lets no host reach the Volume")
 		expectVolumeIdentity(getVolume("vol-1"))
 	})
@@ -903,6 +880,23 @@ func replicaHostsOf(osd, name string) []string {
 // expectVolumeIdentity checks that v's target presents the namespace
 // identity derived from v's uid, the same on every target, and numbers
 // host controllers from the range of the epoch in v's status.
+// vol1WholeWithTargetOn waits until vol-1 is Ready with three Online
+// replicas and its target on OSD target ("": anywhere).
+func vol1WholeWithTargetOn(target string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := getVolume("vol-1")
+		g.Expect(got.Status.Phase).To(Equal(flintv1.VolumePhaseReady), "%+v", got.Status.Replicas)
+		if target != "" {
+			g.Expect(got.Status.Target.OSD).To(Equal(target))
+		}
+		g.Expect(got.Status.Replicas).To(HaveLen(3))
+		for _, r := range got.Status.Replicas {
+			g.Expect(r.State).To(Equal(flintv1.ReplicaStateOnline))
+		}
+	}, "60s").Should(Succeed())
+}
+
 func expectVolumeIdentity(v *flintv1.Volume) {
 	GinkgoHelper()
 	c, cctx := spdkOf(v.Status.Target.OSD)
