@@ -24,7 +24,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
@@ -183,33 +182,27 @@ func (e *Engine) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 // target lost before the next check could be rebuilt from it. Retried, the
 // write is held like a write to a lost connection, the error count shows
 // the member failing (OSD.failing), and it leaves only once recorded
-// out of sync. A replica that goes silent (its SPDK hung, a network that
-// drops its packets) fails nothing, and SPDK's host never times out a
-// keep-alive by itself: a command outstanding for longer than the
-// timeouts resets the controller, which then reconnects, so the member
-// reads as not connected and held, not as online for as long as it
-// stays silent. SPDK takes the options only before the first controller,
-// so they come first here; refused, a controller exists, which only a
-// Bootstrap of this SPDK attached, after setting them.
+// out of sync.
+//
+// No command timeouts: SPDK's action on a timeout (reset, or abort, which
+// falls back to one) fails the I/O in flight on the controller's
+// connection with Do Not Retry (a reset marks the controller dont_retry),
+// and no retry count holds that. The raid then drops the member and
+// acknowledges the write without it, unrecorded. A silent replica (its
+// SPDK hung, a network that drops its packets) so holds writes, reading
+// online, until it answers again or its connection breaks
+// (docs/volumes.md, "Writes wait for a lost replica").
+//
+// SPDK takes the options only before the first controller, so they come
+// first here; refused, a controller exists, which only a Bootstrap of this
+// SPDK attached, after setting them.
 func (e *Engine) ensureNvmeOptions(ctx context.Context) error {
-	err := e.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{
-		BdevRetryCount: -1, NvmeErrorStat: true,
-		TimeoutUs: uint64(ioTimeout.Microseconds()), TimeoutAdminUs: uint64(adminTimeout.Microseconds()), ActionOnTimeout: "reset",
-	})
+	err := e.spdk.BdevNvmeSetOptions(ctx, types.BdevNvmeSetOptionsRequest{BdevRetryCount: -1, NvmeErrorStat: true})
 	if err != nil && jsonrpc.CodeOf(err) != jsonrpc.CodeNotPermitted {
 		return fmt.Errorf("set NVMe options: %w", err)
 	}
 	return nil
 }
-
-// The NVMe command timeouts. A keep-alive goes every 5 s (SPDK's 10 s
-// keep-alive timeout, halved), so a silent replica is reset within about
-// 10 s. The kernel host gives an I/O 30 s (nvme_core.io_timeout); a local
-// device's command that takes 10 s is stuck too.
-const (
-	ioTimeout    = 10 * time.Second
-	adminTimeout = 5 * time.Second
-)
 
 // claimDevice creates the device's bdev unless it exists and returns its
 // name.
