@@ -440,6 +440,11 @@ func removeReplicatedPool(t *testing.T, clients *kubernetes.Clientset, c client.
 // so.
 func removePool(t *testing.T, clients *kubernetes.Clientset, c client.Client, name string) {
 	ctx := context.Background()
+	if t.Failed() {
+		// The OSD pods' logs go with them.
+		dir, err := keepFlintLogs(clients, t.Name()+"/before-clean-up")
+		t.Logf("Flint's container logs before the clean-up: %s (%v)", dir, err)
+	}
 	gone := func(what string, check func() (bool, error)) {
 		deadline := time.Now().Add(5 * time.Minute)
 		for time.Now().Before(deadline) {
@@ -621,6 +626,11 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s: %v", timeout, err)
+		}
+		if cluster != nil {
+			if broken := cluster.Broken(); broken != nil {
+				t.Fatalf("the lab broke while waiting (%v): %v", err, broken)
+			}
 		}
 		time.Sleep(time.Second)
 	}

@@ -129,6 +129,19 @@ func (l *Lab) Up(ctx context.Context, progress io.Writer) error {
 	return nil
 }
 
+// Broken says which of the lab's daemons ended, with the end of its log,
+// if one did: every one of them runs until Close, so a test waiting on
+// the cluster then waits in vain (a guest whose kernel panicked, a
+// kubelet that crashed).
+func (l *Lab) Broken() error {
+	for _, p := range l.processes {
+		if err := p.exited(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close takes the cluster down as its nodes would be: the controllers
 // stop making pods, the kubelet tears down the pods there are (their
 // network namespaces, mounts and containers), what is left of them is

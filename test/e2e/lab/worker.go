@@ -113,6 +113,13 @@ hostname {{name}}
 for m in virtio_net 9p 9pnet_virtio overlay br_netfilter nvme-tcp loop; do modprobe -q $m || echo "FLINT-WORKER modprobe $m failed"; done
 mkdir -p /var/log/flint && mount -t 9p -o trans=virtio,version=9p2000.L flintlogs /var/log/flint
 for c in cpuset cpu io memory pids hugetlb; do echo +$c > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done
+# A CPU quota for the guest's whole life, on a cgroup of its own. The
+# kernel patches its CFS bandwidth code into the scheduler (a static key)
+# when the first quota appears and out when the last goes, as Guaranteed
+# pods come and go; QEMU's multi-threaded TCG once let a vCPU run the
+# scheduler tick through the half-patched site after the patch was done
+# (Oops: int3 in update_curr, a kernel panic). Patched once here, it stays.
+mkdir -p /sys/fs/cgroup/flint-quota && echo "1000000 100000" >/sys/fs/cgroup/flint-quota/cpu.max || echo "FLINT-WORKER cpu quota failed"
 ip link set lo up
 ip link set eth0 up
 ip addr add {{ip}}/24 dev eth0
