@@ -163,6 +163,14 @@ func exportTo(ctx context.Context, t *testing.T, osds []*storage.Engine, i, targ
 	return m
 }
 
+// threeReplicaSpec is the volume's target on osds[0] over the replicas of
+// osds 0, 1 and 2, all in sync, serving hostNQN.
+func threeReplicaSpec(ctx context.Context, t *testing.T, osds []*storage.Engine) storage.TargetSpec {
+	t.Helper()
+	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 2, 0, true, storage.Keys{})}
+	return storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
+}
+
 // expectReplicas reads back, each on its own, the replicas on the OSDs
 // numbered in replicas, exported to dd with its keys, and compares them
 // with want; the double has no data to compare.

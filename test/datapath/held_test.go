@@ -55,13 +55,10 @@ func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 	expectReplicas(ctx, t, h.dd, osds, []int{0, 1}, h.want)
 }
 
-// held is what holdUntilLetGo saw.
+// held is what holdUntilLetGo wrote, and the host it wrote with.
 type held struct {
 	dd   *host
 	want []byte
-	// reported and completed are how long after the fault the member was
-	// reported HELD and the held write completed.
-	reported, completed time.Duration
 }
 
 // holdUntilLetGo runs the shape of a replica that holds writes: a
@@ -71,8 +68,7 @@ type held struct {
 // completes and the Volume reads back every acknowledged byte.
 func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.Engine, what string, fault, whileHeld func()) held {
 	t.Helper()
-	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 2, 0, true, storage.Keys{})}
-	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
+	spec := threeReplicaSpec(ctx, t, osds)
 	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() }); st.SizeBytes != volSize {
 		t.Fatalf("new target = %+v, want %d bytes", st, volSize)
 	}
@@ -85,13 +81,11 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	h.dd.write(target, hostNQN, first, 0)
 
 	fault()
-	struck := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- h.dd.tryWrite(target, hostNQN, second, 2*chunk) }()
 	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.Target) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
-	h.reported = time.Since(struck)
 	select {
 	case err := <-done:
 		t.Fatalf("the write ended (%v) while a member counted in sync lacks it", err)
@@ -109,7 +103,6 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	case <-time.After(time.Minute):
 		t.Fatalf("the write is still held after the %s replica left", what)
 	}
-	h.completed = time.Since(struck)
 	if got := h.dd.read(target, hostNQN, volSize); !bytes.Equal(got, h.want) {
 		t.Error("the volume does not read back what was acknowledged")
 	}
@@ -153,9 +146,10 @@ func silentUnderWrites(t *testing.T, silent time.Duration) {
 	}
 	osds := startOSDs(ctx, t, lab)
 	defer lab.Targets[2].Freeze(false)
-	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 2, 0, true, storage.Keys{})}
-	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
-	ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() })
+	spec := threeReplicaSpec(ctx, t, osds)
+	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() }); st.SizeBytes != volSize {
+		t.Fatalf("new target = %+v, want %d bytes", st, volSize)
+	}
 	dd := newHost(t, lab)
 	target := osds[0].Endpoint()
 	target.NQN = agentv1.VolumeNQN(volume)

@@ -59,8 +59,7 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	defer cancel()
 	lab := spdklab.New(t, 3)
 	osds := startOSDs(ctx, t, lab)
-	members := []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 2, 0, true, storage.Keys{})}
-	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Members: members, Hosts: []string{hostNQN}}
+	spec := threeReplicaSpec(ctx, t, osds)
 	_, err := osds[0].EnsureTarget(ctx, spec)
 	must(t, err)
 	dd := newHost(t, lab)
