@@ -359,10 +359,13 @@ func (s *session) rewrite(raw json.RawMessage) (request, []byte, error) {
 }
 
 // recorded is a request or response as the transcript keeps it: the image
-// files under the names the replay knows (/tmp/<name>.img).
+// files under the names the replay knows (/tmp/<name>.img). Numbers stay
+// as SPDK wrote them (UINT64_MAX has no float64).
 func (s *session) recorded(sent []byte) json.RawMessage {
 	var v any
-	if json.Unmarshal(sent, &v) != nil {
+	d := json.NewDecoder(bytes.NewReader(sent))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
 		return sent
 	}
 	v = transcript.WalkStrings(v, func(str string) string {

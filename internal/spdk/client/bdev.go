@@ -91,6 +91,13 @@ func (c *Client) BdevGetIostat(ctx context.Context, name string) (types.Iostat, 
 	return stat, err
 }
 
+// BdevSetQdSamplingPeriod samples bdev name's queue depth every period
+// (µs; 0 stops), which BdevGetIostat then reports. A bdev missing is
+// CodeNoSuchDevice.
+func (c *Client) BdevSetQdSamplingPeriod(ctx context.Context, name string, period uint64) error {
+	return c.rpc.Call(ctx, "bdev_set_qd_sampling_period", types.BdevSetQdSamplingPeriodRequest{Name: name, Period: period}, nil)
+}
+
 // BdevSetQosLimit sets a bdev's rate limits; SPDK rounds the I/O rate up
 // to a multiple of types.QosIOsStep. A bdev missing is CodeNoSuchDevice.
 func (c *Client) BdevSetQosLimit(ctx context.Context, req types.BdevSetQosLimitRequest) error {

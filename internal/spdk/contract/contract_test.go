@@ -60,6 +60,7 @@ var scenarios = []struct {
 	{"raid1 grows once every member grew", 2, raid1GrowsWithMembers},
 	{"a rebuild keeps the bandwidth cap set when it started", 1, rebuildCappedByOptions},
 	{"latency histogram of an exported bdev", 1, latencyHistogram},
+	{"queue-depth sampling of a bdev", 1, queueDepthSampling},
 	{"QoS limits of a raid1, set whole and lost on a restart", 1, qosLimitsOfARaid},
 	{"NVMe options are taken only before the first controller", 2, nvmeOptionsBeforeControllers},
 	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
@@ -903,4 +904,37 @@ func dhchapBothWays(t *testing.T, l *spdklab.Lab) {
 	detach()
 	// A host that asks the subsystem to prove itself needs it to.
 	wantErr(t, attach("host", "ctrl"), nil, jsonrpc.CodeIOError)
+}
+
+// queueDepthSampling checks what the agent's silence watch reads: once a
+// bdev's queue depth is sampled, bdev_get_iostat reports the period and
+// the depth, SPDK's "unsampled" value until the first sample, a period
+// after the sampling is set.
+func queueDepthSampling(t *testing.T, l *spdklab.Lab) {
+	c := l.Targets[0].Client
+	aioLvstore(t, l, c, "lvs0")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs0"}))
+	stat := func() types.BdevIostat {
+		t.Helper()
+		st := must(c.BdevGetIostat(ctx(t), "lvs0/vol"))
+		if len(st.Bdevs) != 1 {
+			t.Fatalf("iostat of lvs0/vol = %+v", st)
+		}
+		return st.Bdevs[0]
+	}
+	if st := stat(); st.QueueDepthPollingPeriod != 0 || st.QueueDepth != 0 {
+		t.Fatalf("iostat before sampling = %+v, want no queue depth", st)
+	}
+	ok(t, c.BdevSetQdSamplingPeriod(ctx(t), "lvs0/vol", 10_000_000))
+	if st := stat(); st.QueueDepthPollingPeriod != 10_000_000 || st.QueueDepth != types.QueueDepthUnsampled {
+		t.Fatalf("iostat before the first sample = %+v, want period 10000000 and queue depth %d", st, uint64(types.QueueDepthUnsampled))
+	}
+	ok(t, c.BdevSetQdSamplingPeriod(ctx(t), "lvs0/vol", 1_000))
+	eventually(t, 5*time.Second, "the idle lvol sampled every 1 ms reading queue depth 0", func() (bool, error) {
+		st := stat()
+		return st.QueueDepthPollingPeriod == 1_000 && st.QueueDepth == 0, nil
+	})
+	ok(t, c.BdevSetQdSamplingPeriod(ctx(t), "lvs0/vol", 0))
+	eventually(t, 5*time.Second, "sampling off hiding the queue depth", func() (bool, error) { return stat().QueueDepthPollingPeriod == 0, nil })
+	wantErr(t, c.BdevSetQdSamplingPeriod(ctx(t), "nosuch", 1_000), nil, -19)
 }

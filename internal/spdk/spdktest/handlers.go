@@ -22,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 )
@@ -52,6 +53,8 @@ func init() {
 		"bdev_get_bdevs":     bdevGetBdevs,
 		"bdev_get_iostat":    bdevGetIostat,
 		"bdev_set_qos_limit": bdevSetQosLimit,
+
+		"bdev_set_qd_sampling_period": bdevSetQdSamplingPeriod,
 
 		"bdev_enable_histogram": bdevEnableHistogram,
 		"bdev_get_histogram":    bdevGetHistogram,
@@ -338,6 +341,27 @@ func bdevGetBdevs(t *Target, p json.RawMessage) (any, error) {
 
 // The double runs no I/O: counters stay zero. Ticks follow the clock in
 // nanoseconds.
+// bdevSetQdSamplingPeriod turns a bdev's queue-depth sampling on or off.
+func bdevSetQdSamplingPeriod(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		Name   string `json:"name"`
+		Period uint64 `json:"period"`
+	}
+	if err := decode(p, &req, errDecode(), "name", "period"); err != nil {
+		return nil, err
+	}
+	b := t.st.bdev(req.Name)
+	if b == nil {
+		return nil, errf(jsonrpc.CodeNoSuchDevice, "No such device")
+	}
+	now := t.fabric.now()
+	if !b.queueDepthSampled(now) && req.Period != 0 {
+		b.qdFirst = now.Add(time.Duration(req.Period) * time.Microsecond)
+	}
+	b.qdPeriod = req.Period
+	return true, nil
+}
+
 func bdevGetIostat(t *Target, p json.RawMessage) (any, error) {
 	var req struct {
 		Name       string `json:"name"`
@@ -368,11 +392,17 @@ func bdevGetIostat(t *Target, p json.RawMessage) (any, error) {
 	}
 	stats := []any{}
 	for _, b := range bdevs {
-		stats = append(stats, map[string]any{
+		stat := map[string]any{
 			"name": b.name, "bytes_read": 0, "num_read_ops": 0, "bytes_written": 0, "num_write_ops": 0,
 			"bytes_unmapped": 0, "num_unmap_ops": 0, "read_latency_ticks": 0, "write_latency_ticks": 0,
 			"unmap_latency_ticks": 0, "io_error": map[string]any{},
-		})
+		}
+		if b.qdPeriod != 0 {
+			stat["queue_depth_polling_period"] = b.qdPeriod
+			stat["queue_depth"] = t.fabric.sampledQueueDepth(b)
+			stat["io_time"], stat["weighted_io_time"] = 0, 0
+		}
+		stats = append(stats, stat)
 	}
 	return map[string]any{
 		"tick_rate": tscRate,

@@ -88,6 +88,20 @@ type bdev struct {
 
 	histogram *histogram // nil until bdev_enable_histogram first names it
 	qos       types.QosLimits
+	// qdPeriod is the queue-depth sampling period (µs), 0 when off.
+	// SPDK samples a period after the period is set; qdFirst is when
+	// the first sample is due, until qdSampled.
+	qdPeriod  uint64
+	qdFirst   time.Time
+	qdSampled bool
+}
+
+// queueDepthSampled says whether SPDK has sampled b's queue depth by now.
+func (b *bdev) queueDepthSampled(now time.Time) bool {
+	if !b.qdSampled && !b.qdFirst.IsZero() && !now.Before(b.qdFirst) {
+		b.qdSampled = true
+	}
+	return b.qdSampled
 }
 
 func (b *bdev) matches(name string) bool {

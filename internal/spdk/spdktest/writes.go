@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/flint-io/flint/internal/spdk/types"
 )
 
 // Host writes. The double keeps no data, but SPDK does, so it keeps the
@@ -216,6 +218,22 @@ func (f *Fabric) settleHeld() {
 		}
 		return true
 	})
+}
+
+// sampledQueueDepth is b's queue depth as SPDK's sampling reports it:
+// none before the first period ran out, then the writes b holds (the
+// double completes every other I/O at once).
+func (f *Fabric) sampledQueueDepth(b *bdev) uint64 {
+	if !b.queueDepthSampled(f.now()) {
+		return types.QueueDepthUnsampled
+	}
+	var n uint64
+	for _, w := range f.held {
+		if slices.Contains(w.held, b) {
+			n++
+		}
+	}
+	return n
 }
 
 // holdsWrites says whether writes wait on members of r: SPDK quiesces a

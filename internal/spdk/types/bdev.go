@@ -16,6 +16,8 @@ limitations under the License.
 
 package types
 
+import "math"
+
 // BdevMallocCreateRequest creates a RAM-backed bdev.
 type BdevMallocCreateRequest struct {
 	Name      string `json:"name,omitempty"`
@@ -219,6 +221,22 @@ type BdevGetIostatRequest struct {
 	Name string `json:"name,omitempty"`
 }
 
+// QueueDepthUnsampled is the queue depth SPDK reports before its first
+// sample.
+const QueueDepthUnsampled = math.MaxUint64
+
+// Completions counts the I/O the bdev completed successfully.
+func (b BdevIostat) Completions() uint64 {
+	return b.NumReadOps + b.NumWriteOps + b.NumUnmapOps
+}
+
+// BdevSetQdSamplingPeriodRequest turns on (Period in µs) or off (0) the
+// sampling of a bdev's queue depth.
+type BdevSetQdSamplingPeriodRequest struct {
+	Name   string `json:"name"`
+	Period uint64 `json:"period"`
+}
+
 // Iostat is SPDK's I/O counters; latencies are in ticks of TickRate per
 // second.
 type Iostat struct {
@@ -243,6 +261,15 @@ type BdevIostat struct {
 	MaxWriteLatencyTicks uint64 `json:"max_write_latency_ticks"`
 	MinWriteLatencyTicks uint64 `json:"min_write_latency_ticks"`
 	UnmapLatencyTicks    uint64 `json:"unmap_latency_ticks"`
+	// QueueDepthPollingPeriod is the queue-depth sampling period in µs
+	// (bdev_set_qd_sampling_period); the fields below are there only
+	// while it is set.
+	QueueDepthPollingPeriod uint64 `json:"queue_depth_polling_period,omitempty"`
+	// QueueDepth is the I/O outstanding on the bdev at the last sample,
+	// QueueDepthUnsampled before the first.
+	QueueDepth     uint64 `json:"queue_depth,omitempty"`
+	IOTime         uint64 `json:"io_time,omitempty"`
+	WeightedIOTime uint64 `json:"weighted_io_time,omitempty"`
 	// DriverSpecific is what the bdev's module adds.
 	DriverSpecific *IostatDriverSpecific `json:"driver_specific,omitempty"`
 }
