@@ -268,18 +268,22 @@ func newKeys(t *testing.T) storage.Keys {
 
 // startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's
 // targets, each with a replica of the volume.
-func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab) []*storage.Engine {
+func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab, options ...func(*storage.Config)) []*storage.Engine {
 	var osds []*storage.Engine
 	for i, target := range lab.Targets {
 		port, _ := strconv.Atoi(spdklab.FreePort(t))
 		keyDir := filepath.Join(lab.Dir, fmt.Sprintf("keys-osd%d", i))
 		must(t, os.Mkdir(keyDir, 0o700))
-		o := storage.New(storage.Config{
+		cfg := storage.Config{
 			UID:      fmt.Sprintf("osd-%d", i),
 			KeyDir:   keyDir,
 			Device:   storage.Device{Driver: storage.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
 			Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
-		}, target.Client)
+		}
+		for _, option := range options {
+			option(&cfg)
+		}
+		o := storage.New(cfg, target.Client)
 		must(t, bootstrap(ctx, o))
 		_, err := o.CreateReplica(ctx, volume, volSize)
 		must(t, err)

@@ -55,10 +55,12 @@ func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 	expectReplicas(ctx, t, h.dd, osds, []int{0, 1}, h.want)
 }
 
-// held is what holdUntilLetGo wrote, and the host it wrote with.
+// held is what holdUntilLetGo wrote, the host it wrote with, and how long
+// after the fault the member read HELD.
 type held struct {
-	dd   *host
-	want []byte
+	dd        *host
+	want      []byte
+	heldAfter time.Duration
 }
 
 // holdUntilLetGo runs the shape of a replica that holds writes: a
@@ -81,11 +83,13 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	h.dd.write(target, hostNQN, first, 0)
 
 	fault()
+	struck := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- h.dd.tryWrite(target, hostNQN, second, 2*chunk) }()
 	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.Target) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
+	h.heldAfter = time.Since(struck)
 	select {
 	case err := <-done:
 		t.Fatalf("the write ended (%v) while a member counted in sync lacks it", err)
@@ -94,6 +98,7 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	whileHeld()
 
 	spec.Members[2].InSync = false
+	recorded := time.Now()
 	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica leaving the raid", func(st storage.Target) bool {
 		return st.Members[2].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[2].State != agentv1.MemberState_MEMBER_STATE_ONLINE
 	})
@@ -103,6 +108,7 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	case <-time.After(time.Minute):
 		t.Fatalf("the write is still held after the %s replica left", what)
 	}
+	t.Logf("the %s replica left, and the held write completed, %.1fs after it was recorded out of sync", what, time.Since(recorded).Seconds())
 	if got := h.dd.read(target, hostNQN, volSize); !bytes.Equal(got, h.want) {
 		t.Error("the volume does not read back what was acknowledged")
 	}
@@ -128,16 +134,29 @@ func fillLvstore(ctx context.Context, t *testing.T, target *spdklab.Target, o *s
 // SPDK fails the I/O in flight on a reset with Do Not Retry and the raid
 // then drops the member and acknowledges the write without it, while the
 // caller still counts it in sync (a target lost then was re-assembled
-// from it in the e2e storm, and lost 41 acknowledged writes). The caller
-// is played as the operator plays it: the target is driven every 100 ms,
-// and a member reported HELD or MISSING would be recorded out of sync.
+// from it in the e2e storm, and lost 41 acknowledged writes). Silent for
+// less than the agent's silence watch waits, it is not even reported: the
+// writes complete on every member once it answers. The caller is played
+// as the operator plays it: the target is driven every 100 ms, and a
+// member reported HELD or MISSING would be recorded out of sync. The
+// storm's freezes last about 5 s; 12 s outlasted SPDK's command timeouts
+// when Flint set them, so the watch waits a minute there.
 func TestASilentReplicaHoldsWritesAndStaysInSync(t *testing.T) {
-	for _, silent := range []time.Duration{5500 * time.Millisecond, 12 * time.Second} {
-		t.Run(silent.String(), func(t *testing.T) { silentUnderWrites(t, silent) })
+	for _, tc := range []struct {
+		silent, silentAfter time.Duration
+	}{{5500 * time.Millisecond, storage.DefaultSilentAfter}, {12 * time.Second, time.Minute}} {
+		t.Run(fmt.Sprintf("%s of %s", tc.silent, tc.silentAfter), func(t *testing.T) {
+			silentUnderWrites(t, tc.silent, func(c *storage.Config) { c.SilentAfter = tc.silentAfter })
+		})
 	}
 }
 
-func silentUnderWrites(t *testing.T, silent time.Duration) {
+// A replica silent for longer than storage.DefaultSilentAfter is reported
+// HELD, from its queue depth and completions alone: its controller is not
+// touched, so no write is acknowledged without it, and DeleteTarget stays
+// refused, until the caller records it out of sync. Then it leaves the
+// raid, still frozen, and the write completes on the other two.
+func TestASilentReplicaIsLetGoOnceRecordedOutOfSync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	lab := spdklab.New(t, 3)
@@ -145,6 +164,32 @@ func silentUnderWrites(t *testing.T, silent time.Duration) {
 		t.Skip("the double cannot freeze: run with FLINT_SPDK_DIR (make test-spdk)")
 	}
 	osds := startOSDs(ctx, t, lab)
+	defer lab.Targets[2].Freeze(false)
+	h := holdUntilLetGo(ctx, t, lab, osds, "silent", func() { lab.Targets[2].Freeze(true) }, func() {
+		if _, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, nil); err == nil {
+			t.Fatal("the target stopped while the silent replica, counted in sync, held a write")
+		}
+	})
+	t.Logf("the frozen replica read HELD %.1fs after it went silent", h.heldAfter.Seconds())
+	if h.heldAfter < storage.DefaultSilentAfter {
+		t.Errorf("the frozen replica read HELD after %s, sooner than the %s it may be silent", h.heldAfter, storage.DefaultSilentAfter)
+	}
+	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, []string{"osd-2"})
+	must(t, err)
+	if len(stopped.InSync) != 2 {
+		t.Errorf("the stopped target = %+v, want the two replicas that took every write in sync", stopped)
+	}
+	expectReplicas(ctx, t, h.dd, osds, []int{0, 1}, h.want)
+}
+
+func silentUnderWrites(t *testing.T, silent time.Duration, watch func(*storage.Config)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 3)
+	if lab.Targets[2].Freeze == nil {
+		t.Skip("the double cannot freeze: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	osds := startOSDs(ctx, t, lab, watch)
 	defer lab.Targets[2].Freeze(false)
 	spec := threeReplicaSpec(ctx, t, osds)
 	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() }); st.SizeBytes != volSize {

@@ -105,7 +105,7 @@ func (e *Engine) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list raids: %w", err)
 	}
-	down, err := e.downControllers(ctx)
+	held, err := e.heldBdevs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -115,9 +115,9 @@ func (e *Engine) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 		if !ok {
 			continue
 		}
-		// A member whose connection is down holds writes: it is no more
-		// online than one that left.
-		online := slices.DeleteFunc(members(r), func(b string) bool { return down[strings.TrimSuffix(b, "n1")] })
+		// A member that holds writes (its connection down, or stuck) is
+		// no more online than one that left.
+		online := slices.DeleteFunc(members(r), func(b string) bool { return held[b] })
 		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(online), RebuildPercent: -1}
 		if r.Process != nil {
 			t.Online--
@@ -129,10 +129,10 @@ func (e *Engine) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 }
 
 // DegradedTargets lists the volumes whose raid here runs with fewer
-// in-sync members than slots: a member lost its connection (and holds
-// writes), dropped out, or is being rebuilt. The operator learns of a
-// lost connection from it within a lease renewal, and writes wait for the
-// member only until then.
+// in-sync members than slots: a member holds writes (its connection lost,
+// its device failing, or silent), dropped out, or is being rebuilt. The
+// operator learns of a held member from it within a lease renewal, and
+// writes wait for the member only until then.
 func (e *Engine) DegradedTargets(ctx context.Context) ([]string, error) {
 	targets, err := e.raidTargets(ctx)
 	if err != nil {

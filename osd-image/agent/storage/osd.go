@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
@@ -112,6 +113,10 @@ type Config struct {
 	// are kept, a directory SPDK reads (a tmpfs: they are re-sent after
 	// a restart); empty refuses requests that carry keys.
 	KeyDir string
+	// SilentAfter is how long a remote member may hold I/O without
+	// completing any before it counts as holding writes (silenceWatch);
+	// 0 is DefaultSilentAfter.
+	SilentAfter time.Duration
 }
 
 // Engine drives the SPDK application of one OSD: its device and
@@ -129,11 +134,12 @@ type Engine struct {
 	// rebuildStart pairs setting SPDK's rebuild cap with the rebuild that
 	// takes it.
 	rebuildStart sync.Mutex
+	silence      *silenceWatch
 }
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
 func New(cfg Config, spdk *client.Client) *Engine {
-	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}}
+	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
 }
 
 const baseBdevName = "flint_base"
@@ -142,12 +148,11 @@ const baseBdevName = "flint_base"
 func (e *Engine) lvs() string { return agentv1.LvstoreName(e.cfg.UID) }
 
 // Bootstrap brings SPDK to the OSD's base state: failed NVMe I/O retried
-// and unanswered commands reset (ensureNvmeOptions), the device claimed
-// with its volatile write cache off (ensureWriteCache), the OSD's lvstore
-// loaded (created on a blank device), the transport up. It is idempotent
-// and is what the agent runs after every SPDK start. It refuses, touching
-// nothing, a device that holds another owner's lvstore or data that is no
-// lvstore.
+// (ensureNvmeOptions), the device claimed with its volatile write cache
+// off (ensureWriteCache), the OSD's lvstore loaded (created on a blank
+// device), the transport up. It is idempotent and is what the agent runs
+// after every SPDK start. It refuses, touching nothing, a device that
+// holds another owner's lvstore or data that is no lvstore.
 func (e *Engine) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 	e.forgetRegisteredKeys()
 	if err := e.ensureNvmeOptions(ctx); err != nil {
@@ -181,17 +186,17 @@ func (e *Engine) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 // acknowledged writes while the operator still counts it in sync, and a
 // target lost before the next check could be rebuilt from it. Retried, the
 // write is held like a write to a lost connection, the error count shows
-// the member failing (OSD.failing), and it leaves only once recorded
-// out of sync.
+// the member stuck (memberStuck), and it leaves only once recorded out
+// of sync.
 //
 // No command timeouts: SPDK's action on a timeout (reset, or abort, which
 // falls back to one) fails the I/O in flight on the controller's
 // connection with Do Not Retry (a reset marks the controller dont_retry),
 // and no retry count holds that. The raid then drops the member and
 // acknowledges the write without it, unrecorded. A silent replica (its
-// SPDK hung, a network that drops its packets) so holds writes, reading
-// online, until it answers again or its connection breaks
-// (docs/volumes.md, "Writes wait for a lost replica").
+// SPDK hung, a network that drops its packets) is noticed by watching
+// instead (silenceWatch), and let go only once recorded (docs/volumes.md,
+// "Writes wait for a lost replica").
 //
 // SPDK takes the options only before the first controller, so they come
 // first here; refused, a controller exists, which only a Bootstrap of this

@@ -39,10 +39,11 @@ const drainPoll = 10 * time.Millisecond
 // none; from then on no host I/O reaches the replicas. The hosts
 // reconnect (the kernel queues their I/O meanwhile) until ResumeTarget,
 // or the next EnsureTarget, adds the listener back. It returns the
-// members in sync at the pause: they hold the same data. A member whose
-// connection is down holds writes, which would never drain
-// (*MembersHeldError). A volume not served here is ErrNotFound; the wait
-// ends with ctx, the listener then stays removed: resume it.
+// members in sync at the pause: they hold the same data. A member that
+// holds writes (its connection down, its device failing, or silent)
+// would never let them drain (*MembersHeldError). A volume not served
+// here is ErrNotFound; the wait ends with ctx, the listener then stays
+// removed: resume it.
 func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
 	if err := checkVolumeName(volume); err != nil {
 		return Stopped{}, err

@@ -345,32 +345,53 @@ func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 }
 
 // holdsIO reports whether I/O to remote replica bdev is held: its
-// controller is not connected, or its device fails I/O.
+// controller is not connected, or it is stuck.
 func (e *Engine) holdsIO(ctx context.Context, bdev string, connected bool) (bool, error) {
 	if !connected {
 		return true, nil
 	}
-	return e.failing(ctx, bdev)
+	return e.stuck(ctx, bdev)
 }
 
-// failing reports whether remote replica bdev failed I/O with an error of
-// its own (ENOSPC on its lvstore and a media error both come back as
-// internal_device_error; a namespace gone as invalid_namespace_or_format):
-// bdev_nvme retries that I/O for ever (ensureNvmeOptions), so the replica
-// holds writes as a lost connection does, and the count never drops while
-// its controller lives. Path errors and the aborts of a lost connection
-// are the connection's, which connected() reports.
-func (e *Engine) failing(ctx context.Context, bdev string) (bool, error) {
+// stuck reports whether remote replica bdev, connected, holds I/O that it
+// will not complete by itself (memberStuck).
+func (e *Engine) stuck(ctx context.Context, bdev string) (bool, error) {
 	st, err := e.spdk.BdevGetIostat(ctx, bdev)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read I/O errors of %s: %w", bdev, err)
+		return false, fmt.Errorf("read I/O counters of %s: %w", bdev, err)
 	}
-	return slices.ContainsFunc(st.Bdevs, func(b types.BdevIostat) bool {
-		return b.DriverSpecific != nil && ownErrors(b.DriverSpecific.NvmeError)
-	}), nil
+	stuck := false
+	for _, b := range st.Bdevs {
+		s, err := e.memberStuck(ctx, b)
+		if err != nil {
+			return false, err
+		}
+		stuck = stuck || s
+	}
+	return stuck, nil
+}
+
+// memberStuck judges a connected remote member from its counters st. It
+// is stuck when its device failed I/O with an error of its own (ENOSPC on
+// its lvstore and a media error both come back as internal_device_error;
+// a namespace gone as invalid_namespace_or_format): bdev_nvme retries that
+// I/O for ever (ensureNvmeOptions), and the count never drops while its
+// controller lives. Or when it went silent (silenceWatch), which needs
+// SPDK's sampling of its queue depth: turned on here when it is off, as
+// on a new controller's bdev. Either way it holds writes as a lost
+// connection does. Path errors and the aborts of a lost connection are
+// the connection's, which connected() reports.
+func (e *Engine) memberStuck(ctx context.Context, st types.BdevIostat) (bool, error) {
+	if st.QueueDepthPollingPeriod == 0 {
+		if err := e.spdk.BdevSetQdSamplingPeriod(ctx, st.Name, queueDepthPeriodUs); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return false, fmt.Errorf("sample the queue depth of %s: %w", st.Name, err)
+		}
+	}
+	silent := e.silence.silent(st)
+	return silent || (st.DriverSpecific != nil && ownErrors(st.DriverSpecific.NvmeError)), nil
 }
 
 // ownErrors reports whether e counts a failed completion that is neither
@@ -397,14 +418,12 @@ func (e *Engine) connected(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read controller %s: %w", name, err)
 	}
-	for _, c := range ctrlrs {
-		for _, p := range c.Ctrlrs {
-			if p.State == "enabled" {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
+	return slices.ContainsFunc(ctrlrs, hasEnabledPath), nil
+}
+
+// hasEnabledPath reports whether controller c is connected.
+func hasEnabledPath(c types.NvmeController) bool {
+	return slices.ContainsFunc(c.Ctrlrs, func(p types.NvmeCtrlrPath) bool { return p.State == "enabled" })
 }
 
 // ensureRaid returns the volume's raid1, creating it from the reachable
@@ -573,16 +592,17 @@ func (e *Engine) detachMember(ctx context.Context, r types.RaidBdev, bdev string
 }
 
 // detachController detaches ctrlr, the controller of remote replica
-// bdev. One whose device fails I/O is disabled first: bdev_nvme retries
-// that I/O on the live connection for ever and the detach would wait for
-// it (SPDK gives up after 10 s); disabled, the I/O fails, and the raid
-// completes it on the other members.
+// bdev. One that is stuck (its device fails I/O, or it went silent) is
+// disabled first: bdev_nvme retries failed I/O on the live connection for
+// ever, and the detach would wait for the I/O held there (SPDK gives up
+// after 10 s); disabled, the I/O fails, and the raid completes it on the
+// other members.
 func (e *Engine) detachController(ctx context.Context, ctrlr, bdev string) error {
-	failing, err := e.failing(ctx, bdev)
+	stuck, err := e.stuck(ctx, bdev)
 	if err != nil {
 		return err
 	}
-	if failing {
+	if stuck {
 		if err := e.spdk.BdevNvmeDisableController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) && jsonrpc.CodeOf(err) != jsonrpc.CodeAlready {
 			return fmt.Errorf("disable controller %s: %w", ctrlr, err)
 		}
@@ -760,11 +780,46 @@ func (e *Engine) downControllers(ctx context.Context) (map[string]bool, error) {
 	}
 	down := map[string]bool{}
 	for _, c := range ctrlrs {
-		if !slices.ContainsFunc(c.Ctrlrs, func(p types.NvmeCtrlrPath) bool { return p.State == "enabled" }) {
+		if !hasEnabledPath(c) {
 			down[c.Name] = true
 		}
 	}
 	return down, nil
+}
+
+// heldBdevs lists the bdevs of remote replicas that hold I/O: their
+// controller's connection is down, or, connected, they are stuck. It
+// reads every controller and every bdev's counters once, and lets the
+// silence watch forget the bdevs that are gone.
+func (e *Engine) heldBdevs(ctx context.Context) (map[string]bool, error) {
+	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list controllers: %w", err)
+	}
+	stats, err := e.spdk.BdevGetIostat(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("read I/O counters: %w", err)
+	}
+	counters := map[string]types.BdevIostat{}
+	for _, b := range stats.Bdevs {
+		counters[b.Name] = b
+	}
+	held, remote := map[string]bool{}, map[string]bool{}
+	for _, c := range ctrlrs {
+		bdev := c.Name + "n1"
+		remote[bdev] = true
+		st, attached := counters[bdev]
+		switch {
+		case !hasEnabledPath(c):
+			held[bdev] = true
+		case attached:
+			if held[bdev], err = e.memberStuck(ctx, st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	e.silence.forget(remote)
+	return held, nil
 }
 
 // inSyncMembers reads which of memberOSDs' replicas are configured,
