@@ -76,9 +76,15 @@ func newSilenceWatch(after time.Duration, now func() time.Time) *silenceWatch {
 func (w *silenceWatch) silent(st types.BdevIostat) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !holdsOutstandingIO(st) {
+		// Idle: the clock starts at the next look that finds I/O held,
+		// not at this one.
+		delete(w.seen, st.Name)
+		return false
+	}
 	now := w.now()
 	p, ok := w.seen[st.Name]
-	if !ok || p.completions != st.Completions() || !holdsOutstandingIO(st) {
+	if !ok || p.completions != st.Completions() {
 		w.seen[st.Name] = progress{completions: st.Completions(), since: now}
 		return false
 	}

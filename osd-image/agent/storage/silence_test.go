@@ -50,6 +50,14 @@ func TestSilenceWatch(t *testing.T) {
 			{0, counters(1, 8), false}, {8 * time.Second, counters(2, 8), false},
 			{16 * time.Second, counters(3, 8), false}, {24 * time.Second, counters(4, 8), false},
 		}},
+		{"a member idle at one look and holding I/O at the next starts its clock at the second", []look{
+			{0, counters(7, 0), false}, {10 * time.Second, counters(7, 1), false},
+			{15 * time.Second, counters(7, 1), false}, {20 * time.Second, counters(7, 1), true},
+		}},
+		{"a member idle between two looks that find I/O held is not silent", []look{
+			{0, counters(7, 1), false}, {5 * time.Second, counters(7, 0), false},
+			{10 * time.Second, counters(7, 1), false}, {19 * time.Second, counters(7, 1), false},
+		}},
 		{"an idle member is never silent", []look{
 			{0, counters(7, 0), false}, {time.Minute, counters(7, 0), false}, {time.Hour, counters(7, 0), false},
 		}},
@@ -98,3 +106,4 @@ func TestSilenceWatchForgetsGoneMembers(t *testing.T) {
 		t.Fatal("a member seen again is not watched afresh")
 	}
 }
+
