@@ -397,7 +397,7 @@ func (r *Reconciler) dropHeld(vol *flintv1.Volume, w *world, uids []string, now 
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		if o, ok := w.osds[rep.OSD]; ok && slices.Contains(uids, string(o.UID)) {
-			r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
+			r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now, heldUnexplained)
 		}
 	}
 }

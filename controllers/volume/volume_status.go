@@ -17,6 +17,7 @@ limitations under the License.
 package volume
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -68,15 +69,17 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 			case agentv1.MemberState_MEMBER_STATE_ONLINE:
 				setState(rep, flintv1.ReplicaStateOnline, now)
 			case agentv1.MemberState_MEMBER_STATE_REBUILDING:
-				r.dropOut(vol, rep, flintv1.ReplicaStateRebuilding, now)
+				r.dropOut(vol, rep, flintv1.ReplicaStateRebuilding, now, "")
 				rep.RebuildPercent = ptr.To(int32(m.GetRebuildPercent()))
 			case agentv1.MemberState_MEMBER_STATE_PENDING:
-				r.dropOut(vol, rep, flintv1.ReplicaStateStale, now)
-			case agentv1.MemberState_MEMBER_STATE_MISSING, agentv1.MemberState_MEMBER_STATE_HELD:
+				r.dropOut(vol, rep, flintv1.ReplicaStateStale, now, "")
+			case agentv1.MemberState_MEMBER_STATE_MISSING:
+				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now, "")
+			case agentv1.MemberState_MEMBER_STATE_HELD:
 				// A held member waits for this record: the next drive
 				// tells the target it is not in sync, and the target
 				// lets it go.
-				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now)
+				r.dropOut(vol, rep, flintv1.ReplicaStateFaulted, now, cmp.Or(m.GetHeldReason(), heldUnexplained))
 			}
 		}
 		st.Target.AllowedHosts, st.Target.QoS = ts.GetAllowedHosts(), volumeQoS(ts.GetQos())
@@ -93,10 +96,21 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 	r.setPhase(vol, w, ts, p)
 }
 
+// heldUnexplained stands for the reason of a held member whose agent gave
+// none (one from before held reasons).
+const heldUnexplained = "the target cannot complete I/O on it"
+
 // dropOut records that the target no longer holds rep in sync; the move
 // from Online is told in an Event, since the raid dropped it silently.
-func (r *Reconciler) dropOut(vol *flintv1.Volume, rep *flintv1.ReplicaStatus, state flintv1.ReplicaState, now time.Time) {
-	if rep.State == flintv1.ReplicaStateOnline {
+// held, when set, says why the target holds writes for it: they complete
+// on the other replicas once this is recorded.
+func (r *Reconciler) dropOut(vol *flintv1.Volume, rep *flintv1.ReplicaStatus, state flintv1.ReplicaState, now time.Time, held string) {
+	switch {
+	case rep.State != flintv1.ReplicaStateOnline:
+	case held != "":
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaOutOfSync, "ObserveTarget",
+			"the target holds writes for the replica on OSD %s: %s; recorded %s, so that the writes complete on the other replicas; it is rebuilt when it is back", rep.OSD, held, state)
+	default:
 		r.Recorder.Eventf(vol, nil, corev1.EventTypeWarning, flintv1.EventReplicaOutOfSync, "ObserveTarget",
 			"the target reports the replica on OSD %s out of its raid (now %s): it is not trusted as in sync until it is rebuilt", rep.OSD, state)
 	}

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 			t.Fatal("the target stopped while the full replica, counted in sync, held a write")
 		}
 	})
+	if !strings.Contains(h.heldReason, "device failed") {
+		t.Errorf("the full replica's reason = %q, want its device's errors named", h.heldReason)
+	}
 	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, []string{"osd-2"})
 	must(t, err)
 	if len(stopped.InSync) != 2 {
@@ -55,12 +59,13 @@ func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 	expectReplicas(ctx, t, h.dd, osds, []int{0, 1}, h.want)
 }
 
-// held is what holdUntilLetGo wrote, the host it wrote with, and how long
-// after the fault the member read HELD.
+// held is what holdUntilLetGo wrote, the host it wrote with, how long
+// after the fault the member read HELD, and the reason it gave.
 type held struct {
-	dd        *host
-	want      []byte
-	heldAfter time.Duration
+	dd         *host
+	want       []byte
+	heldAfter  time.Duration
+	heldReason string
 }
 
 // holdUntilLetGo runs the shape of a replica that holds writes: a
@@ -86,10 +91,11 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	struck := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- h.dd.tryWrite(target, hostNQN, second, 2*chunk) }()
-	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.Target) bool {
+	st := ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica holding writes", func(st storage.Target) bool {
 		return st.Members[2].State == agentv1.MemberState_MEMBER_STATE_HELD
 	})
-	h.heldAfter = time.Since(struck)
+	h.heldAfter, h.heldReason = time.Since(struck), st.Members[2].HeldReason
+	t.Logf("the %s replica reads HELD: %s", what, h.heldReason)
 	select {
 	case err := <-done:
 		t.Fatalf("the write ended (%v) while a member counted in sync lacks it", err)
@@ -173,6 +179,9 @@ func TestASilentReplicaIsLetGoOnceRecordedOutOfSync(t *testing.T) {
 	t.Logf("the frozen replica read HELD %.1fs after it went silent", h.heldAfter.Seconds())
 	if h.heldAfter < storage.DefaultSilentAfter {
 		t.Errorf("the frozen replica read HELD after %s, sooner than the %s it may be silent", h.heldAfter, storage.DefaultSilentAfter)
+	}
+	if !strings.Contains(h.heldReason, "answered no I/O") {
+		t.Errorf("the frozen replica's reason = %q, want its silence named", h.heldReason)
 	}
 	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, []string{"osd-2"})
 	must(t, err)

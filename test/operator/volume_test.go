@@ -478,6 +478,8 @@ var _ = Describe("A Volume", Ordered, func() {
 			}
 		}
 		GinkgoWriter.Printf("write held %s, until the replica on %s was recorded out of sync\n", held.Round(time.Millisecond), lost)
+		Expect(eventNotes("vol-1", "ReplicaOutOfSync")).To(ContainElement(And(ContainSubstring(lost), ContainSubstring("holds writes"), ContainSubstring("connection to the target is down"))),
+			"the Event says why the target held the writes")
 
 		Expect(node.Target("osd-" + lost).Restart()).To(Succeed())
 		restarted = true

@@ -301,7 +301,7 @@ func (s *Server) EnsureTarget(ctx context.Context, req *agentv1.EnsureTargetRequ
 	}
 	out := &agentv1.TargetStatus{Export: exportOf(st.Export), Degraded: st.Degraded(), SizeBytes: st.SizeBytes, AllowedHosts: st.AllowedHosts, Qos: qosOf(st.QoS)}
 	for _, m := range st.Members {
-		out.Members = append(out.Members, &agentv1.MemberStatus{Osd: m.OSD, State: m.State, RebuildPercent: uint32(m.RebuildPercent)})
+		out.Members = append(out.Members, &agentv1.MemberStatus{Osd: m.OSD, State: m.State, RebuildPercent: uint32(m.RebuildPercent), HeldReason: m.HeldReason})
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,6 +97,8 @@ type TargetMember struct {
 	OSD            string
 	State          agentv1.MemberState
 	RebuildPercent int
+	// HeldReason says why a HELD member's writes wait.
+	HeldReason string
 }
 
 // Target is what a target serves and how healthy it is.
@@ -148,8 +151,8 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
-	bdevs := map[string]string{} // member OSD → its bdev, when reachable
-	held := map[string]string{}  // member OSD → its bdev, when I/O to it is held
+	bdevs := map[string]string{}  // member OSD → its bdev, when reachable
+	held := map[string]heldBdev{} // member OSD → its bdev, when I/O to it is held
 	for _, m := range spec.Members {
 		if m.OSD == e.cfg.UID {
 			bdevs[m.OSD] = localBdev.Name
@@ -170,12 +173,12 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 		if b == "" {
 			continue // not attached: not exported, or the attach was refused
 		}
-		holds, err := e.holdsIO(ctx, b, connected)
+		why, err := e.holdsIO(ctx, b, connected)
 		if err != nil {
 			return Target{}, err
 		}
-		if holds {
-			held[m.OSD] = b
+		if why != "" {
+			held[m.OSD] = heldBdev{name: b, reason: why}
 		} else {
 			bdevs[m.OSD] = b
 		}
@@ -344,61 +347,75 @@ func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 	return nil
 }
 
-// holdsIO reports whether I/O to remote replica bdev is held: its
-// controller is not connected, or it is stuck.
-func (e *Engine) holdsIO(ctx context.Context, bdev string, connected bool) (bool, error) {
+// heldBdev is a remote member's bdev whose I/O is held, and why.
+type heldBdev struct {
+	name, reason string
+}
+
+// holdsIO says why I/O to remote replica bdev is held, "" when it is not:
+// its controller is not connected, or it is stuck.
+func (e *Engine) holdsIO(ctx context.Context, bdev string, connected bool) (string, error) {
 	if !connected {
-		return true, nil
+		return "its connection to the target is down", nil
 	}
 	return e.stuck(ctx, bdev)
 }
 
-// stuck reports whether remote replica bdev, connected, holds I/O that it
-// will not complete by itself (memberStuck).
-func (e *Engine) stuck(ctx context.Context, bdev string) (bool, error) {
+// stuck says why remote replica bdev, connected, holds I/O that it will
+// not complete by itself (memberStuck), "" when it does not.
+func (e *Engine) stuck(ctx context.Context, bdev string) (string, error) {
 	st, err := e.spdk.BdevGetIostat(ctx, bdev)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
-		return false, nil
+		return "", nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read I/O counters of %s: %w", bdev, err)
+		return "", fmt.Errorf("read I/O counters of %s: %w", bdev, err)
 	}
-	stuck := false
+	var why string
 	for _, b := range st.Bdevs {
-		s, err := e.memberStuck(ctx, b)
+		w, err := e.memberStuck(ctx, b)
 		if err != nil {
-			return false, err
+			return "", err
 		}
-		stuck = stuck || s
+		why = cmp.Or(why, w)
 	}
-	return stuck, nil
+	return why, nil
 }
 
-// memberStuck judges a connected remote member from its counters st. It
-// is stuck when its device failed I/O with an error of its own (ENOSPC on
-// its lvstore and a media error both come back as internal_device_error;
-// a namespace gone as invalid_namespace_or_format): bdev_nvme retries that
-// I/O for ever (ensureNvmeOptions), and the count never drops while its
-// controller lives. Or when it went silent (silenceWatch), which needs
-// SPDK's sampling of its queue depth: turned on here when it is off, as
-// on a new controller's bdev. Either way it holds writes as a lost
-// connection does. Path errors and the aborts of a lost connection are
-// the connection's, which connected() reports.
-func (e *Engine) memberStuck(ctx context.Context, st types.BdevIostat) (bool, error) {
+// memberStuck judges a connected remote member from its counters st, and
+// says why it is stuck ("" when it is not). It is stuck when its device
+// failed I/O with an error of its own (ENOSPC on its lvstore and a media
+// error both come back as internal_device_error; a namespace gone as
+// invalid_namespace_or_format): bdev_nvme retries that I/O for ever
+// (ensureNvmeOptions), and the count never drops while its controller
+// lives. Or when it went silent (silenceWatch), which needs SPDK's
+// sampling of its queue depth: turned on here when it is off, as on a new
+// controller's bdev. Either way it holds writes as a lost connection
+// does. Path errors and the aborts of a lost connection are the
+// connection's, which connected() reports.
+func (e *Engine) memberStuck(ctx context.Context, st types.BdevIostat) (string, error) {
 	if st.QueueDepthPollingPeriod == 0 {
 		if err := e.spdk.BdevSetQdSamplingPeriod(ctx, st.Name, queueDepthPeriodUs); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-			return false, fmt.Errorf("sample the queue depth of %s: %w", st.Name, err)
+			return "", fmt.Errorf("sample the queue depth of %s: %w", st.Name, err)
 		}
 	}
 	silent := e.silence.silent(st)
-	return silent || (st.DriverSpecific != nil && ownErrors(st.DriverSpecific.NvmeError)), nil
+	if st.DriverSpecific != nil {
+		if n := ownErrors(st.DriverSpecific.NvmeError); n > 0 {
+			return fmt.Sprintf("its device failed %d I/O tries with an error of its own (a full lvstore, a media error)", n), nil
+		}
+	}
+	if silent {
+		return fmt.Sprintf("it has answered no I/O for %s, with %d outstanding (its SPDK hangs, or the network drops its packets)", e.silence.after, st.QueueDepth), nil
+	}
+	return "", nil
 }
 
-// ownErrors reports whether e counts a failed completion that is neither
-// a path error nor an abort.
-func ownErrors(e *types.NvmeErrorStat) bool {
+// ownErrors counts the failed completions in e that are neither path
+// errors nor aborts.
+func ownErrors(e *types.NvmeErrorStat) int64 {
 	if e == nil {
-		return false
+		return 0
 	}
 	n := -int64(e.StatusCode["aborted_sq_deletion"]) - int64(e.StatusCode["aborted_by_request"])
 	for kind, count := range e.StatusType {
@@ -406,7 +423,7 @@ func ownErrors(e *types.NvmeErrorStat) bool {
 			n += int64(count)
 		}
 	}
-	return n > 0
+	return max(n, 0)
 }
 
 // connected reports whether controller name has a path that is enabled.
@@ -530,14 +547,14 @@ func members(r types.RaidBdev) []string {
 // member is detached too, so that the next call attaches the replica's
 // current export afresh. The raid keeps at least one member: SPDK deletes
 // a raid that loses its last.
-func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs, held map[string]string) (types.RaidBdev, error) {
+func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string, held map[string]heldBdev) (types.RaidBdev, error) {
 	keep := map[string]bool{}
 	for _, m := range spec.Members {
 		if b, ok := bdevs[m.OSD]; ok {
 			keep[b] = true
 		}
 		if b, ok := held[m.OSD]; ok && m.InSync {
-			keep[b] = true
+			keep[b.name] = true
 		}
 	}
 	in := members(r)
@@ -551,11 +568,11 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 		return nil
 	}
 	for _, b := range held {
-		member := slices.Contains(in, b)
-		if member && (keep[b] || len(in) == 1) {
+		member := slices.Contains(in, b.name)
+		if member && (keep[b.name] || len(in) == 1) {
 			continue
 		}
-		if err := leave(b); err != nil {
+		if err := leave(b.name); err != nil {
 			return r, err
 		}
 	}
@@ -602,7 +619,7 @@ func (e *Engine) detachController(ctx context.Context, ctrlr, bdev string) error
 	if err != nil {
 		return err
 	}
-	if stuck {
+	if stuck != "" {
 		if err := e.spdk.BdevNvmeDisableController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) && jsonrpc.CodeOf(err) != jsonrpc.CodeAlready {
 			return fmt.Errorf("disable controller %s: %w", ctrlr, err)
 		}
@@ -644,7 +661,7 @@ func (e *Engine) startRebuild(ctx context.Context, raid, base string, maxMiBPerS
 }
 
 // targetStatus is the target of spec, whose raid's bdev is exported.
-func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported types.Bdev, bdevs, held map[string]string) (Target, error) {
+func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported types.Bdev, bdevs map[string]string, held map[string]heldBdev) (Target, error) {
 	r, err := e.raid(ctx, raidName(spec.Volume))
 	if err != nil {
 		return Target{}, err
@@ -661,8 +678,8 @@ func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported typ
 			ms.State = agentv1.MemberState_MEMBER_STATE_ONLINE
 		case reachable:
 			ms.State = agentv1.MemberState_MEMBER_STATE_PENDING
-		case held[m.OSD] != "" && slices.Contains(in, held[m.OSD]):
-			ms.State = agentv1.MemberState_MEMBER_STATE_HELD
+		case held[m.OSD].name != "" && slices.Contains(in, held[m.OSD].name):
+			ms.State, ms.HeldReason = agentv1.MemberState_MEMBER_STATE_HELD, held[m.OSD].reason
 		}
 		st.Members = append(st.Members, ms)
 	}
@@ -760,11 +777,11 @@ func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []st
 		if !slices.Contains(members(r), bdev) {
 			continue
 		}
-		holds, err := e.holdsIO(ctx, bdev, !down[remoteName(volume, m)])
+		why, err := e.holdsIO(ctx, bdev, !down[remoteName(volume, m)])
 		if err != nil {
 			return nil, err
 		}
-		if holds {
+		if why != "" {
 			held = append(held, m)
 		}
 	}
@@ -813,9 +830,11 @@ func (e *Engine) heldBdevs(ctx context.Context) (map[string]bool, error) {
 		case !hasEnabledPath(c):
 			held[bdev] = true
 		case attached:
-			if held[bdev], err = e.memberStuck(ctx, st); err != nil {
+			why, err := e.memberStuck(ctx, st)
+			if err != nil {
 				return nil, err
 			}
+			held[bdev] = why != ""
 		}
 	}
 	e.silence.forget(remote)

@@ -199,6 +199,9 @@ func TestThreeOSDsLoseAndRebuildAReplica(t *testing.T) {
 	if !st.Degraded() {
 		t.Error("a target with a member that holds writes must be degraded")
 	}
+	if why := st.Members[2].HeldReason; !strings.Contains(why, "connection") {
+		t.Errorf("the held member's reason = %q, want its lost connection named", why)
+	}
 	if out != spdktest.WriteHeld || c.fabric.Outcome(seq) != spdktest.WriteHeld {
 		t.Fatalf("a write while a member is lost: %v, now %v; want held", out, c.fabric.Outcome(seq))
 	}
@@ -800,13 +803,13 @@ func TestOwnErrorsLeaveOutTheConnections(t *testing.T) {
 	cases := []struct {
 		name string
 		stat *types.NvmeErrorStat
-		want bool
+		want int64
 	}{
-		{"none counted", nil, false},
-		{"aborted by a lost connection", &types.NvmeErrorStat{StatusType: map[string]uint32{"generic": 3}, StatusCode: map[string]uint32{"aborted_sq_deletion": 2, "aborted_by_request": 1}}, false},
-		{"path errors", &types.NvmeErrorStat{StatusType: map[string]uint32{"path": 4}, StatusCode: map[string]uint32{"internal_path_error": 4}}, false},
-		{"a full lvstore or a failing device", &types.NvmeErrorStat{StatusType: map[string]uint32{"generic": 3}, StatusCode: map[string]uint32{"aborted_sq_deletion": 2, "internal_device_error": 1}}, true},
-		{"a media error", &types.NvmeErrorStat{StatusType: map[string]uint32{"media_error": 1}, StatusCode: map[string]uint32{"unrecovered_read_error": 1}}, true},
+		{"none counted", nil, 0},
+		{"aborted by a lost connection", &types.NvmeErrorStat{StatusType: map[string]uint32{"generic": 3}, StatusCode: map[string]uint32{"aborted_sq_deletion": 2, "aborted_by_request": 1}}, 0},
+		{"path errors", &types.NvmeErrorStat{StatusType: map[string]uint32{"path": 4}, StatusCode: map[string]uint32{"internal_path_error": 4}}, 0},
+		{"a full lvstore or a failing device", &types.NvmeErrorStat{StatusType: map[string]uint32{"generic": 3}, StatusCode: map[string]uint32{"aborted_sq_deletion": 2, "internal_device_error": 1}}, 1},
+		{"a media error", &types.NvmeErrorStat{StatusType: map[string]uint32{"media_error": 2}, StatusCode: map[string]uint32{"unrecovered_read_error": 2}}, 2},
 	}
 	for _, tc := range cases {
 		if got := ownErrors(tc.stat); got != tc.want {

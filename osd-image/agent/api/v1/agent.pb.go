@@ -101,9 +101,11 @@ const (
 	MemberState_MEMBER_STATE_PENDING MemberState = 3
 	// MISSING: not reachable, and not in the raid.
 	MemberState_MEMBER_STATE_MISSING MemberState = 4
-	// HELD: in the raid, but the target lost its connection to it. Writes
-	// wait for it (none is acknowledged without it) until it reconnects or
-	// the caller says it is not in sync, which releases them.
+	// HELD: in the raid, but its I/O cannot complete: the target lost its
+	// connection to it, its device fails I/O, or it went silent
+	// (held_reason). Writes wait for it (none is acknowledged without it)
+	// until it answers again or the caller says it is not in sync, which
+	// releases them.
 	MemberState_MEMBER_STATE_HELD MemberState = 5
 )
 
@@ -1715,8 +1717,11 @@ type MemberStatus struct {
 	Osd            string                 `protobuf:"bytes,1,opt,name=osd,proto3" json:"osd,omitempty"`
 	RebuildPercent uint32                 `protobuf:"varint,3,opt,name=rebuild_percent,json=rebuildPercent,proto3" json:"rebuild_percent,omitempty"`
 	State          MemberState            `protobuf:"varint,4,opt,name=state,proto3,enum=flint.agent.v1.MemberState" json:"state,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// held_reason says why a HELD member's writes wait, for a person: its
+	// connection is down, its device fails I/O, or it went silent.
+	HeldReason    string `protobuf:"bytes,5,opt,name=held_reason,json=heldReason,proto3" json:"held_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemberStatus) Reset() {
@@ -1768,6 +1773,13 @@ func (x *MemberStatus) GetState() MemberState {
 		return x.State
 	}
 	return MemberState_MEMBER_STATE_UNSPECIFIED
+}
+
+func (x *MemberStatus) GetHeldReason() string {
+	if x != nil {
+		return x.HeldReason
+	}
+	return ""
 }
 
 type TargetStatus struct {
@@ -2284,11 +2296,13 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\rr_mib_per_sec\x18\x03 \x01(\x04R\n" +
 	"rMibPerSec\x12!\n" +
 	"\rw_mib_per_sec\x18\x04 \x01(\x04R\n" +
-	"wMibPerSec\"\x82\x01\n" +
+	"wMibPerSec\"\xa3\x01\n" +
 	"\fMemberStatus\x12\x10\n" +
 	"\x03osd\x18\x01 \x01(\tR\x03osd\x12'\n" +
 	"\x0frebuild_percent\x18\x03 \x01(\rR\x0erebuildPercent\x121\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05stateJ\x04\b\x02\x10\x03\"\xfd\x01\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1b.flint.agent.v1.MemberStateR\x05state\x12\x1f\n" +
+	"\vheld_reason\x18\x05 \x01(\tR\n" +
+	"heldReasonJ\x04\b\x02\x10\x03\"\xfd\x01\n" +
 	"\fTargetStatus\x12.\n" +
 	"\x06export\x18\x01 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x126\n" +
 	"\amembers\x18\x02 \x03(\v2\x1c.flint.agent.v1.MemberStatusR\amembers\x12\x1a\n" +
