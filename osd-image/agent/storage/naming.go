@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // MaxVolumeKey is the longest volume key: a Kubernetes uid's 36
@@ -64,6 +65,16 @@ func raidName(volume string) string { return "raid_" + volume }
 func remoteName(volume, osdUID string) string {
 	sum := sha256.Sum256([]byte(volume + "/" + osdUID))
 	return "r" + hex.EncodeToString(sum[:])[:15]
+}
+
+// isRemoteName says whether controller name is one remoteName makes.
+func isRemoteName(name string) bool {
+	hexPart, ok := strings.CutPrefix(name, "r")
+	if !ok || len(hexPart) != 15 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart + "0")
+	return err == nil
 }
 
 // remoteBdev is the bdev of the replica of volume on OSD osdUID, as its

@@ -107,3 +107,19 @@ func TestSilenceWatchForgetsGoneMembers(t *testing.T) {
 	}
 }
 
+// Only controllers the agent attaches remote replicas with are watched,
+// never the OSD's own NVMe device.
+func TestIsRemoteName(t *testing.T) {
+	for name, want := range map[string]bool{
+		remoteName("0c7e1d2a-5b3f-4e6d-9a8c-1b2c3d4e5f60", "osd-2"): true,
+		baseBdevName:        false,
+		"r0123456789abcd":   false,
+		"r0123456789abcdef": false,
+		"r0123456789abcdg":  false,
+		"x0123456789abcde":  false,
+	} {
+		if got := isRemoteName(name); got != want {
+			t.Errorf("isRemoteName(%q) = %t, want %t", name, got, want)
+		}
+	}
+}

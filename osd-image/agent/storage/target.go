@@ -807,37 +807,39 @@ func (e *Engine) downControllers(ctx context.Context) (map[string]bool, error) {
 // heldBdevs lists the bdevs of remote replicas that hold I/O: their
 // controller's connection is down, or, connected, they are stuck. It
 // reads every controller and every bdev's counters once, and lets the
-// silence watch forget the bdevs that are gone.
+// silence watch forget the bdevs that are gone. The counters are best
+// effort: unread (SPDK slow to answer every bdev's), the lost
+// connections are still listed.
 func (e *Engine) heldBdevs(ctx context.Context) (map[string]bool, error) {
 	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list controllers: %w", err)
 	}
-	stats, err := e.spdk.BdevGetIostat(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("read I/O counters: %w", err)
-	}
 	counters := map[string]types.BdevIostat{}
-	for _, b := range stats.Bdevs {
-		counters[b.Name] = b
+	if stats, err := e.spdk.BdevGetIostat(ctx, ""); err == nil {
+		for _, b := range stats.Bdevs {
+			counters[b.Name] = b
+		}
 	}
 	held, remote := map[string]bool{}, map[string]bool{}
 	for _, c := range ctrlrs {
+		if !isRemoteName(c.Name) {
+			continue // the OSD's own NVMe device
+		}
 		bdev := c.Name + "n1"
 		remote[bdev] = true
-		st, attached := counters[bdev]
-		switch {
-		case !hasEnabledPath(c):
+		if !hasEnabledPath(c) {
 			held[bdev] = true
-		case attached:
+			continue
+		}
+		if st, read := counters[bdev]; read {
 			why, err := e.memberStuck(ctx, st)
-			if err != nil {
-				return nil, err
-			}
-			held[bdev] = why != ""
+			held[bdev] = err == nil && why != ""
 		}
 	}
-	e.silence.forget(remote)
+	if len(counters) > 0 {
+		e.silence.forget(remote)
+	}
 	return held, nil
 }
 
