@@ -128,7 +128,10 @@ log "initramfs $(du -h "$work/initramfs.gz" | cut -f1)"
 
 log "booting (TCG)"
 console="$work/console.log"
-timeout $((500 + 60 * (repeat - 1))) qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 3072 -nographic -no-reboot \
+# One TCG thread for both vCPUs: with a thread per vCPU, QEMU 7.2 let a
+# vCPU run a kernel text patch's temporary int3 after the patch was done
+# ("Oops: int3" at boot, in sched_clock_cpu, failed a CI run).
+timeout $((500 + 60 * (repeat - 1))) qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2 -m 3072 -nographic -no-reboot \
   "${spdk_qemu[@]}" -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
   -append "console=ttyS0 loglevel=5 panic=-1 nvme_core.multipath=Y $spdk_append" \
   -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 </dev/null | tee "$console" | sed -n '/VMLAB-BOOTED/,$p' || true
