@@ -164,6 +164,10 @@ bench-datapath: ## Raw SPDK beside Flint Volumes of 1, 2 and 3 replicas (real op
 bench-qos: ## A Flint Volume of 1 and of 2 replicas on real nvmf_tgt limited to QOS IOPS (default 1000) through spec.qos: spdk_nvme_perf 4k random writes at QD32 unlimited, then limited; fails when the limited rate is more than 5% off the limit.
 	$(MAKE) bench-datapath BENCH_ARGS="-qos $(QOS) -replicas 1,2 -kernel=false -runtime 10s"
 
+.PHONY: bench-resync
+bench-resync: ## #34's resync case on real nvmf_tgt (FLINT_SPDK_DIR's, or make spdk's): a 1 GiB Volume of 2 replicas, one out for 10 s under spdk_nvme_perf's 4 KiB random writes at QD8, then rebuilt; bytes copied and time to in sync, beside what a delta would copy at the lvstore's cluster grain (measured) and at 4 KiB (expected).
+	dir="$(spdk_dir)"; FLINT_SPDK_DIR="$$dir" go test -run '^$$' -bench '^BenchmarkResync$$' -benchtime 1x -v ./test/datapath
+
 .PHONY: bench-provision
 bench-provision: ## Against the real apiserver, 30 OSDs (agents over SPDK doubles): a burst of N Volumes (default 1000), then RATE Volumes/s for DURATION (5, 2m); create-to-Ready p50/p99, total time, API writes and agent calls per Volume; checks placement.
 	assets=$$(hack/envtest-assets.sh); go build -o bin/bench-provision ./hack/bench-provision && \

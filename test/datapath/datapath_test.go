@@ -152,7 +152,7 @@ func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 // exportTo is replica i of osds as a member of the target on OSD target:
 // exported to that target alone (fencing any other), unless it is the
 // target's own.
-func exportTo(ctx context.Context, t *testing.T, osds []*storage.Engine, i, target int, inSync bool, keys storage.Keys) storage.MemberSpec {
+func exportTo(ctx context.Context, t testing.TB, osds []*storage.Engine, i, target int, inSync bool, keys storage.Keys) storage.MemberSpec {
 	t.Helper()
 	m := storage.MemberSpec{OSD: fmt.Sprintf("osd-%d", i), InSync: inSync}
 	if i != target {
@@ -193,7 +193,7 @@ func expectReplicas(ctx context.Context, t *testing.T, dd *host, osds []*storage
 
 // ensureUntil drives the target on o with spec, every 500 ms for at most
 // 90 s, until ok holds for its status, and returns that status.
-func ensureUntil(ctx context.Context, t *testing.T, o *storage.Engine, spec storage.TargetSpec, what string, ok func(storage.Target) bool) storage.Target {
+func ensureUntil(ctx context.Context, t testing.TB, o *storage.Engine, spec storage.TargetSpec, what string, ok func(storage.Target) bool) storage.Target {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -232,7 +232,7 @@ func randomBytes(t *testing.T, n int) []byte {
 	return b
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +269,12 @@ func newKeys(t *testing.T) storage.Keys {
 // startOSDs bootstraps an OSD (osd-0, osd-1, ...) on each of lab's
 // targets, each with a replica of the volume.
 func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab, options ...func(*storage.Config)) []*storage.Engine {
+	return startOSDsSized(ctx, t, lab, volSize, options...)
+}
+
+// startOSDsSized is startOSDs with replicas of size bytes, on devices
+// with room for two of them.
+func startOSDsSized(ctx context.Context, t testing.TB, lab *spdklab.Lab, size int64, options ...func(*storage.Config)) []*storage.Engine {
 	var osds []*storage.Engine
 	for i, target := range lab.Targets {
 		port, _ := strconv.Atoi(spdklab.FreePort(t))
@@ -277,7 +283,7 @@ func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab, options ...f
 		cfg := storage.Config{
 			UID:      fmt.Sprintf("osd-%d", i),
 			KeyDir:   keyDir,
-			Device:   storage.Device{Driver: storage.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), imageLen)},
+			Device:   storage.Device{Driver: storage.DriverAIO, Path: lab.Image(t, fmt.Sprintf("osd%d", i), max(imageLen, 2*size))},
 			Listener: storage.Listener{Transport: "tcp", Address: "127.0.0.1", Port: port},
 		}
 		for _, option := range options {
@@ -285,7 +291,7 @@ func startOSDs(ctx context.Context, t *testing.T, lab *spdklab.Lab, options ...f
 		}
 		o := storage.New(cfg, target.Client)
 		must(t, bootstrap(ctx, o))
-		_, err := o.CreateReplica(ctx, volume, volSize)
+		_, err := o.CreateReplica(ctx, volume, uint64(size))
 		must(t, err)
 		osds = append(osds, o)
 	}

@@ -61,7 +61,7 @@ type Lab struct {
 }
 
 // New starts n targets that reach each other over loopback NVMe/TCP.
-func New(t *testing.T, n int) *Lab {
+func New(t testing.TB, n int) *Lab {
 	t.Helper()
 	// Unix socket paths must stay short.
 	dir, err := os.MkdirTemp("", "flint-contract-")
@@ -99,7 +99,7 @@ func New(t *testing.T, n int) *Lab {
 }
 
 // startReal runs nvmf_tgt as a Process and stops it when the test ends.
-func startReal(t *testing.T, spdkDir, socket, name string) *Target {
+func startReal(t testing.TB, spdkDir, socket, name string) *Target {
 	t.Helper()
 	p, err := StartProcess(spdkDir, socket)
 	if err != nil {
@@ -296,7 +296,7 @@ func (p *Process) waitReady(logPath string) error {
 }
 
 // Image makes a sparse file of size bytes for an aio bdev.
-func (l *Lab) Image(t *testing.T, name string, size int64) string {
+func (l *Lab) Image(t testing.TB, name string, size int64) string {
 	t.Helper()
 	path := filepath.Join(l.Dir, name+".img")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
@@ -311,7 +311,7 @@ func (l *Lab) Image(t *testing.T, name string, size int64) string {
 }
 
 // FreePort finds a loopback TCP port for an NVMe-oF listener.
-func FreePort(t *testing.T) string {
+func FreePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
