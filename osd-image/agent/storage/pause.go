@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
@@ -58,7 +60,7 @@ func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []st
 		return Stopped{}, err
 	}
 	if len(held) > 0 {
-		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: held}
+		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: slices.Sorted(maps.Keys(held))}
 	}
 	if want := e.listenAddress(); listensOn(sub, want) {
 		if err := e.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -173,12 +174,12 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 		if b == "" {
 			continue // not attached: not exported, or the attach was refused
 		}
-		why, err := e.holdsIO(ctx, b, connected)
+		h, err := e.holdsIO(ctx, b, connected)
 		if err != nil {
 			return Target{}, err
 		}
-		if why != "" {
-			held[m.OSD] = heldBdev{name: b, reason: why}
+		if h.reason != "" {
+			held[m.OSD] = h
 		} else {
 			bdevs[m.OSD] = b
 		}
@@ -338,48 +339,63 @@ func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 	if err == nil && slices.Contains(members(r), bdev) {
 		return nil
 	}
-	if _, err := e.spdk.BdevNvmeGetControllers(ctx, name); errors.Is(err, jsonrpc.ErrNotFound) {
+	connected, err := e.connected(ctx, name)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
 		return nil
 	}
-	if err := e.detachController(ctx, name, bdev); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	if err != nil {
+		return err
+	}
+	h, err := e.holdsIO(ctx, bdev, connected)
+	if err != nil {
+		return err
+	}
+	if err := e.detachController(ctx, name, h.stuck()); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return fmt.Errorf("detach the leaving replica %s: %w", name, err)
 	}
 	return nil
 }
 
-// heldBdev is a remote member's bdev whose I/O is held, and why.
+// heldBdev is a remote replica's bdev and why I/O to it is held ("" when
+// it is not).
 type heldBdev struct {
 	name, reason string
+	// connected says its controller kept its connection.
+	connected bool
 }
 
-// holdsIO says why I/O to remote replica bdev is held, "" when it is not:
-// its controller is not connected, or it is stuck.
-func (e *Engine) holdsIO(ctx context.Context, bdev string, connected bool) (string, error) {
+// connectionDown is why a remote replica whose controller lost its
+// connection holds I/O.
+const connectionDown = "its connection to the target is down"
+
+// stuck says the bdev holds I/O on a live connection (memberStuck): its
+// controller is disabled before it is detached, or the detach would wait
+// for that I/O.
+func (h heldBdev) stuck() bool { return h.reason != "" && h.connected }
+
+// holdsIO judges remote replica bdev, whose controller is connected or
+// not: held when it is not, or when it is stuck (memberStuck).
+func (e *Engine) holdsIO(ctx context.Context, bdev string, connected bool) (heldBdev, error) {
+	h := heldBdev{name: bdev, connected: connected}
 	if !connected {
-		return "its connection to the target is down", nil
+		h.reason = connectionDown
+		return h, nil
 	}
-	return e.stuck(ctx, bdev)
-}
-
-// stuck says why remote replica bdev, connected, holds I/O that it will
-// not complete by itself (memberStuck), "" when it does not.
-func (e *Engine) stuck(ctx context.Context, bdev string) (string, error) {
 	st, err := e.spdk.BdevGetIostat(ctx, bdev)
 	if errors.Is(err, jsonrpc.ErrNotFound) {
-		return "", nil
+		return h, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read I/O counters of %s: %w", bdev, err)
+		return h, fmt.Errorf("read I/O counters of %s: %w", bdev, err)
 	}
-	var why string
 	for _, b := range st.Bdevs {
-		w, err := e.memberStuck(ctx, b)
+		why, err := e.memberStuck(ctx, b)
 		if err != nil {
-			return "", err
+			return h, err
 		}
-		why = cmp.Or(why, w)
+		h.reason = cmp.Or(h.reason, why)
 	}
-	return why, nil
+	return h, nil
 }
 
 // memberStuck judges a connected remote member from its counters st, and
@@ -559,11 +575,11 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 	}
 	in := members(r)
 	changed := false
-	leave := func(b string) error {
+	leave := func(b heldBdev) error {
 		if err := e.detachMember(ctx, r, b); err != nil {
 			return err
 		}
-		in = slices.DeleteFunc(in, func(x string) bool { return x == b })
+		in = slices.DeleteFunc(in, func(x string) bool { return x == b.name })
 		changed = true
 		return nil
 	}
@@ -572,7 +588,7 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 		if member && (keep[b.name] || len(in) == 1) {
 			continue
 		}
-		if err := leave(b.name); err != nil {
+		if err := leave(b); err != nil {
 			return r, err
 		}
 	}
@@ -580,7 +596,7 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 		if keep[b] || len(in) == 1 {
 			continue
 		}
-		if err := leave(b); err != nil {
+		if err := leave(heldBdev{name: b}); err != nil {
 			return r, err
 		}
 	}
@@ -590,12 +606,15 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 	return e.raid(ctx, r.Name)
 }
 
-// detachMember takes bdev out of raid r: a remote replica by detaching its
+// detachMember takes b out of raid r: a remote replica by detaching its
 // controller (SPDK then drops it from the raid), anything else by removing
-// it from the raid.
-func (e *Engine) detachMember(ctx context.Context, r types.RaidBdev, bdev string) error {
+// it from the raid. b's verdict is the one letGo judged it by, not read
+// again: a stuck member that answers one I/O in between still holds the
+// rest.
+func (e *Engine) detachMember(ctx context.Context, r types.RaidBdev, b heldBdev) error {
+	bdev := b.name
 	ctrlr := strings.TrimSuffix(bdev, "n1")
-	err := e.detachController(ctx, ctrlr, bdev)
+	err := e.detachController(ctx, ctrlr, b.stuck())
 	switch {
 	case err == nil:
 		return nil
@@ -608,18 +627,13 @@ func (e *Engine) detachMember(ctx context.Context, r types.RaidBdev, bdev string
 	return nil
 }
 
-// detachController detaches ctrlr, the controller of remote replica
-// bdev. One that is stuck (its device fails I/O, or it went silent) is
-// disabled first: bdev_nvme retries failed I/O on the live connection for
-// ever, and the detach would wait for the I/O held there (SPDK gives up
-// after 10 s); disabled, the I/O fails, and the raid completes it on the
-// other members.
-func (e *Engine) detachController(ctx context.Context, ctrlr, bdev string) error {
-	stuck, err := e.stuck(ctx, bdev)
-	if err != nil {
-		return err
-	}
-	if stuck != "" {
+// detachController detaches ctrlr, the controller of a remote replica.
+// One that is stuck (its device fails I/O, or it went silent) is disabled
+// first: bdev_nvme retries failed I/O on the live connection for ever, and
+// the detach would wait for the I/O held there (SPDK gives up after 10 s);
+// disabled, the I/O fails, and the raid completes it on the other members.
+func (e *Engine) detachController(ctx context.Context, ctrlr string, stuck bool) error {
+	if stuck {
 		if err := e.spdk.BdevNvmeDisableController(ctx, ctrlr); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) && jsonrpc.CodeOf(err) != jsonrpc.CodeAlready {
 			return fmt.Errorf("disable controller %s: %w", ctrlr, err)
 		}
@@ -722,11 +736,11 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	if err != nil {
 		return Stopped{}, err
 	}
-	if refused := slices.DeleteFunc(slices.Clone(held), func(m string) bool { return slices.Contains(outOfSync, m) }); len(refused) > 0 {
+	if refused := slices.DeleteFunc(slices.Sorted(maps.Keys(held)), func(m string) bool { return slices.Contains(outOfSync, m) }); len(refused) > 0 {
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: refused}
 	}
-	for _, m := range held {
-		if err := e.detachController(ctx, remoteName(volume, m), remoteBdev(volume, m)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+	for m, h := range held {
+		if err := e.detachController(ctx, remoteName(volume, m), h.stuck()); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 			return Stopped{}, fmt.Errorf("let go of the replica of %s on OSD %s: %w", volume, m, err)
 		}
 	}
@@ -756,10 +770,9 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	return stopped, nil
 }
 
-// heldMembers lists the OSDs among memberOSDs whose replicas are members
-// of the volume's raid here through a controller that lost its connection
-// or whose device fails I/O: they hold writes.
-func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []string) ([]string, error) {
+// heldMembers maps the OSDs among memberOSDs whose replicas are members
+// of the volume's raid here and hold writes to their verdicts.
+func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []string) (map[string]heldBdev, error) {
 	r, err := e.raid(ctx, raidName(volume))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -767,74 +780,56 @@ func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []st
 	if err != nil {
 		return nil, err
 	}
-	down, err := e.downControllers(ctx)
+	all, err := e.heldRemotes(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	var held []string
+	held := map[string]heldBdev{}
 	for _, m := range memberOSDs {
-		bdev := remoteBdev(volume, m)
-		if !slices.Contains(members(r), bdev) {
-			continue
-		}
-		why, err := e.holdsIO(ctx, bdev, !down[remoteName(volume, m)])
-		if err != nil {
-			return nil, err
-		}
-		if why != "" {
-			held = append(held, m)
+		if h, ok := all[remoteBdev(volume, m)]; ok && slices.Contains(members(r), h.name) {
+			held[m] = h
 		}
 	}
 	return held, nil
 }
 
-// downControllers are the names of the NVMe-oF controllers whose
-// connection is down.
-func (e *Engine) downControllers(ctx context.Context) (map[string]bool, error) {
-	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("list controllers: %w", err)
-	}
-	down := map[string]bool{}
-	for _, c := range ctrlrs {
-		if !hasEnabledPath(c) {
-			down[c.Name] = true
-		}
-	}
-	return down, nil
-}
-
-// heldBdevs lists the bdevs of remote replicas that hold I/O: their
-// controller's connection is down, or, connected, they are stuck. It
-// reads every controller and every bdev's counters once, and lets the
-// silence watch forget the bdevs that are gone. The counters are best
-// effort: unread (SPDK slow to answer every bdev's), the lost
-// connections are still listed.
-func (e *Engine) heldBdevs(ctx context.Context) (map[string]bool, error) {
+// heldRemotes judges every remote replica's bdev on this OSD (holdsIO)
+// from one read of the controllers and one of the counters, and maps
+// those that hold I/O by name. It lets the silence watch forget the bdevs
+// that are gone. bestEffort (the renewal's) judges by the connections
+// alone the bdevs whose counters cannot be read (SPDK slow to answer
+// every bdev's) instead of failing.
+func (e *Engine) heldRemotes(ctx context.Context, bestEffort bool) (map[string]heldBdev, error) {
 	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list controllers: %w", err)
 	}
 	counters := map[string]types.BdevIostat{}
-	if stats, err := e.spdk.BdevGetIostat(ctx, ""); err == nil {
-		for _, b := range stats.Bdevs {
-			counters[b.Name] = b
-		}
+	stats, err := e.spdk.BdevGetIostat(ctx, "")
+	if err != nil && !bestEffort {
+		return nil, fmt.Errorf("read I/O counters: %w", err)
 	}
-	held, remote := map[string]bool{}, map[string]bool{}
+	for _, b := range stats.Bdevs {
+		counters[b.Name] = b
+	}
+	held, remote := map[string]heldBdev{}, map[string]bool{}
 	for _, c := range ctrlrs {
 		if !isRemoteName(c.Name) {
 			continue // the OSD's own NVMe device
 		}
-		bdev := c.Name + "n1"
-		remote[bdev] = true
-		if !hasEnabledPath(c) {
-			held[bdev] = true
-			continue
-		}
-		if st, read := counters[bdev]; read {
+		h := heldBdev{name: c.Name + "n1", connected: hasEnabledPath(c)}
+		remote[h.name] = true
+		if st, read := counters[h.name]; !h.connected {
+			h.reason = connectionDown
+		} else if read {
 			why, err := e.memberStuck(ctx, st)
-			held[bdev] = err == nil && why != ""
+			if err != nil && !bestEffort {
+				return nil, err
+			}
+			h.reason = why
+		}
+		if h.reason != "" {
+			held[h.name] = h
 		}
 	}
 	if len(counters) > 0 {
