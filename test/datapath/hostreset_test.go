@@ -1,0 +1,174 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package datapath
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
+	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/storage"
+)
+
+// A host that disables its controller (CC.EN to 0: Linux's nvme reset,
+// and a disconnect's shutdown alike) while the target holds its writes for
+// a silent replica meets SPDK's own recovery: nvmf waits 10 s for the
+// controller's I/O, then resets the namespace's bdev; the raid resets its
+// members, bdev_nvme aborts the I/O it was retrying, and raid1 fails the
+// member it was held on and acknowledges the write without it, though no
+// caller recorded it out of sync (docs/volumes.md, "Failures"). The test
+// pins SPDK's part, so that account stays true, and Flint's: the next
+// EnsureTarget reports the member MISSING, which the operator records
+// Faulted. The host is a third SPDK whose bdev_nvme attaches the volume
+// and serves it on to spdk_dd; it sends the Property Set itself.
+func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 3)
+	if lab.Targets[1].Freeze == nil {
+		t.Skip("the double has no host: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	osds := startOSDs(ctx, t, lab)
+	defer lab.Targets[1].Freeze(false)
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
+	ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() })
+	chain := chainHost(ctx, t, lab.Targets[2].Client, osds[0].Endpoint())
+	dd := newHost(t, lab)
+	dd.write(chain, hostNQN, randomChunk(t), 0)
+
+	// The host writes the rest of the volume 4 KiB at a time; the replica
+	// goes silent once the writes reach the target's own replica, so the
+	// write in flight then is held (a host's first reads, its examine of
+	// the device, could otherwise be held instead).
+	local := agentv1.LvstoreName("osd-0") + "/" + volume
+	before := bytesWritten(ctx, t, lab.Targets[0].Client, local)
+	rest := filepath.Join(lab.Dir, "rest.bin")
+	must(t, os.WriteFile(rest, randomBytes(t, volSize-chunk), 0o600))
+	done := make(chan error, 1)
+	go func() {
+		_, err := dd.try(chain, hostNQN, "--if="+rest, "--ob=hn1", "--bs=4096", fmt.Sprintf("--seek=%d", chunk/4096))
+		done <- err
+	}()
+	for bytesWritten(ctx, t, lab.Targets[0].Client, local) == before {
+		select {
+		case err := <-done:
+			t.Fatalf("the host's writes ended (%v) before they reached the target", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	lab.Targets[1].Freeze(true)
+	select {
+	case err := <-done:
+		t.Fatalf("the host's writes ended (%v) while a member counted in sync was silent", err)
+	case <-time.After(time.Second):
+	}
+	raid := "raid_" + volume
+	held := bytesWritten(ctx, t, lab.Targets[0].Client, raid)
+	disabled := time.Now()
+	disableController(ctx, t, lab.Targets[2].Client.Socket(), "hv")
+	var raids []types.RaidBdev
+	for {
+		var err error
+		raids, err = lab.Targets[0].Client.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+		must(t, err)
+		if len(raids) == 1 && len(raidMembers(raids[0])) == 1 {
+			break
+		}
+		if time.Since(disabled) > time.Minute {
+			t.Fatalf("a minute after the host disabled its controller the target's raids are %+v, want the local replica alone: SPDK no longer drops the held member on its own; revise docs/volumes.md", raids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("SPDK dropped the silent member %.1fs after the host disabled its controller", time.Since(disabled).Seconds())
+	if after := bytesWritten(ctx, t, lab.Targets[0].Client, raid); after <= held {
+		t.Errorf("the raid completed no write once the member was dropped (%d bytes written, %d before)", after, held)
+	} else {
+		t.Logf("the raid completed %d KiB of held writes without the member, which the caller still counts in sync", (after-held)>>10)
+	}
+	st, err := osds[0].EnsureTarget(ctx, spec)
+	must(t, err)
+	if got := st.Members[1].State; got != agentv1.MemberState_MEMBER_STATE_MISSING {
+		t.Errorf("the member SPDK dropped reads %s, want MISSING: the operator records only that as Faulted", got)
+	}
+	t.Logf("the dropped member reads %s", st.Members[1].State)
+	// The host stops with its SPDK, whatever its writes met meanwhile.
+	lab.Targets[2].Kill()
+	if err := <-done; err == nil {
+		t.Log("the host's writes completed before its SPDK stopped")
+	}
+}
+
+// chainHost attaches the volume served at target to h's bdev_nvme as the
+// host hostNQN, and serves that bdev on from h, to any host.
+func chainHost(ctx context.Context, t *testing.T, h *client.Client, target storage.Subsystem) storage.Subsystem {
+	t.Helper()
+	_, err := h.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{Name: "hv", Trtype: "tcp", Adrfam: "ipv4",
+		Traddr: target.Address, Trsvcid: strconv.Itoa(target.Port), Subnqn: agentv1.VolumeNQN(volume), Hostnqn: hostNQN})
+	must(t, err)
+	chain := storage.Subsystem{NQN: "nqn.2016-06.io.spdk:chain", Transport: "tcp", Address: "127.0.0.1"}
+	must(t, h.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{NQN: chain.NQN, AllowAnyHost: true}))
+	_, err = h.NvmfSubsystemAddNs(ctx, chain.NQN, types.NvmfNamespaceRequest{BdevName: "hvn1"})
+	must(t, err)
+	port := spdklab.FreePort(t)
+	chain.Port, _ = strconv.Atoi(port)
+	must(t, h.NvmfSubsystemAddListener(ctx, chain.NQN, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: chain.Address, Trsvcid: port}))
+	return chain
+}
+
+// disableController has SPDK's bdev_nvme on socket send its controller
+// ctrlr's target a Fabrics Property Set of CC with EN cleared, the other
+// fields as SPDK's host sets them (IOSQES 6, IOCQES 4).
+func disableController(ctx context.Context, t *testing.T, socket, ctrlr string) {
+	t.Helper()
+	const (
+		fabricsOpcode = 0x7f
+		ccOffset      = 0x14
+		ccDisabled    = 6<<16 | 4<<20
+	)
+	cmd := make([]byte, 64)
+	cmd[0] = fabricsOpcode // fctype 0 (byte 4): Property Set, 4 bytes (byte 40)
+	binary.LittleEndian.PutUint32(cmd[44:], ccOffset)
+	binary.LittleEndian.PutUint64(cmd[48:], ccDisabled)
+	c := jsonrpc.NewClient(socket)
+	defer func() { _ = c.Close() }()
+	var out any
+	must(t, c.Call(ctx, "bdev_nvme_send_cmd", map[string]any{"name": ctrlr, "cmd_type": "admin", "data_direction": "c2h",
+		"cmdbuf": base64.URLEncoding.EncodeToString(cmd), "timeout_ms": 5000}, &out))
+}
+
+// raidMembers names r's configured members.
+func raidMembers(r types.RaidBdev) []string {
+	var names []string
+	for _, b := range r.BaseBdevsList {
+		if b.Name != nil && b.IsConfigured {
+			names = append(names, *b.Name)
+		}
+	}
+	return names
+}
