@@ -41,7 +41,7 @@ import (
 // controller's I/O, then resets the namespace's bdev; the raid resets its
 // members, bdev_nvme aborts the I/O it was retrying, and raid1 fails the
 // member it was held on and acknowledges the write without it, though no
-// caller recorded it out of sync (docs/volumes.md, "Failures"). The test
+// caller recorded it out of sync (docs/volumes.md, "Known limits"). The test
 // pins SPDK's part, so that account stays true, and Flint's: the next
 // EnsureTarget reports the member MISSING, which the operator records
 // Faulted. The host is a third SPDK whose bdev_nvme attaches the volume
