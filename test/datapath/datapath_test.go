@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -372,7 +373,10 @@ func (h *host) try(e storage.Subsystem, nqn string, args ...string) ([]byte, err
 	// the bound only keeps a hang from holding the suite.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, h.bin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, h.bin, args...)
+	// A test that ends first must not leave spdk_dd polling a core.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
 	if failed := spdklab.DDFailures(out); err == nil && len(failed) > 0 {
 		err = fmt.Errorf("spdk_dd exited 0, but its I/O failed: %s", strings.Join(failed, " | "))
 	}
