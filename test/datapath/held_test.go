@@ -34,20 +34,26 @@ import (
 // cluster (ENOSPC). SPDK's raid1 would drop it and acknowledge the write
 // on the others while the caller still counts it in sync; instead the
 // target holds the write, reports the member HELD, keeps DeleteTarget
-// refused, and lets it go only once it is recorded out of sync.
+// refused, and lets it go only once it is recorded out of sync, or as
+// leaving (its OSD stops): either way its controller is disabled before
+// the detach, which would otherwise wait on the held write.
 func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lab := spdklab.New(t, 3)
-	if !lab.Real {
-		t.Skip("the double keeps no data, so no lvstore fills up: run with FLINT_SPDK_DIR (make test-spdk)")
+	for _, leaving := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leaving=%v", leaving), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			lab := spdklab.New(t, 3)
+			if !lab.Real {
+				t.Skip("the double keeps no data, so no lvstore fills up: run with FLINT_SPDK_DIR (make test-spdk)")
+			}
+			osds := startOSDs(ctx, t, lab)
+			h := holdUntilLetGo(ctx, t, lab, osds, "full", leaving, func() { fillLvstore(ctx, t, lab.Targets[2], osds[2]) })
+			if !strings.Contains(h.heldReason, "device failed") {
+				t.Errorf("the full replica's reason = %q, want its device's errors named", h.heldReason)
+			}
+			stopWithoutReplica2(ctx, t, osds, h)
+		})
 	}
-	osds := startOSDs(ctx, t, lab)
-	h := holdUntilLetGo(ctx, t, lab, osds, "full", func() { fillLvstore(ctx, t, lab.Targets[2], osds[2]) })
-	if !strings.Contains(h.heldReason, "device failed") {
-		t.Errorf("the full replica's reason = %q, want its device's errors named", h.heldReason)
-	}
-	stopWithoutReplica2(ctx, t, osds, h)
 }
 
 // stopWithoutReplica2 stops the target of holdUntilLetGo with replica 2
@@ -74,9 +80,10 @@ type held struct {
 // holdUntilLetGo runs the shape of a replica that holds writes: a
 // 3-replica target on osds[0] takes a write, fault strikes replica 2, and
 // a second write must stay pending, the member HELD and DeleteTarget
-// refused, until replica 2 is recorded out of sync; then the write
-// completes and the Volume reads back every acknowledged byte.
-func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.Engine, what string, fault func()) held {
+// refused, until replica 2 is recorded out of sync (leaving: as the
+// replica of a stopping OSD); then the write completes and the Volume
+// reads back every acknowledged byte.
+func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []*storage.Engine, what string, leaving bool, fault func()) held {
 	t.Helper()
 	spec := threeReplicaSpec(ctx, t, osds)
 	if st := ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() }); st.SizeBytes != volSize {
@@ -109,6 +116,7 @@ func holdUntilLetGo(ctx context.Context, t *testing.T, lab *spdklab.Lab, osds []
 	}
 
 	spec.Members[2].InSync = false
+	spec.Members[2].Leaving = leaving
 	recorded := time.Now()
 	ensureUntil(ctx, t, osds[0], spec, "the "+what+" replica leaving the raid", func(st storage.Target) bool {
 		return st.Members[2].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[2].State != agentv1.MemberState_MEMBER_STATE_ONLINE
@@ -176,7 +184,7 @@ func TestASilentReplicaIsLetGoOnceRecordedOutOfSync(t *testing.T) {
 	}
 	osds := startOSDs(ctx, t, lab)
 	defer lab.Targets[2].Freeze(false)
-	h := holdUntilLetGo(ctx, t, lab, osds, "silent", func() { lab.Targets[2].Freeze(true) })
+	h := holdUntilLetGo(ctx, t, lab, osds, "silent", false, func() { lab.Targets[2].Freeze(true) })
 	t.Logf("the frozen replica read HELD %.1fs after it went silent", h.heldAfter.Seconds())
 	if h.heldAfter < storage.DefaultSilentAfter {
 		t.Errorf("the frozen replica read HELD after %s, sooner than the %s it may be silent", h.heldAfter, storage.DefaultSilentAfter)

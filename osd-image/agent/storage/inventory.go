@@ -105,7 +105,7 @@ func (e *Engine) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list raids: %w", err)
 	}
-	held, err := e.heldRemotes(ctx, true)
+	held, err := e.heldRemotes(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -339,14 +339,10 @@ func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 	if err == nil && slices.Contains(members(r), bdev) {
 		return nil
 	}
-	connected, err := e.connected(ctx, name)
-	if errors.Is(err, jsonrpc.ErrNotFound) {
+	if _, err := e.spdk.BdevNvmeGetControllers(ctx, name); errors.Is(err, jsonrpc.ErrNotFound) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	h, err := e.holdsIO(ctx, bdev, connected)
+	h, err := e.judge(ctx, bdev)
 	if err != nil {
 		return err
 	}
@@ -372,6 +368,20 @@ const connectionDown = "its connection to the target is down"
 // controller is disabled before it is detached, or the detach would wait
 // for that I/O.
 func (h heldBdev) stuck() bool { return h.reason != "" && h.connected }
+
+// judge reads whether bdev, a raid member, holds I/O now: a remote
+// replica's is judged by holdsIO, anything else holds none.
+func (e *Engine) judge(ctx context.Context, bdev string) (heldBdev, error) {
+	ctrlr := strings.TrimSuffix(bdev, "n1")
+	if !isRemoteName(ctrlr) {
+		return heldBdev{name: bdev}, nil
+	}
+	connected, err := e.connected(ctx, ctrlr)
+	if err != nil {
+		return heldBdev{}, err
+	}
+	return e.holdsIO(ctx, bdev, connected)
+}
 
 // holdsIO judges remote replica bdev, whose controller is connected or
 // not: held when it is not, or when it is stuck (memberStuck).
@@ -596,7 +606,13 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 		if keep[b] || len(in) == 1 {
 			continue
 		}
-		if err := leave(heldBdev{name: b}); err != nil {
+		// Leaving, or no longer listed: judged now, as EnsureTarget
+		// judged none of them.
+		h, err := e.judge(ctx, b)
+		if err != nil {
+			return r, err
+		}
+		if err := leave(h); err != nil {
 			return r, err
 		}
 	}
@@ -771,7 +787,8 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 }
 
 // heldMembers maps the OSDs among memberOSDs whose replicas are members
-// of the volume's raid here and hold writes to their verdicts.
+// of the volume's raid here and hold writes to their verdicts, read
+// member by member: a call for one volume reads only its members.
 func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []string) (map[string]heldBdev, error) {
 	r, err := e.raid(ctx, raidName(volume))
 	if errors.Is(err, ErrNotFound) {
@@ -780,13 +797,17 @@ func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []st
 	if err != nil {
 		return nil, err
 	}
-	all, err := e.heldRemotes(ctx, false)
-	if err != nil {
-		return nil, err
-	}
 	held := map[string]heldBdev{}
 	for _, m := range memberOSDs {
-		if h, ok := all[remoteBdev(volume, m)]; ok && slices.Contains(members(r), h.name) {
+		bdev := remoteBdev(volume, m)
+		if !slices.Contains(members(r), bdev) {
+			continue
+		}
+		h, err := e.judge(ctx, bdev)
+		if err != nil {
+			return nil, err
+		}
+		if h.reason != "" {
 			held[m] = h
 		}
 	}
@@ -795,22 +816,20 @@ func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []st
 
 // heldRemotes judges every remote replica's bdev on this OSD (holdsIO)
 // from one read of the controllers and one of the counters, and maps
-// those that hold I/O by name. It lets the silence watch forget the bdevs
-// that are gone. bestEffort (the renewal's) judges by the connections
-// alone the bdevs whose counters cannot be read (SPDK slow to answer
-// every bdev's) instead of failing.
-func (e *Engine) heldRemotes(ctx context.Context, bestEffort bool) (map[string]heldBdev, error) {
+// those that hold I/O by name; the lease renewal's view of every target.
+// It lets the silence watch forget the bdevs that are gone. The counters
+// are best effort: unread (SPDK slow to answer every bdev's), the bdevs
+// are judged by their connections alone.
+func (e *Engine) heldRemotes(ctx context.Context) (map[string]heldBdev, error) {
 	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list controllers: %w", err)
 	}
 	counters := map[string]types.BdevIostat{}
-	stats, err := e.spdk.BdevGetIostat(ctx, "")
-	if err != nil && !bestEffort {
-		return nil, fmt.Errorf("read I/O counters: %w", err)
-	}
-	for _, b := range stats.Bdevs {
-		counters[b.Name] = b
+	if stats, err := e.spdk.BdevGetIostat(ctx, ""); err == nil {
+		for _, b := range stats.Bdevs {
+			counters[b.Name] = b
+		}
 	}
 	held, remote := map[string]heldBdev{}, map[string]bool{}
 	for _, c := range ctrlrs {
@@ -822,11 +841,8 @@ func (e *Engine) heldRemotes(ctx context.Context, bestEffort bool) (map[string]h
 		if st, read := counters[h.name]; !h.connected {
 			h.reason = connectionDown
 		} else if read {
-			why, err := e.memberStuck(ctx, st)
-			if err != nil && !bestEffort {
-				return nil, err
-			}
-			h.reason = why
+			// Best effort too: one bdev's error must not hide the others.
+			h.reason, _ = e.memberStuck(ctx, st)
 		}
 		if h.reason != "" {
 			held[h.name] = h
