@@ -339,10 +339,14 @@ func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 	if err == nil && slices.Contains(members(r), bdev) {
 		return nil
 	}
-	if _, err := e.spdk.BdevNvmeGetControllers(ctx, name); errors.Is(err, jsonrpc.ErrNotFound) {
+	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, name)
+	if errors.Is(err, jsonrpc.ErrNotFound) {
 		return nil
 	}
-	h, err := e.judge(ctx, bdev)
+	if err != nil {
+		return fmt.Errorf("read controller %s: %w", name, err)
+	}
+	h, err := e.holdsIO(ctx, bdev, slices.ContainsFunc(ctrlrs, hasEnabledPath))
 	if err != nil {
 		return err
 	}
@@ -814,13 +818,13 @@ func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []st
 	return held, nil
 }
 
-// heldRemotes judges every remote replica's bdev on this OSD (holdsIO)
-// from one read of the controllers and one of the counters, and maps
-// those that hold I/O by name; the lease renewal's view of every target.
-// It lets the silence watch forget the bdevs that are gone. The counters
-// are best effort: unread (SPDK slow to answer every bdev's), the bdevs
-// are judged by their connections alone.
-func (e *Engine) heldRemotes(ctx context.Context) (map[string]heldBdev, error) {
+// heldBdevs lists the bdevs of remote replicas that hold I/O: their
+// controller's connection is down, or, connected, they are stuck. It
+// reads every controller and every bdev's counters once, and lets the
+// silence watch forget the bdevs that are gone. The counters are best
+// effort: unread (SPDK slow to answer every bdev's), the lost
+// connections are still listed.
+func (e *Engine) heldBdevs(ctx context.Context) (map[string]bool, error) {
 	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list controllers: %w", err)
@@ -831,21 +835,20 @@ func (e *Engine) heldRemotes(ctx context.Context) (map[string]heldBdev, error) {
 			counters[b.Name] = b
 		}
 	}
-	held, remote := map[string]heldBdev{}, map[string]bool{}
+	held, remote := map[string]bool{}, map[string]bool{}
 	for _, c := range ctrlrs {
 		if !isRemoteName(c.Name) {
 			continue // the OSD's own NVMe device
 		}
-		h := heldBdev{name: c.Name + "n1", connected: hasEnabledPath(c)}
-		remote[h.name] = true
-		if st, read := counters[h.name]; !h.connected {
-			h.reason = connectionDown
-		} else if read {
-			// Best effort too: one bdev's error must not hide the others.
-			h.reason, _ = e.memberStuck(ctx, st)
+		bdev := c.Name + "n1"
+		remote[bdev] = true
+		if !hasEnabledPath(c) {
+			held[bdev] = true
+			continue
 		}
-		if h.reason != "" {
-			held[h.name] = h
+		if st, read := counters[bdev]; read {
+			why, err := e.memberStuck(ctx, st)
+			held[bdev] = err == nil && why != ""
 		}
 	}
 	if len(counters) > 0 {
