@@ -104,7 +104,7 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 		var err error
 		raids, err = lab.Targets[0].Client.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
 		must(t, err)
-		if len(raids) == 1 && len(raidMembers(raids[0])) == 1 {
+		if len(raids) == 1 && len(raids[0].Members()) == 1 {
 			break
 		}
 		if time.Since(disabled) > time.Minute {
@@ -162,15 +162,4 @@ func disableController(ctx context.Context, t *testing.T, socket, ctrlr string) 
 	var out any
 	must(t, c.Call(ctx, "bdev_nvme_send_cmd", map[string]any{"name": ctrlr, "cmd_type": "admin", "data_direction": "c2h",
 		"cmdbuf": base64.URLEncoding.EncodeToString(cmd), "timeout_ms": 5000}, &out))
-}
-
-// raidMembers names r's configured members.
-func raidMembers(r types.RaidBdev) []string {
-	var names []string
-	for _, b := range r.BaseBdevsList {
-		if b.Name != nil && b.IsConfigured {
-			names = append(names, *b.Name)
-		}
-	}
-	return names
 }

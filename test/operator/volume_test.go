@@ -961,11 +961,7 @@ func dropMember(name, target, dropped string) {
 		g.Expect(err).NotTo(HaveOccurred())
 		var configured []string
 		for _, r := range raids {
-			for _, b := range r.BaseBdevsList {
-				if b.Name != nil && b.IsConfigured {
-					configured = append(configured, *b.Name)
-				}
-			}
+			configured = append(configured, r.Members()...)
 			configured = append(configured, fmt.Sprintf("process=%v", r.Process != nil))
 		}
 		return configured

@@ -73,6 +73,17 @@ type RaidBdev struct {
 	BaseBdevsList           []RaidBaseBdev `json:"base_bdevs_list"`
 }
 
+// Members names the bdevs configured in r's slots, in slot order.
+func (r RaidBdev) Members() []string {
+	var names []string
+	for _, s := range r.BaseBdevsList {
+		if s.Name != nil && s.IsConfigured {
+			names = append(names, *s.Name)
+		}
+	}
+	return names
+}
+
 // RaidProcess is a background process of a raid, such as a rebuild.
 type RaidProcess struct {
 	Type     string `json:"type"`

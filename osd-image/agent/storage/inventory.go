@@ -117,7 +117,7 @@ func (e *Engine) raidTargets(ctx context.Context) ([]TargetSummary, error) {
 		}
 		// A member that holds writes (its connection down, or stuck) is
 		// no more online than one that left.
-		online := slices.DeleteFunc(members(r), func(b string) bool { return held[b] })
+		online := slices.DeleteFunc(r.Members(), func(b string) bool { return held[b] })
 		t := TargetSummary{Volume: volume, State: r.State, Members: r.NumBaseBdevs, Online: len(online), RebuildPercent: -1}
 		if r.Process != nil {
 			t.Online--

@@ -336,7 +336,7 @@ func (e *Engine) detachLeaving(ctx context.Context, volume, osd string) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if err == nil && slices.Contains(members(r), bdev) {
+	if err == nil && slices.Contains(r.Members(), bdev) {
 		return nil
 	}
 	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, name)
@@ -554,17 +554,6 @@ func rebuilding(r types.RaidBdev, bdev string) bool {
 	return r.Process != nil && r.Process.Target == bdev
 }
 
-// members lists the bdev names in a raid's slots.
-func members(r types.RaidBdev) []string {
-	var names []string
-	for _, s := range r.BaseBdevsList {
-		if s.Name != nil && s.IsConfigured {
-			names = append(names, *s.Name)
-		}
-	}
-	return names
-}
-
 // letGo takes out of the raid every member the target must not keep:
 // one the spec no longer lists (a replica drained away, freeing its slot
 // for the replacement), and one whose I/O is held (its connection is
@@ -587,7 +576,7 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 			keep[b.name] = true
 		}
 	}
-	in := members(r)
+	in := r.Members()
 	changed := false
 	leave := func(b heldBdev) error {
 		if err := e.detachMember(ctx, r, b); err != nil {
@@ -668,7 +657,7 @@ func (e *Engine) startNextRebuild(ctx context.Context, spec TargetSpec, r types.
 	if r.Process != nil {
 		return nil
 	}
-	in := members(r)
+	in := r.Members()
 	for _, m := range spec.Members {
 		b, ok := bdevs[m.OSD]
 		if !ok || m.WaitRebuild || slices.Contains(in, b) {
@@ -700,7 +689,7 @@ func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported typ
 	if err != nil {
 		return Target{}, err
 	}
-	in := members(r)
+	in := r.Members()
 	st := Target{Export: e.export(agentv1.VolumeNQN(spec.Volume)), SizeBytes: exported.SizeBytes()}
 	for _, m := range spec.Members {
 		ms := TargetMember{OSD: m.OSD, State: agentv1.MemberState_MEMBER_STATE_MISSING}
@@ -804,7 +793,7 @@ func (e *Engine) heldMembers(ctx context.Context, volume string, memberOSDs []st
 	held := map[string]heldBdev{}
 	for _, m := range memberOSDs {
 		bdev := remoteBdev(volume, m)
-		if !slices.Contains(members(r), bdev) {
+		if !slices.Contains(r.Members(), bdev) {
 			continue
 		}
 		h, err := e.judge(ctx, bdev)
@@ -867,7 +856,7 @@ func (e *Engine) inSyncMembers(ctx context.Context, volume string, memberOSDs []
 	if err != nil {
 		return Stopped{}, err
 	}
-	in := members(r)
+	in := r.Members()
 	st := Stopped{RaidFound: true}
 	for _, m := range memberOSDs {
 		bdev := remoteBdev(volume, m)

@@ -446,7 +446,7 @@ func TestALeavingMemberKeepsItsSlot(t *testing.T) {
 		t.Error("the leaving replica's controller is still attached")
 	}
 	r, err := c.osds[0].raid(ctx, raidName(volume))
-	if err != nil || r.NumBaseBdevs != 3 || len(members(r)) != 2 {
+	if err != nil || r.NumBaseBdevs != 3 || len(r.Members()) != 2 {
 		t.Fatalf("raid = %+v, %v; want 3 slots, 2 members", r, err)
 	}
 	if _, out := c.write(); out != spdktest.WriteAcked {
@@ -474,7 +474,7 @@ func TestARebuildWaitsForItsSlotAndKeepsItsCap(t *testing.T) {
 	back := c.exportReplica(2, false)
 	back.WaitRebuild = true
 	wantStates(t, c.ensure(m0, m1, back), agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_ONLINE, agentv1.MemberState_MEMBER_STATE_PENDING)
-	if r, err := c.osds[0].raid(ctx, raidName(volume)); err != nil || r.Process != nil || len(members(r)) != 2 {
+	if r, err := c.osds[0].raid(ctx, raidName(volume)); err != nil || r.Process != nil || len(r.Members()) != 2 {
 		t.Fatalf("raid = %+v, %v; want 2 members and no rebuild while the replica waits", r, err)
 	}
 
@@ -791,7 +791,7 @@ func TestTheLocalReplicaTakesTheFirstSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots := members(r)
+	slots := r.Members()
 	if len(slots) != 3 || slots[0] != local.Name {
 		t.Fatalf("raid slots %v, want the local lvol %s first", slots, local.Name)
 	}
