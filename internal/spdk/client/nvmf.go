@@ -87,6 +87,25 @@ func (c *Client) NvmfSubsystemRemoveListener(ctx context.Context, nqn string, ad
 	return c.rpc.Call(ctx, "nvmf_subsystem_remove_listener", types.NvmfSubsystemListenerRequest{NQN: nqn, ListenAddress: addr}, nil)
 }
 
+// NvmfSubsystemGetListeners lists subsystem nqn's listeners with their
+// ANA states.
+func (c *Client) NvmfSubsystemGetListeners(ctx context.Context, nqn string) ([]types.NvmfListener, error) {
+	var listeners []types.NvmfListener
+	err := c.rpc.Call(ctx, "nvmf_subsystem_get_listeners", types.NQNRequest{NQN: nqn}, &listeners)
+	return listeners, err
+}
+
+// NvmfSubsystemListenerSetAnaState sets the ANA state a listener reports.
+func (c *Client) NvmfSubsystemListenerSetAnaState(ctx context.Context, req types.NvmfListenerAnaStateRequest) error {
+	return c.rpc.Call(ctx, "nvmf_subsystem_listener_set_ana_state", req, nil)
+}
+
+// NvmfSubsystemSetNsAnaGroup moves a namespace to an ANA group, once no
+// I/O to it is outstanding.
+func (c *Client) NvmfSubsystemSetNsAnaGroup(ctx context.Context, req types.NvmfNsAnaGroupRequest) error {
+	return c.rpc.Call(ctx, "nvmf_subsystem_set_ns_ana_group", req, nil)
+}
+
 // NvmfSubsystemAddHost allows a host to connect, authenticating with the
 // request's keys when it names them. A host already allowed is refused
 // (jsonrpc.CodeInternalError); a key the keyring lacks is

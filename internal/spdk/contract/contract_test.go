@@ -64,6 +64,7 @@ var scenarios = []struct {
 	{"QoS limits of a raid1, set whole and lost on a restart", 1, qosLimitsOfARaid},
 	{"NVMe options are taken only before the first controller", 2, nvmeOptionsBeforeControllers},
 	{"a listener removed takes its hosts' controllers, re-added lets them back", 2, listenerCutsHosts},
+	{"an inaccessible listener keeps its hosts' controllers", 2, anaKeepsHosts},
 	{"file keys of the keyring", 1, keyringFileKeys},
 	{"DH-HMAC-CHAP: a host proves its key, the subsystem its own", 2, dhchapBothWays},
 }
@@ -428,6 +429,73 @@ func listenerCutsHosts(t *testing.T, l *spdklab.Lab) {
 	})
 	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, listener))
 	eventually(t, 10*time.Second, "the host reconnecting to the listener re-added", connected)
+	ok(t, host.BdevNvmeDetachController(ctx(t), "vol"))
+}
+
+// anaKeepsHosts is how a snapshot pauses a volume without cutting its
+// hosts off: its listener turns inaccessible for the namespace's group,
+// the namespace's move to the group it is in drains its I/O, and the host's
+// controller stays, the same one, until the listener is optimized again.
+// Only a subsystem created with ana_reporting has ANA states.
+func anaKeepsHosts(t *testing.T, l *spdklab.Lab) {
+	host, c := l.Targets[0].Client, l.Targets[1].Client
+	aioLvstore(t, l, c, "lvs1")
+	must(c.BdevLvolCreate(ctx(t), types.BdevLvolCreateRequest{LvolName: "vol", SizeInMiB: 16, ThinProvision: true, LvsName: "lvs1"}))
+	ok(t, c.NvmfCreateTransport(ctx(t), types.NvmfCreateTransportRequest{Trtype: "TCP"}))
+	nqn, plain := "nqn.2026-01.io.flint:volume:ana", "nqn.2026-01.io.flint:volume:plain"
+	listener := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: "127.0.0.1", Trsvcid: spdklab.FreePort(t)}
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: nqn, AnaReporting: true, MaxNamespaces: 1}))
+	must(c.NvmfSubsystemAddNs(ctx(t), nqn, types.NvmfNamespaceRequest{BdevName: "lvs1/vol", NSID: 1}))
+	ok(t, c.NvmfSubsystemAddListener(ctx(t), nqn, listener))
+	ok(t, c.NvmfSubsystemAddHost(ctx(t), types.NvmfSubsystemHostRequest{NQN: nqn, Host: hostNQN}))
+	ok(t, c.NvmfCreateSubsystem(ctx(t), types.NvmfCreateSubsystemRequest{NQN: plain}))
+	ok(t, c.NvmfSubsystemAddListener(ctx(t), plain, listener))
+
+	states := func(nqn string) []types.NvmfAnaState {
+		got := must(c.NvmfSubsystemGetListeners(ctx(t), nqn))
+		if len(got) != 1 || got[0].Address.Traddr != listener.Traddr || got[0].Address.Trsvcid != listener.Trsvcid {
+			t.Fatalf("listeners of %s = %+v, want the one added", nqn, got)
+		}
+		return got[0].AnaStates
+	}
+	if got := states(nqn); len(got) != 1 || got[0] != (types.NvmfAnaState{AnaGroup: 1, AnaState: types.AnaOptimized}) {
+		t.Fatalf("ANA states of a new listener = %+v, want group 1 optimized", got)
+	}
+	if got := states(plain); len(got) != 0 {
+		t.Fatalf("ANA states of a subsystem without ana_reporting = %+v, want none", got)
+	}
+	wantErr(t, c.NvmfSubsystemListenerSetAnaState(ctx(t), types.NvmfListenerAnaStateRequest{NQN: plain, ListenAddress: listener, AnaState: types.AnaInaccessible}), nil, jsonrpc.CodeInternalError)
+
+	must(host.BdevNvmeAttachController(ctx(t), types.BdevNvmeAttachControllerRequest{
+		Name: "vol", Trtype: listener.Trtype, Adrfam: listener.Adrfam, Traddr: listener.Traddr, Trsvcid: listener.Trsvcid, Subnqn: nqn, Hostnqn: hostNQN,
+		CtrlrLossTimeoutSec: -1, ReconnectDelaySec: 1,
+	}))
+	before := must(c.NvmfSubsystemGetControllers(ctx(t), nqn))
+	if len(before) != 1 {
+		t.Fatalf("controllers with a host connected = %+v, want one", before)
+	}
+
+	ok(t, c.NvmfSubsystemListenerSetAnaState(ctx(t), types.NvmfListenerAnaStateRequest{NQN: nqn, ListenAddress: listener, AnaState: types.AnaInaccessible, AnaGrpID: 1}))
+	ok(t, c.NvmfSubsystemSetNsAnaGroup(ctx(t), types.NvmfNsAnaGroupRequest{NQN: nqn, NSID: 1, AnaGrpID: 1}))
+	if got := states(nqn); got[0].AnaState != types.AnaInaccessible {
+		t.Errorf("ANA states after the change = %+v, want group 1 inaccessible", got)
+	}
+	wantErr(t, c.NvmfSubsystemSetNsAnaGroup(ctx(t), types.NvmfNsAnaGroupRequest{NQN: nqn, NSID: 1, AnaGrpID: 0}), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	wantErr(t, c.NvmfSubsystemSetNsAnaGroup(ctx(t), types.NvmfNsAnaGroupRequest{NQN: nqn, NSID: 1, AnaGrpID: 2}), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	wantErr(t, c.NvmfSubsystemSetNsAnaGroup(ctx(t), types.NvmfNsAnaGroupRequest{NQN: nqn, NSID: 2, AnaGrpID: 1}), jsonrpc.ErrInvalid, jsonrpc.CodeInvalidParams)
+	// The host stays connected through the pause: the same controller.
+	time.Sleep(time.Second)
+	if got := must(c.NvmfSubsystemGetControllers(ctx(t), nqn)); len(got) != 1 || got[0].Cntlid != before[0].Cntlid {
+		t.Errorf("controllers while inaccessible = %+v, want the host's %+v", got, before)
+	}
+
+	ok(t, c.NvmfSubsystemListenerSetAnaState(ctx(t), types.NvmfListenerAnaStateRequest{NQN: nqn, ListenAddress: listener, AnaState: types.AnaOptimized, AnaGrpID: 1}))
+	if got := states(nqn); got[0].AnaState != types.AnaOptimized {
+		t.Errorf("ANA states after the resume = %+v, want group 1 optimized", got)
+	}
+	if got := must(c.NvmfSubsystemGetControllers(ctx(t), nqn)); len(got) != 1 || got[0].Cntlid != before[0].Cntlid {
+		t.Errorf("controllers after the resume = %+v, want the host's %+v", got, before)
+	}
 	ok(t, host.BdevNvmeDetachController(ctx(t), "vol"))
 }
 

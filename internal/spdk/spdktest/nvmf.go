@@ -19,6 +19,7 @@ package spdktest
 import (
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -49,6 +50,8 @@ type namespace struct {
 	nsid               uint32
 	b                  *bdev
 	nguid, uuid, eui64 string
+	// anagrpid is the namespace's ANA group: its nsid unless moved.
+	anagrpid uint32
 }
 
 // The controller ids SPDK hands out (NVMF_MIN_CNTLID, NVMF_MAX_CNTLID).
@@ -67,6 +70,26 @@ type subsystem struct {
 	hosts                            []*nvmfHost
 	listeners                        []listenAddr
 	namespaces                       []*namespace // by nsid
+	// anaStates are the ANA states set on a listener for a group; a
+	// group not listed is optimized, as SPDK starts every listener.
+	anaStates map[anaGroup]string
+}
+
+// anaGroup is one ANA group as one listener reports it.
+type anaGroup struct {
+	listener listenAddr
+	group    uint32
+}
+
+// accessible says whether I/O to ns arriving at listener a is served:
+// SPDK fails it with the ANA Inaccessible path status otherwise.
+func (s *subsystem) accessible(a listenAddr, ns *namespace) bool {
+	for g, state := range s.anaStates {
+		if g.group == ns.anagrpid && g.listener.same(a) && state == "inaccessible" {
+			return false
+		}
+	}
+	return true
 }
 
 // nextCntlid is the id of the next controller a host connects.
@@ -392,7 +415,7 @@ func renderSubsystem(s *subsystem) map[string]any {
 			m["eui64"] = ns.eui64
 		}
 		if s.ana {
-			m["anagrpid"] = ns.nsid
+			m["anagrpid"] = ns.anagrpid
 		}
 		nss = append(nss, m)
 	}
@@ -443,7 +466,7 @@ func nvmfSubsystemAddNs(t *Target, p json.RawMessage) (any, error) {
 		ns.NGUID = strings.ToUpper(strings.ReplaceAll(b.uuid, "-", ""))
 	}
 	b.claim(claimExclusiveWrite, "nvmf:"+s.nqn)
-	s.namespaces = append(s.namespaces, &namespace{nsid: ns.NSID, b: b, nguid: strings.ToUpper(ns.NGUID), uuid: ns.UUID, eui64: strings.ToUpper(ns.EUI64)})
+	s.namespaces = append(s.namespaces, &namespace{nsid: ns.NSID, anagrpid: ns.NSID, b: b, nguid: strings.ToUpper(ns.NGUID), uuid: ns.UUID, eui64: strings.ToUpper(ns.EUI64)})
 	slices.SortFunc(s.namespaces, func(a, b *namespace) int { return int(a.nsid) - int(b.nsid) })
 	return ns.NSID, nil
 }
@@ -500,6 +523,7 @@ func nvmfSubsystemListener(add bool) handler {
 				return nil, errInvalidParams()
 			}
 			s.listeners = slices.DeleteFunc(s.listeners, a.same)
+			maps.DeleteFunc(s.anaStates, func(g anaGroup, _ string) bool { return g.listener.same(a) })
 			return true, nil
 		}
 		if t.st.transport(a.Trtype) == nil || s.listensOn(a) || t.fabric.listenedByOther(t, a) {
@@ -508,6 +532,99 @@ func nvmfSubsystemListener(add bool) handler {
 		s.listeners = append(s.listeners, a)
 		return true, nil
 	}
+}
+
+// nvmfSubsystemGetListeners lists a subsystem's listeners, with the ANA
+// state of every group when it reports ANA.
+func nvmfSubsystemGetListeners(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN     string `json:"nqn"`
+		TgtName string `json:"tgt_name"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errInvalidParams()
+	}
+	out := []any{}
+	for _, l := range s.listeners {
+		m := map[string]any{"address": l}
+		if s.ana {
+			states := []any{}
+			for g := uint32(1); g <= s.maxNS; g++ {
+				state := s.anaStates[anaGroup{l, g}]
+				if state == "" {
+					state = "optimized"
+				}
+				states = append(states, map[string]any{"ana_group": g, "ana_state": state})
+			}
+			m["ana_states"] = states
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// nvmfSubsystemListenerSetAnaState sets the ANA state a listener reports
+// for one group, or for all.
+func nvmfSubsystemListenerSetAnaState(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN           string     `json:"nqn"`
+		ListenAddress listenAddr `json:"listen_address"`
+		AnaState      string     `json:"ana_state"`
+		AnaGrpID      uint32     `json:"anagrpid"`
+		TgtName       string     `json:"tgt_name"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn", "listen_address", "ana_state"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errf(jsonrpc.CodeInvalidParams, "Unable to find subsystem with NQN %s", req.NQN)
+	}
+	a, ok := normalizeListenAddr(req.ListenAddress)
+	if !ok || !slices.Contains([]string{"optimized", "non_optimized", "inaccessible"}, req.AnaState) {
+		return nil, errInvalidParams()
+	}
+	if !s.ana || req.AnaGrpID > s.maxNS || !s.listensOn(a) {
+		return nil, errf(jsonrpc.CodeInternalError, "error setting ANA state: -22")
+	}
+	if s.anaStates == nil {
+		s.anaStates = map[anaGroup]string{}
+	}
+	for g := uint32(1); g <= s.maxNS; g++ {
+		if req.AnaGrpID == 0 || g == req.AnaGrpID {
+			s.anaStates[anaGroup{a, g}] = req.AnaState
+		}
+	}
+	return true, nil
+}
+
+// nvmfSubsystemSetNsAnaGroup moves a namespace to another ANA group. SPDK
+// pauses the namespace's I/O first; the double's I/O is never
+// outstanding, so there is nothing to wait for.
+func nvmfSubsystemSetNsAnaGroup(t *Target, p json.RawMessage) (any, error) {
+	var req struct {
+		NQN      string `json:"nqn"`
+		NSID     uint32 `json:"nsid"`
+		AnaGrpID uint32 `json:"anagrpid"`
+		TgtName  string `json:"tgt_name"`
+	}
+	if err := decode(p, &req, errInvalidParams(), "nqn", "nsid", "anagrpid"); err != nil {
+		return nil, err
+	}
+	s := t.st.subsystem(req.NQN)
+	if s == nil {
+		return nil, errInvalidParams()
+	}
+	ns := s.namespace(req.NSID)
+	if ns == nil || req.AnaGrpID == 0 || req.AnaGrpID > s.maxNS {
+		return nil, errInvalidParams()
+	}
+	ns.anagrpid = req.AnaGrpID
+	return true, nil
 }
 
 func normalizeListenAddr(a listenAddr) (listenAddr, bool) {

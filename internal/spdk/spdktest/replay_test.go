@@ -57,8 +57,6 @@ var notReplayed = map[string][]struct{ match, why string }{
 		{"tgt nvmf_subsystem_get_controllers after re-add", "num_io_qpairs counts the initiator's I/O channels, which follow bdevperf's jobs"},
 		{"nvmf_subsystem_get_qpairs", "qpairs are not modeled"},
 		{"nvmf_get_stats", "poll group statistics are not modeled"},
-		{"nvmf_subsystem_get_listeners", "ANA states are not modeled"},
-		{"nvmf_subsystem_listener_set_ana_state", "ANA states are not modeled"},
 		{"bdev_nvme_get_io_paths", "I/O paths are not modeled"},
 		{"ini bdev_nvme_get_controllers after remove_host", "SPDK passes through 'resetting' for ~3 s; the double fails the controller at once"},
 		{"ini bdev_nvme_get_controllers initiator controllers after perform_tests", "follows I/O"},

@@ -82,8 +82,9 @@ func (f *Fabric) Write(addr string, port int, nqn, host string) (uint64, WriteOu
 	f.refresh()
 	f.writeSeq++
 	seq := f.writeSeq
-	t, s := f.remote(listenAddr{Trtype: "TCP", Traddr: addr, Trsvcid: strconv.Itoa(port)}, nqn, host)
-	if s == nil || s.namespace(1) == nil {
+	at := listenAddr{Trtype: "TCP", Traddr: addr, Trsvcid: strconv.Itoa(port)}
+	t, s := f.remote(at, nqn, host)
+	if s == nil || s.namespace(1) == nil || !s.accessible(at, s.namespace(1)) {
 		return seq, WriteFailed
 	}
 	w := &hostWrite{seq: seq, t: t, st: t.st}

@@ -180,6 +180,50 @@ type NvmfSubsystemListenerRequest struct {
 	ListenAddress ListenAddress `json:"listen_address"`
 }
 
+// ANA states a listener reports for a namespace group
+// (nvmf_subsystem_listener_set_ana_state).
+const (
+	AnaOptimized    = "optimized"
+	AnaInaccessible = "inaccessible"
+)
+
+// NvmfListenerAnaStateRequest sets the ANA state listener reports for
+// group AnaGrpID, or for every group when it is 0. SPDK sends the change
+// to the listener's controllers (an ANA change notice) and from then on
+// fails the I/O that arrives there in an inaccessible group with the ANA
+// Inaccessible path status. A subsystem created without ana_reporting,
+// or a listener it does not have, is refused with -32603.
+type NvmfListenerAnaStateRequest struct {
+	NQN           string        `json:"nqn"`
+	ListenAddress ListenAddress `json:"listen_address"`
+	AnaState      string        `json:"ana_state"`
+	AnaGrpID      uint32        `json:"anagrpid,omitempty"`
+}
+
+// NvmfNsAnaGroupRequest moves namespace NSID to ANA group AnaGrpID. SPDK
+// pauses the subsystem for that namespace first: the call returns only
+// once no I/O to it is outstanding in any poll group, the I/O arriving
+// meanwhile being queued and run after. A missing namespace or a group
+// outside 1..max_namespaces is refused with -32602.
+type NvmfNsAnaGroupRequest struct {
+	NQN      string `json:"nqn"`
+	NSID     uint32 `json:"nsid"`
+	AnaGrpID uint32 `json:"anagrpid"`
+}
+
+// NvmfListener is a subsystem's listener with the ANA state it reports
+// for each group.
+type NvmfListener struct {
+	Address   ListenAddress  `json:"address"`
+	AnaStates []NvmfAnaState `json:"ana_states"`
+}
+
+// NvmfAnaState is one group's ANA state on a listener.
+type NvmfAnaState struct {
+	AnaGroup uint32 `json:"ana_group"`
+	AnaState string `json:"ana_state"`
+}
+
 // NvmfSubsystemHostRequest allows or disallows a host. Removing a host
 // drops its live connections at once.
 type NvmfSubsystemHostRequest struct {
