@@ -179,7 +179,7 @@ func (r *Reconciler) cutCopies(ctx context.Context, snap *flintv1.Snapshot, vol 
 
 // resume lets vol's hosts back in after the cut, whatever happened. The
 // hosts wait for this; a failure is healed by the Volume controller's
-// EnsureTarget, which adds the listener back: a Ready Volume is not
+// EnsureTarget, which lets them back in too: a Ready Volume is not
 // driven on a timer, so it is driven now.
 func (r *Reconciler) resume(ctx context.Context, target agentv1.OSDAgentClient, snap *flintv1.Snapshot, vol *flintv1.Volume) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)

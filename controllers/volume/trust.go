@@ -42,8 +42,8 @@ func (r *Reconciler) trustRecorded(ctx context.Context, vol *flintv1.Volume, w *
 		return false, nil
 	}
 	// A cut the previous process left unfinished may have left the
-	// target paused, without its listener, which no inventory shows; the
-	// drive adds the listener back.
+	// target paused, which no inventory shows; the drive lets the hosts
+	// back in.
 	var cutting flintv1.SnapshotList
 	if err := r.List(ctx, &cutting, client.MatchingFields{indexCutting: vol.Name}); err != nil {
 		return false, err

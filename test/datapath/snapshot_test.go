@@ -87,7 +87,7 @@ func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	cutting.Wait()
 	cut := time.Now()
 	must(t, osds[0].ResumeTarget(ctx, volume))
-	t.Logf("the volume's I/O paused for %s: its hosts gone after %s, the three copies cut %s later, resumed %s later",
+	t.Logf("the volume's I/O paused for %s: its host I/O drained after %s, the three copies cut %s later, resumed %s later",
 		time.Since(cutStart).Round(time.Microsecond), drained.Sub(cutStart).Round(time.Microsecond), cut.Sub(drained).Round(time.Microsecond), time.Since(cut).Round(time.Microsecond))
 	acked := w.acks()
 	w.waitForAcks(acked + 2) // the writer goes on after the cut

@@ -135,11 +135,14 @@ type Engine struct {
 	// takes it.
 	rebuildStart sync.Mutex
 	silence      *silenceWatch
+	// accessible holds the volume subsystems whose listener is known to
+	// let host I/O through since this agent started (pause.go).
+	accessible map[string]bool
 }
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
 func New(cfg Config, spdk *client.Client) *Engine {
-	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
+	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}, accessible: map[string]bool{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
 }
 
 const baseBdevName = "flint_base"

@@ -30,22 +30,28 @@ import (
 )
 
 // drainPoll is how often PauseTarget asks SPDK whether the hosts'
-// controllers are gone.
+// controllers are gone, when it removed their listener.
 const drainPoll = 10 * time.Millisecond
 
 // PauseTarget stops the I/O of volume's hosts at its target here, for a
 // snapshot that must cut every replica at one instant. SPDK v25.09 has no
-// RPC that holds a subsystem's I/O, so the volume's listener is removed:
-// SPDK drops the hosts' connections, and lists their controllers until
-// the I/O outstanding on them is done. PauseTarget returns once it lists
-// none; from then on no host I/O reaches the replicas. The hosts
-// reconnect (the kernel queues their I/O meanwhile) until ResumeTarget,
-// or the next EnsureTarget, adds the listener back. It returns the
-// members in sync at the pause: they hold the same data. A member that
-// holds writes (its connection down, its device failing, or silent)
-// would never let them drain (*MembersHeldError). A volume not served
-// here is ErrNotFound; the wait ends with ctx, the listener then stays
-// removed: resume it.
+// RPC that holds a subsystem's I/O, so the volume's listener turns ANA
+// inaccessible: SPDK tells the hosts (an ANA change notice) and fails
+// the I/O that still arrives with a path status, which a host with
+// native NVMe multipath queues, on the same connection, until the
+// listener is optimized again. Moving the namespace to the ANA group it
+// is in then drains it: SPDK answers only once no I/O to it is
+// outstanding. PauseTarget returns then; from then on no host I/O
+// reaches the replicas. A subsystem created without ANA reporting (by an
+// agent before this one) has its listener removed instead: SPDK drops the
+// hosts' connections and PauseTarget waits until it lists none, and the
+// hosts reconnect once the listener is back. ResumeTarget, or the next
+// EnsureTarget, lets the hosts' I/O go on. It returns the members in
+// sync at the pause: they hold the same data. A member that holds writes
+// (its connection down, its device failing, or silent) would never let
+// them drain (*MembersHeldError). A volume not served here is
+// ErrNotFound; the wait ends with ctx, the volume then stays paused:
+// resume it.
 func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []string) (Stopped, error) {
 	if err := checkVolumeName(volume); err != nil {
 		return Stopped{}, err
@@ -54,7 +60,6 @@ func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []st
 	if err != nil {
 		return Stopped{}, err
 	}
-	nqn := sub.NQN
 	held, err := e.heldMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
@@ -62,12 +67,7 @@ func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []st
 	if len(held) > 0 {
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: slices.Sorted(maps.Keys(held))}
 	}
-	if want := e.listenAddress(); listensOn(sub, want) {
-		if err := e.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {
-			return Stopped{}, fmt.Errorf("remove the listener of %s: %w", nqn, err)
-		}
-	}
-	if err := e.waitHostsGone(ctx, nqn); err != nil {
+	if err := e.holdHostIO(ctx, sub); err != nil {
 		return Stopped{}, err
 	}
 	st, err := e.inSyncMembers(ctx, volume, memberOSDs)
@@ -79,6 +79,93 @@ func (e *Engine) PauseTarget(ctx context.Context, volume string, memberOSDs []st
 		return Stopped{}, err
 	}
 	return Stopped{InSync: []string{e.cfg.UID}}, nil
+}
+
+// holdHostIO stops sub's host I/O and waits until none is outstanding:
+// by its listener's ANA state when sub reports ANA, else by removing the
+// listener.
+func (e *Engine) holdHostIO(ctx context.Context, sub types.NvmfSubsystem) error {
+	nqn, want := sub.NQN, e.listenAddress()
+	if !listensOn(sub, want) {
+		return e.waitHostsGone(ctx, nqn) // removed by an earlier pause
+	}
+	group, ana, err := e.anaGroup(ctx, sub)
+	if err != nil {
+		return err
+	}
+	if !ana {
+		if err := e.spdk.NvmfSubsystemRemoveListener(ctx, nqn, want); err != nil {
+			return fmt.Errorf("remove the listener of %s: %w", nqn, err)
+		}
+		return e.waitHostsGone(ctx, nqn)
+	}
+	e.mu.Lock()
+	delete(e.accessible, nqn)
+	e.mu.Unlock()
+	if err := e.spdk.NvmfSubsystemListenerSetAnaState(ctx, types.NvmfListenerAnaStateRequest{
+		NQN: nqn, ListenAddress: want, AnaState: types.AnaInaccessible, AnaGrpID: group.AnaGroup,
+	}); err != nil {
+		return fmt.Errorf("make the listener of %s inaccessible: %w", nqn, err)
+	}
+	// The namespace stays in its group: the call is for its drain.
+	if err := e.spdk.NvmfSubsystemSetNsAnaGroup(ctx, types.NvmfNsAnaGroupRequest{NQN: nqn, NSID: sub.Namespaces[0].NSID, AnaGrpID: group.AnaGroup}); err != nil {
+		return fmt.Errorf("drain the host I/O of %s: %w", nqn, err)
+	}
+	return nil
+}
+
+// ensureAccessible makes sure sub's listener lets its hosts' I/O through
+// when sub reports ANA: PauseTarget may have left it inaccessible, in
+// this agent's life or an earlier one's. Known accessible, it asks SPDK
+// nothing: reading the listeners pauses the subsystem.
+func (e *Engine) ensureAccessible(ctx context.Context, sub types.NvmfSubsystem) error {
+	nqn := sub.NQN
+	e.mu.Lock()
+	known := e.accessible[nqn]
+	e.mu.Unlock()
+	if known {
+		return nil
+	}
+	group, ana, err := e.anaGroup(ctx, sub)
+	if err != nil {
+		return err
+	}
+	if ana && group.AnaState != types.AnaOptimized {
+		if err := e.spdk.NvmfSubsystemListenerSetAnaState(ctx, types.NvmfListenerAnaStateRequest{
+			NQN: nqn, ListenAddress: e.listenAddress(), AnaState: types.AnaOptimized, AnaGrpID: group.AnaGroup,
+		}); err != nil {
+			return fmt.Errorf("let the hosts of %s back in (ANA optimized): %w", nqn, err)
+		}
+	}
+	e.mu.Lock()
+	e.accessible[nqn] = true
+	e.mu.Unlock()
+	return nil
+}
+
+// anaGroup is the ANA state sub's listener here reports for its
+// namespace's group; false when sub does not report ANA, or has no
+// namespace.
+func (e *Engine) anaGroup(ctx context.Context, sub types.NvmfSubsystem) (types.NvmfAnaState, bool, error) {
+	if len(sub.Namespaces) == 0 {
+		return types.NvmfAnaState{}, false, nil
+	}
+	listeners, err := e.spdk.NvmfSubsystemGetListeners(ctx, sub.NQN)
+	if err != nil {
+		return types.NvmfAnaState{}, false, fmt.Errorf("read the listeners of %s: %w", sub.NQN, err)
+	}
+	want := e.listenAddress()
+	for _, l := range listeners {
+		if l.Address.Traddr != want.Traddr || l.Address.Trsvcid != want.Trsvcid {
+			continue
+		}
+		for _, g := range l.AnaStates {
+			if g.AnaGroup == sub.Namespaces[0].AnaGrpID {
+				return g, true, nil
+			}
+		}
+	}
+	return types.NvmfAnaState{}, false, nil
 }
 
 // waitHostsGone waits until SPDK lists no host controller on nqn.
@@ -99,9 +186,9 @@ func (e *Engine) waitHostsGone(ctx context.Context, nqn string) error {
 	}
 }
 
-// ResumeTarget lets volume's hosts back in after PauseTarget: it adds the
-// volume's listener again. A listener already there is success; a volume
-// not served here is ErrNotFound.
+// ResumeTarget lets volume's hosts' I/O go on after PauseTarget: the
+// listener back, and optimized. A volume not paused is success; one not
+// served here is ErrNotFound.
 func (e *Engine) ResumeTarget(ctx context.Context, volume string) error {
 	if err := checkVolumeName(volume); err != nil {
 		return err
@@ -110,7 +197,10 @@ func (e *Engine) ResumeTarget(ctx context.Context, volume string) error {
 	if err != nil {
 		return err
 	}
-	return e.ensureListener(ctx, sub)
+	if err := e.ensureListener(ctx, sub); err != nil {
+		return err
+	}
+	return e.ensureAccessible(ctx, sub)
 }
 
 // servedSubsystem is the subsystem hosts reach volume by here; a volume

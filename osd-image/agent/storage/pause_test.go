@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/flint-io/flint/internal/spdk/spdktest"
+	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -116,6 +117,96 @@ func TestPauseTargetOfASingleReplica(t *testing.T) {
 	}
 	if _, out := c.write(); out != spdktest.WriteFailed {
 		t.Fatalf("a host wrote to a paused volume: %v", out)
+	}
+	if err := c.osds[0].ResumeTarget(ctx, volume); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := c.write(); out != spdktest.WriteAcked {
+		t.Fatalf("write after resuming: %v", out)
+	}
+}
+
+// A pause keeps the volume's listener, and so its hosts' connections: it
+// turns the listener ANA inaccessible. The next EnsureTarget lets the
+// hosts back in, also from an agent that restarted in between and so
+// does not know it paused.
+func TestAPauseKeepsTheListenerUntilEnsured(t *testing.T) {
+	ctx := context.Background()
+	c, m0, m1, m2 := threeReplicas(t)
+	c.ensure(m0, m1, m2)
+	nqn := agentv1.VolumeNQN(volume)
+	state := func() (listeners int, ana string) {
+		t.Helper()
+		subs, err := c.spdks[0].NvmfGetSubsystems(ctx, nqn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := c.spdks[0].NvmfSubsystemGetListeners(ctx, nqn)
+		if err != nil || len(ls) != 1 || len(ls[0].AnaStates) == 0 {
+			t.Fatalf("listeners of the volume = %+v, %v; want one, reporting ANA", ls, err)
+		}
+		return len(subs[0].ListenAddresses), ls[0].AnaStates[0].AnaState
+	}
+	osds := []string{m0.OSD, m1.OSD, m2.OSD}
+	for _, ensure := range []struct {
+		name   string
+		engine func() *Engine
+	}{
+		{"by the agent that paused", func() *Engine { return c.osds[0] }},
+		{"by a restarted agent", func() *Engine { return New(c.osds[0].cfg, c.spdks[0]) }},
+	} {
+		if _, err := c.osds[0].PauseTarget(ctx, volume, osds); err != nil {
+			t.Fatal(err)
+		}
+		if n, ana := state(); n != 1 || ana != "inaccessible" {
+			t.Fatalf("paused, the volume has %d listeners, ANA %s; want its listener, inaccessible", n, ana)
+		}
+		if _, out := c.write(); out != spdktest.WriteFailed {
+			t.Fatalf("a host wrote to a paused volume: %v", out)
+		}
+		if _, err := ensure.engine().EnsureTarget(ctx, TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{publishedHost}, Members: []MemberSpec{m0, m1, m2}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ana := state(); ana != "optimized" {
+			t.Fatalf("ensured %s, the listener is ANA %s, want optimized", ensure.name, ana)
+		}
+		if _, out := c.write(); out != spdktest.WriteAcked {
+			t.Fatalf("write after the target was ensured %s: %v", ensure.name, out)
+		}
+	}
+}
+
+// A volume subsystem created without ANA reporting, by an agent from
+// before it, keeps being paused the old way: its listener goes, and
+// comes back on the resume.
+func TestAPauseOfASubsystemWithoutANARemovesItsListener(t *testing.T) {
+	ctx := context.Background()
+	c, m0, m1, m2 := threeReplicas(t)
+	c.ensure(m0, m1, m2)
+	nqn, spdk := agentv1.VolumeNQN(volume), c.spdks[0]
+	sub, err := spdk.NvmfGetSubsystems(ctx, nqn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := agentv1.VolumeIdentity(volume)
+	if err := spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
+		t.Fatal(err)
+	}
+	if err := spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{NQN: nqn, SerialNumber: id.Serial, MinCntlid: sub[0].MinCntlid, MaxCntlid: sub[0].MaxCntlid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spdk.NvmfSubsystemAddNs(ctx, nqn, types.NvmfNamespaceRequest{BdevName: raidName(volume), NSID: 1, UUID: id.UUID, NGUID: id.NGUID, EUI64: id.EUI64}); err != nil {
+		t.Fatal(err)
+	}
+	c.ensure(m0, m1, m2)
+	if _, out := c.write(); out != spdktest.WriteAcked {
+		t.Fatalf("write through the subsystem without ANA: %v", out)
+	}
+	if _, err := c.osds[0].PauseTarget(ctx, volume, []string{m0.OSD, m1.OSD, m2.OSD}); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := spdk.NvmfGetSubsystems(ctx, nqn); err != nil || len(subs[0].ListenAddresses) != 0 {
+		t.Fatalf("paused, the subsystem without ANA listens on %+v, %v; want no listener", subs, err)
 	}
 	if err := c.osds[0].ResumeTarget(ctx, volume); err != nil {
 		t.Fatal(err)

@@ -298,6 +298,11 @@ type subsystemSpec struct {
 	// LatencyHistogram keeps SPDK's latency histogram on for the bdev,
 	// for the metrics.
 	LatencyHistogram bool
+	// AnaReporting creates the subsystem reporting ANA states, so that a
+	// pause can hold its hosts' I/O without disconnecting them, and keeps
+	// its listener optimized (pause.go). A subsystem that exists keeps
+	// what it was created with: SPDK cannot turn ANA on later.
+	AnaReporting bool
 }
 
 // ensureSubsystem makes spec.NQN exist with spec.Bdev as namespace 1 and
@@ -317,7 +322,7 @@ func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error 
 	if errors.Is(err, jsonrpc.ErrNotFound) {
 		if err := e.spdk.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{
 			NQN: nqn, SerialNumber: spec.Serial, ModelNumber: spec.Model, AllowAnyHost: false,
-			MinCntlid: spec.MinCntlid, MaxCntlid: spec.MaxCntlid,
+			AnaReporting: spec.AnaReporting, MinCntlid: spec.MinCntlid, MaxCntlid: spec.MaxCntlid,
 		}); err != nil {
 			return fmt.Errorf("create subsystem %s: %w", nqn, err)
 		}
@@ -352,7 +357,13 @@ func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error 
 			return err
 		}
 	}
-	return e.ensureListener(ctx, sub)
+	if err := e.ensureListener(ctx, sub); err != nil {
+		return err
+	}
+	if spec.AnaReporting {
+		return e.ensureAccessible(ctx, sub)
+	}
+	return nil
 }
 
 // ensureListener makes sub listen on the OSD's listener.
@@ -446,5 +457,8 @@ func (e *Engine) deleteSubsystem(ctx context.Context, nqn string) error {
 	if err := e.spdk.NvmfDeleteSubsystem(ctx, nqn); err != nil {
 		return fmt.Errorf("delete subsystem %s: %w", nqn, err)
 	}
+	e.mu.Lock()
+	delete(e.accessible, nqn) // a subsystem made again starts accessible
+	e.mu.Unlock()
 	return nil
 }

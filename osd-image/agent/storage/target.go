@@ -238,7 +238,7 @@ func (e *Engine) ensureQoS(ctx context.Context, b types.Bdev, want types.QosLimi
 func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
 	id := agentv1.VolumeIdentity(spec.Volume)
 	low, high := agentv1.CntlidRange(spec.Epoch)
-	return subsystemSpec{NQN: agentv1.VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high, LatencyHistogram: true}
+	return subsystemSpec{NQN: agentv1.VolumeNQN(spec.Volume), Serial: id.Serial, Model: "Flint volume", Bdev: bdev, Identity: &id, MinCntlid: low, MaxCntlid: high, LatencyHistogram: true, AnaReporting: true}
 }
 
 // ensureSingleTarget serves a volume of one replica: SPDK's raid1 needs two

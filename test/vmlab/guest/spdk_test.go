@@ -443,6 +443,7 @@ func TestProductionDataPath(t *testing.T) {
 	}
 	data := randomBytes(t, 1<<20)
 	must(t, writeSynced(v.dataPath(), data), "write and fsync")
+	pauseUnderAWriter(ctx, t, o, key, target.Export.NQN, filepath.Join(v.target, "paused"))
 	// The pod goes and a new one comes.
 	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
 	must(t, v.unstage(ctx), "NodeUnstageVolume")
@@ -500,4 +501,93 @@ func controllerTransport(t *testing.T, nqn string) string {
 	}
 	t.Fatalf("no controller of %s", nqn)
 	return ""
+}
+
+// pauseUnderAWriter pauses the volume's target as a snapshot does while
+// the kernel host writes and syncs 4 KiB at a time to path: the host's
+// controller must stay the same one, live, no write may fail, and the
+// writes go on after the resume. It prints the host's longest wait.
+func pauseUnderAWriter(ctx context.Context, t *testing.T, o *storage.Engine, volume, nqn, path string) {
+	t.Helper()
+	before := liveController(t, nqn)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	must(t, err, "open the writer's file")
+	defer func() { _ = f.Close() }()
+	type write struct {
+		took time.Duration
+		err  error
+	}
+	writes, stop := make(chan write, 4096), make(chan struct{})
+	go func() {
+		defer close(writes)
+		page := randomBytes(t, 4096)
+		for i := range 4000 { // bounded: about 20 synced writes a second under TCG
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			start := time.Now()
+			_, err := f.WriteAt(page, int64(i%256)*4096)
+			if err == nil {
+				err = f.Sync()
+			}
+			writes <- write{time.Since(start), err}
+		}
+	}()
+	var longest time.Duration
+	var done int
+	wait := func(n int, what string) {
+		t.Helper()
+		deadline := time.After(2 * time.Minute)
+		for target := done + n; done < target; {
+			select {
+			case w, ok := <-writes:
+				if !ok {
+					t.Fatalf("the writer ended before %s", what)
+				}
+				if w.err != nil {
+					t.Fatalf("a write failed %s: %v", what, w.err)
+				}
+				longest = max(longest, w.took)
+				done++
+			case <-deadline:
+				t.Fatalf("the writer did not go on %s within 2 minutes", what)
+			}
+		}
+	}
+	wait(5, "before the pause")
+	paused := time.Now()
+	_, err = o.PauseTarget(ctx, volume, []string{osdUID})
+	must(t, err, "pause the target")
+	time.Sleep(400 * time.Millisecond)
+	must(t, o.ResumeTarget(ctx, volume), "resume the target")
+	held := time.Since(paused)
+	wait(5, "after the resume")
+	close(stop)
+	for w := range writes {
+		if w.err != nil {
+			t.Fatalf("a write failed after the resume: %v", w.err)
+		}
+		longest = max(longest, w.took)
+	}
+	if after := liveController(t, nqn); after != before {
+		t.Fatalf("the host's controller was %s before the pause and %s after: it reconnected", before, after)
+	}
+	t.Logf("paused %s under the kernel host's writer: %d synced 4 KiB writes, none failed, the longest took %s; the host kept controller %s",
+		held.Round(time.Millisecond), done, longest.Round(time.Millisecond), before)
+}
+
+// liveController is the kernel's name and controller id of the host's one
+// controller of nqn, which must be live.
+func liveController(t *testing.T, nqn string) string {
+	t.Helper()
+	ctrls, err := attacher.Host.Controllers(nqn)
+	must(t, err, "list controllers")
+	if len(ctrls) != 1 || !ctrls[0].Live() {
+		t.Fatalf("the host's controllers of %s are %+v, want one, live", nqn, ctrls)
+	}
+	id, err := os.ReadFile(filepath.Join("/sys/class/nvme", ctrls[0].Name, "cntlid"))
+	must(t, err, "read the controller id")
+	return fmt.Sprintf("%s (cntlid %s)", ctrls[0].Name, strings.TrimSpace(string(id)))
 }

@@ -77,10 +77,11 @@ type OSDAgentClient interface {
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(ctx context.Context, in *DeleteTargetRequest, opts ...grpc.CallOption) (*DeleteTargetResponse, error)
 	// PauseTarget stops the I/O of a volume's hosts here, for a snapshot
-	// that cuts every replica at one instant: the volume's listener is
-	// removed and the call returns once SPDK lists none of the hosts'
-	// controllers, i.e. their outstanding I/O is done. Hosts reconnect until
-	// ResumeTarget (or the next EnsureTarget) adds the listener back. A
+	// that cuts every replica at one instant: the volume's listener turns
+	// ANA inaccessible, so hosts hold their I/O on their connections, and
+	// the call returns once no host I/O is outstanding (a subsystem created
+	// without ANA reporting has its listener removed instead). ResumeTarget
+	// (or the next EnsureTarget) lets the hosts' I/O go on. A
 	// member that lost its connection holds writes that would never drain:
 	// FAILED_PRECONDITION, reason MembersHeld. NOT_FOUND when the volume is
 	// not served here. Repeating it is OK.
@@ -267,10 +268,11 @@ type OSDAgentServer interface {
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error)
 	// PauseTarget stops the I/O of a volume's hosts here, for a snapshot
-	// that cuts every replica at one instant: the volume's listener is
-	// removed and the call returns once SPDK lists none of the hosts'
-	// controllers, i.e. their outstanding I/O is done. Hosts reconnect until
-	// ResumeTarget (or the next EnsureTarget) adds the listener back. A
+	// that cuts every replica at one instant: the volume's listener turns
+	// ANA inaccessible, so hosts hold their I/O on their connections, and
+	// the call returns once no host I/O is outstanding (a subsystem created
+	// without ANA reporting has its listener removed instead). ResumeTarget
+	// (or the next EnsureTarget) lets the hosts' I/O go on. A
 	// member that lost its connection holds writes that would never drain:
 	// FAILED_PRECONDITION, reason MembersHeld. NOT_FOUND when the volume is
 	// not served here. Repeating it is OK.
