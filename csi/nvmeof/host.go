@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -164,6 +165,9 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets)
 		return fmt.Errorf("open the kernel NVMe-oF host: %w (load nvme-%s: modprobe nvme-%s)", err, p.Transport, p.Transport)
 	}
 	defer func() { _ = f.Close() }() // the connect is decided by the write
+	if err := h.multipathOn(); err != nil {
+		return fmt.Errorf("refusing to connect %s over %s: %w", nqn, p, err)
+	}
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.WriteString(strings.Join(opts, ","))
@@ -192,6 +196,23 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets)
 	default:
 		return fmt.Errorf("connect %s over %s: %w", nqn, p, err)
 	}
+}
+
+// multipathOn checks that the kernel joins a subsystem's paths under one
+// namespace head (native NVMe multipath). Without it a target's move
+// changes the device under the mount, and the I/O a snapshot's pause
+// holds (ANA inaccessible) fails after a few retries instead of waiting.
+func (h *Host) multipathOn() error {
+	b, err := os.ReadFile(filepath.Join(h.Sysfs, "module", "nvme_core", "parameters", "multipath"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("this node's kernel has no native NVMe multipath (built without CONFIG_NVME_MULTIPATH); Flint's volumes need it to keep their I/O across a target move and a snapshot")
+	case err != nil:
+		return fmt.Errorf("read whether native NVMe multipath is on: %w", err)
+	case strings.TrimSpace(string(b)) != "Y":
+		return errors.New("native NVMe multipath is off on this node (nvme_core.multipath=N); Flint's volumes need it to keep their I/O across a target move and a snapshot: boot with nvme_core.multipath=Y")
+	}
+	return nil
 }
 
 func appendSeconds(opts []string, key string, d time.Duration) []string {

@@ -65,7 +65,7 @@ func TestConnectRefusesWhatIsNotAConnectOption(t *testing.T) {
 			if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: tc.host}
+			h := &Host{Sysfs: multipathSysfs(t, "Y"), Dev: dev, HostNQN: tc.host}
 			err := h.Connect(context.Background(), tc.nqn, tc.path, tc.secrets)
 			if err == nil || !strings.Contains(err.Error(), "refusing to connect") {
 				t.Fatalf("Connect = %v, want a refusal", err)
@@ -83,7 +83,7 @@ func TestConnectWritesTheConnectString(t *testing.T) {
 	if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: hostNQN}
+	h := &Host{Sysfs: multipathSysfs(t, "Y"), Dev: dev, HostNQN: hostNQN}
 	for _, p := range []Path{{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, {Transport: "rdma", Address: "fd00::5", Port: 4421}} {
 		if err := h.Connect(context.Background(), volumeNQN, p, Secrets{}); err != nil {
 			t.Fatalf("Connect over %s: %v", p, err)
@@ -186,11 +186,51 @@ func TestHostIDFollowsNvmeCLI(t *testing.T) {
 	if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &Host{Sysfs: t.TempDir(), Dev: dev, HostNQN: hostNQN, HostID: "1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}
+	h := &Host{Sysfs: multipathSysfs(t, "Y"), Dev: dev, HostNQN: hostNQN, HostID: "1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c"}
 	if err := h.Connect(context.Background(), volumeNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, Secrets{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(fabrics); !strings.HasSuffix(string(b), ",hostnqn="+hostNQN+",hostid=1f3c5e7a-9b2d-4f6e-8a1c-3e5d7f9b1a2c") {
 		t.Fatalf("the kernel was sent %q, want the host ID after the host NQN", b)
+	}
+}
+
+// multipathSysfs is a sysfs whose nvme_core has native multipath set to
+// on ("Y", "N").
+func multipathSysfs(t *testing.T, on string) string {
+	t.Helper()
+	sysfs := t.TempDir()
+	params := filepath.Join(sysfs, "module", "nvme_core", "parameters")
+	if err := os.MkdirAll(params, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(params, "multipath"), []byte(on+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sysfs
+}
+
+// A kernel without native NVMe multipath, or with it off, is refused
+// before anything reaches it, saying how to turn it on.
+func TestConnectNeedsNativeMultipath(t *testing.T) {
+	for _, tc := range []struct{ name, sysfs, want string }{
+		{"off", multipathSysfs(t, "N"), "boot with nvme_core.multipath=Y"},
+		{"built without", t.TempDir(), "CONFIG_NVME_MULTIPATH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := t.TempDir()
+			fabrics := filepath.Join(dev, "nvme-fabrics")
+			if err := os.WriteFile(fabrics, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := &Host{Sysfs: tc.sysfs, Dev: dev, HostNQN: hostNQN}
+			err := h.Connect(context.Background(), volumeNQN, Path{Transport: "tcp", Address: "10.0.0.5", Port: 4420}, Secrets{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Connect = %v, want a refusal saying %q", err, tc.want)
+			}
+			if b, _ := os.ReadFile(fabrics); len(b) != 0 {
+				t.Fatalf("the kernel was sent %q", b)
+			}
+		})
 	}
 }
