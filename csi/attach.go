@@ -167,8 +167,13 @@ func (a *FabricAttacher) SetSecrets(t Target) error {
 }
 
 // Health is INACCESSIBLE when no path is live (I/O waits for one) and
-// DEGRADED when some path is down.
+// DEGRADED when some path is down, or when the node's native NVMe
+// multipath is off: a volume staged before the node plugin refused such
+// nodes fails its I/O at its next snapshot.
 func (a *FabricAttacher) Health(t Target) []*csi.VolumeHealth_VolumeHealthEntry {
+	if err := a.Host.MultipathOn(); err != nil {
+		return []*csi.VolumeHealth_VolumeHealthEntry{{Status: csi.VolumeHealthErrorType_DEGRADED, Reason: "NoMultipath", Message: err.Error()}}
+	}
 	ctrls, err := a.Host.Controllers(t.NQN)
 	if err != nil {
 		return []*csi.VolumeHealth_VolumeHealthEntry{inaccessible("PathsUnknown", err.Error())}

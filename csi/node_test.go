@@ -249,3 +249,22 @@ func TestStageGrowsAFilesystemItFound(t *testing.T) {
 		})
 	}
 }
+
+// A node whose native NVMe multipath is off reports its volumes degraded,
+// saying how to turn it on: a volume staged before the plugin refused
+// such nodes fails its I/O at its next snapshot.
+func TestHealthSaysWhenMultipathIsOff(t *testing.T) {
+	sysfs := t.TempDir()
+	params := filepath.Join(sysfs, "module", "nvme_core", "parameters")
+	if err := os.MkdirAll(params, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(params, "multipath"), []byte("N\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &FabricAttacher{Host: &nvmeof.Host{Sysfs: sysfs, Dev: t.TempDir()}}
+	h := a.Health(Target{VolumeID: "v", NQN: "nqn.2026-01.io.flint:volume:v"})
+	if len(h) != 1 || h[0].Status != csi.VolumeHealthErrorType_DEGRADED || h[0].Reason != "NoMultipath" || !strings.Contains(h[0].Message, "nvme_core.multipath=Y") {
+		t.Fatalf("health with multipath off = %+v, want DEGRADED NoMultipath saying how to turn it on", h)
+	}
+}

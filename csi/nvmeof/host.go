@@ -165,7 +165,7 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets)
 		return fmt.Errorf("open the kernel NVMe-oF host: %w (load nvme-%s: modprobe nvme-%s)", err, p.Transport, p.Transport)
 	}
 	defer func() { _ = f.Close() }() // the connect is decided by the write
-	if err := h.multipathOn(); err != nil {
+	if err := h.MultipathOn(); err != nil {
 		return fmt.Errorf("refusing to connect %s over %s: %w", nqn, p, err)
 	}
 	done := make(chan error, 1)
@@ -198,11 +198,11 @@ func (h *Host) Connect(ctx context.Context, nqn string, p Path, secrets Secrets)
 	}
 }
 
-// multipathOn checks that the kernel joins a subsystem's paths under one
+// MultipathOn checks that the kernel joins a subsystem's paths under one
 // namespace head (native NVMe multipath). Without it a target's move
 // changes the device under the mount, and the I/O a snapshot's pause
 // holds (ANA inaccessible) fails after a few retries instead of waiting.
-func (h *Host) multipathOn() error {
+func (h *Host) MultipathOn() error {
 	b, err := os.ReadFile(filepath.Join(h.Sysfs, "module", "nvme_core", "parameters", "multipath"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -603,8 +603,9 @@ func nvmfSubsystemListenerSetAnaState(t *Target, p json.RawMessage) (any, error)
 }
 
 // nvmfSubsystemSetNsAnaGroup moves a namespace to another ANA group. SPDK
-// pauses the namespace's I/O first; the double's I/O is never
-// outstanding, so there is nothing to wait for.
+// pauses the namespace's I/O first, and answers once none is outstanding:
+// at once in the double, unless a raid under it holds a write, which SPDK
+// would wait for as long as it is held; that wait is not modeled.
 func nvmfSubsystemSetNsAnaGroup(t *Target, p json.RawMessage) (any, error) {
 	var req struct {
 		NQN      string `json:"nqn"`
@@ -622,6 +623,9 @@ func nvmfSubsystemSetNsAnaGroup(t *Target, p json.RawMessage) (any, error) {
 	ns := s.namespace(req.NSID)
 	if ns == nil || req.AnaGrpID == 0 || req.AnaGrpID > s.maxNS {
 		return nil, errInvalidParams()
+	}
+	if ns.b.kind == kindRaid && t.fabric.holdsWrites(ns.b.raid) {
+		return nil, errf(CodeNotModeled, "namespace %d holds writes: SPDK would wait until they complete", req.NSID)
 	}
 	ns.anagrpid = req.AnaGrpID
 	return true, nil

@@ -136,13 +136,16 @@ type Engine struct {
 	rebuildStart sync.Mutex
 	silence      *silenceWatch
 	// accessible holds the volume subsystems whose listener is known to
-	// let host I/O through since this agent started (pause.go).
+	// let host I/O through since this agent started; pauses counts the
+	// pauses of each, so that a read overtaken by a pause is not
+	// remembered (pause.go).
 	accessible map[string]bool
+	pauses     map[string]uint64
 }
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
 func New(cfg Config, spdk *client.Client) *Engine {
-	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}, accessible: map[string]bool{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
+	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}, accessible: map[string]bool{}, pauses: map[string]uint64{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
 }
 
 const baseBdevName = "flint_base"

@@ -101,6 +101,7 @@ func (e *Engine) holdHostIO(ctx context.Context, sub types.NvmfSubsystem) error 
 	}
 	e.mu.Lock()
 	delete(e.accessible, nqn)
+	e.pauses[nqn]++
 	e.mu.Unlock()
 	if err := e.spdk.NvmfSubsystemListenerSetAnaState(ctx, types.NvmfListenerAnaStateRequest{
 		NQN: nqn, ListenAddress: want, AnaState: types.AnaInaccessible, AnaGrpID: group.AnaGroup,
@@ -117,13 +118,14 @@ func (e *Engine) holdHostIO(ctx context.Context, sub types.NvmfSubsystem) error 
 // ensureAccessible makes sure sub's listener lets its hosts' I/O through
 // when sub reports ANA: PauseTarget may have left it inaccessible, in
 // this agent's life or an earlier one's. Known accessible, it asks SPDK
-// nothing: reading the listeners pauses the subsystem.
-func (e *Engine) ensureAccessible(ctx context.Context, sub types.NvmfSubsystem) error {
+// nothing (reading the listeners pauses the subsystem) unless sure; what
+// it finds is remembered only when no pause started meanwhile.
+func (e *Engine) ensureAccessible(ctx context.Context, sub types.NvmfSubsystem, sure bool) error {
 	nqn := sub.NQN
 	e.mu.Lock()
-	known := e.accessible[nqn]
+	known, pauses := e.accessible[nqn], e.pauses[nqn]
 	e.mu.Unlock()
-	if known {
+	if known && !sure {
 		return nil
 	}
 	group, ana, err := e.anaGroup(ctx, sub)
@@ -138,7 +140,9 @@ func (e *Engine) ensureAccessible(ctx context.Context, sub types.NvmfSubsystem) 
 		}
 	}
 	e.mu.Lock()
-	e.accessible[nqn] = true
+	if e.pauses[nqn] == pauses {
+		e.accessible[nqn] = true
+	}
 	e.mu.Unlock()
 	return nil
 }
@@ -200,7 +204,7 @@ func (e *Engine) ResumeTarget(ctx context.Context, volume string) error {
 	if err := e.ensureListener(ctx, sub); err != nil {
 		return err
 	}
-	return e.ensureAccessible(ctx, sub)
+	return e.ensureAccessible(ctx, sub, true)
 }
 
 // servedSubsystem is the subsystem hosts reach volume by here; a volume

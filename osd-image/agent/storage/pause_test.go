@@ -22,6 +22,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/spdktest"
 	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -96,6 +97,12 @@ func TestPauseTargetRefusesWhatWouldNotDrain(t *testing.T) {
 	}
 	if _, err := c.osds[0].PauseTarget(ctx, volume, osds); !errorsAsHeld(err, m2.OSD) {
 		t.Fatalf("PauseTarget with a member holding writes = %v, want MembersHeld naming %s", err, m2.OSD)
+	}
+	// The drain itself would wait for the held write as long as it is
+	// held; the double says it does not model that wait.
+	err := c.spdks[0].NvmfSubsystemSetNsAnaGroup(ctx, types.NvmfNsAnaGroupRequest{NQN: agentv1.VolumeNQN(volume), NSID: 1, AnaGrpID: 1})
+	if jsonrpc.CodeOf(err) != spdktest.CodeNotModeled {
+		t.Fatalf("the drain with a write held = %v, want the double's refusal (%d)", err, spdktest.CodeNotModeled)
 	}
 	subs, err := c.spdks[0].NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume))
 	if err != nil || len(subs[0].ListenAddresses) != 1 {
@@ -209,6 +216,28 @@ func TestAPauseOfASubsystemWithoutANARemovesItsListener(t *testing.T) {
 		t.Fatalf("paused, the subsystem without ANA listens on %+v, %v; want no listener", subs, err)
 	}
 	if err := c.osds[0].ResumeTarget(ctx, volume); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := c.write(); out != spdktest.WriteAcked {
+		t.Fatalf("write after resuming: %v", out)
+	}
+}
+
+// ResumeTarget reads the listener's state even where the agent remembers
+// it accessible: an EnsureTarget that read it just before a pause began
+// may have remembered it so.
+func TestAResumeDoesNotTrustWhatItRemembers(t *testing.T) {
+	ctx := context.Background()
+	c, m0, m1, m2 := threeReplicas(t)
+	c.ensure(m0, m1, m2)
+	e := c.osds[0]
+	if _, err := e.PauseTarget(ctx, volume, []string{m0.OSD, m1.OSD, m2.OSD}); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	e.accessible[agentv1.VolumeNQN(volume)] = true // what the overtaken read left
+	e.mu.Unlock()
+	if err := e.ResumeTarget(ctx, volume); err != nil {
 		t.Fatal(err)
 	}
 	if _, out := c.write(); out != spdktest.WriteAcked {

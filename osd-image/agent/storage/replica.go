@@ -361,7 +361,7 @@ func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error 
 		return err
 	}
 	if spec.AnaReporting {
-		return e.ensureAccessible(ctx, sub)
+		return e.ensureAccessible(ctx, sub, false)
 	}
 	return nil
 }
