@@ -53,14 +53,9 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 	if lab.Targets[1].Freeze == nil {
 		t.Skip("the double has no host: run with FLINT_SPDK_DIR (make test-spdk)")
 	}
-	osds := startOSDs(ctx, t, lab)
 	defer lab.Targets[1].Freeze(false)
-	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
-	ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() })
-	chain := chainHost(ctx, t, lab.Targets[2].Client, osds[0].Endpoint())
-	dd := newHost(t, lab)
-	dd.write(chain, hostNQN, randomChunk(t), 0)
+	osds, spec := twoReplicas(ctx, t, lab)
+	chain, dd := chainedHost(ctx, t, lab, osds[0])
 
 	// The host writes the rest of the volume 4 KiB at a time; the replica
 	// goes silent once the writes reach the target's own replica, so the
@@ -68,20 +63,7 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 	// the device, could otherwise be held instead).
 	local := agentv1.LvstoreName("osd-0") + "/" + volume
 	before := bytesWritten(ctx, t, lab.Targets[0].Client, local)
-	rest := filepath.Join(lab.Dir, "rest.bin")
-	must(t, os.WriteFile(rest, randomBytes(t, volSize-chunk), 0o600))
-	done, exited := make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(exited)
-		_, err := dd.try(chain, hostNQN, "--if="+rest, "--ob=hn1", "--bs=4096", fmt.Sprintf("--seek=%d", chunk/4096))
-		done <- err
-	}()
-	// However the test ends, the host stops with its SPDK, whatever its
-	// writes met.
-	t.Cleanup(func() {
-		lab.Targets[2].Kill()
-		<-exited
-	})
+	done := writeThroughChain(t, lab, dd, chain, volSize-chunk)
 	for bytesWritten(ctx, t, lab.Targets[0].Client, local) == before {
 		select {
 		case err := <-done:
@@ -124,6 +106,47 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 		t.Errorf("the member SPDK dropped reads %s, want MISSING: the operator records only that as Faulted", got)
 	}
 	t.Logf("the dropped member reads %s", st.Members[1].State)
+}
+
+// twoReplicas starts the lab's SPDKs as OSDs and serves volume from
+// osd-0 over replicas on osd-0 and osd-1, both in sync.
+func twoReplicas(ctx context.Context, t *testing.T, lab *spdklab.Lab) ([]*storage.Engine, storage.TargetSpec) {
+	t.Helper()
+	osds := startOSDs(ctx, t, lab)
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
+	ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() })
+	return osds, spec
+}
+
+// chainedHost makes the lab's third SPDK the volume's host (chainHost)
+// and writes the volume's first chunk through it with spdk_dd.
+func chainedHost(ctx context.Context, t *testing.T, lab *spdklab.Lab, target *storage.Engine) (storage.Subsystem, *host) {
+	t.Helper()
+	chain := chainHost(ctx, t, lab.Targets[2].Client, target.Endpoint())
+	dd := newHost(t, lab)
+	dd.write(chain, hostNQN, randomChunk(t), 0)
+	return chain, dd
+}
+
+// writeThroughChain has dd write n random bytes after the first chunk,
+// 4 KiB at a time, through chain, and answers how that ended. However the
+// test ends, the host stops with its SPDK, whatever its writes met.
+func writeThroughChain(t *testing.T, lab *spdklab.Lab, dd *host, chain storage.Subsystem, n int) <-chan error {
+	t.Helper()
+	rest := filepath.Join(lab.Dir, "rest.bin")
+	must(t, os.WriteFile(rest, randomBytes(t, n), 0o600))
+	done, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(exited)
+		_, err := dd.try(chain, hostNQN, "--if="+rest, "--ob=hn1", "--bs=4096", fmt.Sprintf("--seek=%d", chunk/4096))
+		done <- err
+	}()
+	t.Cleanup(func() {
+		lab.Targets[2].Kill()
+		<-exited
+	})
+	return done
 }
 
 // chainHost attaches the volume served at target to h's bdev_nvme as the

@@ -18,16 +18,12 @@ package datapath
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
-	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
 // pauseFor is how long the test holds a snapshot's pause: about what a
@@ -48,13 +44,8 @@ func TestAPauseKeepsTheHostConnected(t *testing.T) {
 	if !lab.Real {
 		t.Skip("the double has no host: run with FLINT_SPDK_DIR (make test-spdk)")
 	}
-	osds := startOSDs(ctx, t, lab)
-	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
-		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
-	ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() })
-	chain := chainHost(ctx, t, lab.Targets[2].Client, osds[0].Endpoint())
-	dd := newHost(t, lab)
-	dd.write(chain, hostNQN, randomChunk(t), 0)
+	osds, _ := twoReplicas(ctx, t, lab)
+	chain, dd := chainedHost(ctx, t, lab, osds[0])
 	target, nqn := lab.Targets[0].Client, agentv1.VolumeNQN(volume)
 	controllers := func() []uint16 {
 		ctrlrs, err := target.NvmfSubsystemGetControllers(ctx, nqn)
@@ -72,18 +63,7 @@ func TestAPauseKeepsTheHostConnected(t *testing.T) {
 
 	// 2 MiB, 4 KiB at a time (a few hundred KiB/s with four SPDKs on
 	// two cores): the pause comes after the first 256 KiB.
-	rest := filepath.Join(lab.Dir, "rest.bin")
-	must(t, os.WriteFile(rest, randomBytes(t, 2<<20), 0o600))
-	done, exited := make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(exited)
-		_, err := dd.try(chain, hostNQN, "--if="+rest, "--ob=hn1", "--bs=4096", fmt.Sprintf("--seek=%d", chunk/4096))
-		done <- err
-	}()
-	t.Cleanup(func() {
-		lab.Targets[2].Kill()
-		<-exited
-	})
+	done := writeThroughChain(t, lab, dd, chain, 2<<20)
 	raid := "raid_" + volume
 	start := bytesWritten(ctx, t, target, raid)
 	for bytesWritten(ctx, t, target, raid) < start+256<<10 {
