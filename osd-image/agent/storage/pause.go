@@ -160,7 +160,7 @@ func (e *Engine) anaGroup(ctx context.Context, sub types.NvmfSubsystem) (types.N
 	}
 	want := e.listenAddress()
 	for _, l := range listeners {
-		if l.Address.Traddr != want.Traddr || l.Address.Trsvcid != want.Trsvcid {
+		if !sameAddress(l.Address, want) {
 			continue
 		}
 		for _, g := range l.AnaStates {

@@ -380,9 +380,13 @@ func (e *Engine) ensureListener(ctx context.Context, sub types.NvmfSubsystem) er
 
 // listensOn says whether sub listens on addr.
 func listensOn(sub types.NvmfSubsystem, addr types.ListenAddress) bool {
-	return slices.ContainsFunc(sub.ListenAddresses, func(l types.ListenAddress) bool {
-		return l.Traddr == addr.Traddr && l.Trsvcid == addr.Trsvcid
-	})
+	return slices.ContainsFunc(sub.ListenAddresses, func(l types.ListenAddress) bool { return sameAddress(l, addr) })
+}
+
+// sameAddress says whether two listeners are one: SPDK echoes the
+// address and port as given.
+func sameAddress(a, b types.ListenAddress) bool {
+	return a.Traddr == b.Traddr && a.Trsvcid == b.Trsvcid
 }
 
 // The latency histogram's shape: 32 buckets per power of two (3%
