@@ -36,6 +36,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/flint-io/flint/csi"
+	"github.com/flint-io/flint/csi/nvmeof"
 	spdkclient "github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
@@ -444,6 +445,7 @@ func TestProductionDataPath(t *testing.T) {
 	data := randomBytes(t, 1<<20)
 	must(t, writeSynced(v.dataPath(), data), "write and fsync")
 	pauseUnderAWriter(ctx, t, o, key, target.Export.NQN, filepath.Join(v.target, "paused"))
+	handoverUnderAWriter(ctx, t, spdk, target.Export.NQN, target.Export.Port, filepath.Join(v.target, "handed-over"))
 	// The pod goes and a new one comes.
 	must(t, v.unpublish(ctx), "NodeUnpublishVolume")
 	must(t, v.unstage(ctx), "NodeUnstageVolume")
@@ -503,27 +505,33 @@ func controllerTransport(t *testing.T, nqn string) string {
 	return ""
 }
 
-// pauseUnderAWriter pauses the volume's target as a snapshot does while
-// the kernel host writes and syncs 4 KiB at a time to path: the host's
-// controller must stay the same one, live, no write may fail, and the
-// writes go on after the resume. It prints the host's longest wait.
-func pauseUnderAWriter(ctx context.Context, t *testing.T, o *storage.Engine, volume, nqn, path string) {
+// syncedWriter writes and syncs 4 KiB at a time to a file of the volume,
+// as a database's log does, and keeps every write's time and result.
+type syncedWriter struct {
+	t       *testing.T
+	writes  chan syncedWrite
+	stop    chan struct{}
+	done    int
+	longest time.Duration
+}
+
+type syncedWrite struct {
+	took time.Duration
+	err  error
+}
+
+func startSyncedWriter(t *testing.T, path string) *syncedWriter {
 	t.Helper()
-	before := liveController(t, nqn)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	must(t, err, "open the writer's file")
-	defer func() { _ = f.Close() }()
-	type write struct {
-		took time.Duration
-		err  error
-	}
-	writes, stop := make(chan write, 4096), make(chan struct{})
+	w := &syncedWriter{t: t, writes: make(chan syncedWrite, 4096), stop: make(chan struct{})}
+	page := randomBytes(t, 4096)
 	go func() {
-		defer close(writes)
-		page := randomBytes(t, 4096)
+		defer close(w.writes)
+		defer func() { _ = f.Close() }()
 		for i := range 4000 { // bounded: about 20 synced writes a second under TCG
 			select {
-			case <-stop:
+			case <-w.stop:
 				return
 			default:
 			}
@@ -532,50 +540,161 @@ func pauseUnderAWriter(ctx context.Context, t *testing.T, o *storage.Engine, vol
 			if err == nil {
 				err = f.Sync()
 			}
-			writes <- write{time.Since(start), err}
+			w.writes <- syncedWrite{time.Since(start), err}
 		}
 	}()
-	var longest time.Duration
-	var done int
-	wait := func(n int, what string) {
-		t.Helper()
-		deadline := time.After(2 * time.Minute)
-		for target := done + n; done < target; {
-			select {
-			case w, ok := <-writes:
-				if !ok {
-					t.Fatalf("the writer ended before %s", what)
-				}
-				if w.err != nil {
-					t.Fatalf("a write failed %s: %v", what, w.err)
-				}
-				longest = max(longest, w.took)
-				done++
-			case <-deadline:
-				t.Fatalf("the writer did not go on %s within 2 minutes", what)
+	return w
+}
+
+// wait takes n more writes, none of which may fail, within 2 minutes.
+func (w *syncedWriter) wait(n int, what string) {
+	w.t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for target := w.done + n; w.done < target; {
+		select {
+		case r, ok := <-w.writes:
+			if !ok {
+				w.t.Fatalf("the writer ended before %s", what)
 			}
+			w.take(r, what)
+		case <-deadline:
+			w.t.Fatalf("the writer did not go on %s within 2 minutes", what)
 		}
 	}
-	wait(5, "before the pause")
+}
+
+// end stops the writer and takes the writes still under way.
+func (w *syncedWriter) end(what string) {
+	w.t.Helper()
+	close(w.stop)
+	for r := range w.writes {
+		w.take(r, what)
+	}
+}
+
+func (w *syncedWriter) take(r syncedWrite, what string) {
+	w.t.Helper()
+	if r.err != nil {
+		w.t.Fatalf("a write failed %s: %v", what, r.err)
+	}
+	w.longest = max(w.longest, r.took)
+	w.done++
+}
+
+// pauseUnderAWriter pauses the volume's target as a snapshot does while
+// the kernel host writes and syncs 4 KiB at a time to path: the host's
+// controller must stay the same one, live, no write may fail, and the
+// writes go on after the resume. It prints the host's longest wait.
+func pauseUnderAWriter(ctx context.Context, t *testing.T, o *storage.Engine, volume, nqn, path string) {
+	t.Helper()
+	before := liveController(t, nqn)
+	w := startSyncedWriter(t, path)
+	w.wait(5, "before the pause")
 	paused := time.Now()
-	_, err = o.PauseTarget(ctx, volume, []string{osdUID})
+	_, err := o.PauseTarget(ctx, volume, []string{osdUID})
 	must(t, err, "pause the target")
 	time.Sleep(400 * time.Millisecond)
 	must(t, o.ResumeTarget(ctx, volume), "resume the target")
 	held := time.Since(paused)
-	wait(5, "after the resume")
-	close(stop)
-	for w := range writes {
-		if w.err != nil {
-			t.Fatalf("a write failed after the resume: %v", w.err)
-		}
-		longest = max(longest, w.took)
-	}
+	w.wait(5, "after the resume")
+	w.end("after the resume")
 	if after := liveController(t, nqn); after != before {
 		t.Fatalf("the host's controller was %s before the pause and %s after: it reconnected", before, after)
 	}
 	t.Logf("paused %s under the kernel host's writer: %d synced 4 KiB writes, none failed, the longest took %s; the host kept controller %s",
-		held.Round(time.Millisecond), done, longest.Round(time.Millisecond), before)
+		held.Round(time.Millisecond), w.done, w.longest.Round(time.Millisecond), before)
+}
+
+// handoverUnderAWriter hands the kernel host's I/O from the target's
+// listener to a second one and back, as a planned target move could with
+// the new target's path connected before the old target stops
+// (docs/proposals/planned-move-handover.md): the second path is added
+// inaccessible, and the host must join its namespace to the mounted head
+// while it carries no I/O; the old path then turns inaccessible and the
+// new one optimized, and the old path goes. No write may fail, the mounted
+// device stays, and it prints the host's longest wait for a write.
+func handoverUnderAWriter(ctx context.Context, t *testing.T, spdk *spdkclient.Client, nqn string, from int, path string) {
+	t.Helper()
+	to := from + 1
+	w := startSyncedWriter(t, path)
+	w.wait(5, "before the handover")
+	there := handover(ctx, t, spdk, w, nqn, from, to)
+	back := handover(ctx, t, spdk, w, nqn, to, from)
+	w.end("after the handovers")
+	t.Logf("handed the kernel host's I/O over between two listeners and back under its writer: %d synced 4 KiB writes, none failed, the longest took %s; the switches (old path inaccessible to new path optimized) took %s and %s",
+		w.done, w.longest.Round(time.Millisecond), there.Round(time.Millisecond), back.Round(time.Millisecond))
+}
+
+// handover moves the host's I/O from listener port from to port to and
+// returns how long the switch took between SPDK's two ANA changes.
+func handover(ctx context.Context, t *testing.T, spdk *spdkclient.Client, w *syncedWriter, nqn string, from, to int) time.Duration {
+	t.Helper()
+	listener := func(port int) types.ListenAddress {
+		return types.ListenAddress{Trtype: "rdma", Adrfam: "ipv4", Traddr: address, Trsvcid: fmt.Sprint(port)}
+	}
+	setState := func(port int, state string) {
+		t.Helper()
+		must(t, spdk.NvmfSubsystemListenerSetAnaState(ctx, types.NvmfListenerAnaStateRequest{NQN: nqn, ListenAddress: listener(port), AnaState: state}),
+			fmt.Sprintf("set port %d %s", port, state))
+	}
+	device, err := attacher.Host.Device(nqn)
+	must(t, err, "find the mounted device")
+	must(t, spdk.NvmfSubsystemAddListener(ctx, nqn, listener(to)), fmt.Sprintf("listen on port %d", to))
+	// A listener comes optimized: it turns inaccessible before the host
+	// connects, as a standby target's would be built.
+	setState(to, types.AnaInaccessible)
+	must(t, attacher.Host.Connect(ctx, nqn, nvmeof.Path{Transport: "rdma", Address: address, Port: int32(to)}, nvmeof.Secrets{}), fmt.Sprintf("connect port %d", to))
+	standby := controllerOn(t, nqn, to)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		joined := attacher.Host.Carries(standby, device)
+		state := pathANAState(standby)
+		if joined && state == types.AnaInaccessible {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the connect the path of port %d has joined %s: %t, and the kernel reads its ANA state as %q; want joined and %s",
+				to, device, joined, state, types.AnaInaccessible)
+		}
+	}
+	w.wait(3, fmt.Sprintf("with port %d connected inaccessible", to))
+	switched := time.Now()
+	setState(from, types.AnaInaccessible)
+	setState(to, types.AnaOptimized)
+	took := time.Since(switched)
+	w.wait(3, fmt.Sprintf("after the switch to port %d", to))
+	// The old target stops: its listener goes, and the host drops the path.
+	must(t, spdk.NvmfSubsystemRemoveListener(ctx, nqn, listener(from)), fmt.Sprintf("stop listening on port %d", from))
+	must(t, attacher.Host.Delete(controllerOn(t, nqn, from)), fmt.Sprintf("delete the path of port %d", from))
+	w.wait(3, fmt.Sprintf("with port %d alone", to))
+	if after, err := attacher.Host.Device(nqn); err != nil || after != device {
+		t.Fatalf("the volume's device was %s and is %s (%v) after the handover", device, after, err)
+	}
+	return took
+}
+
+// controllerOn is the host's controller of nqn on listener port port.
+func controllerOn(t *testing.T, nqn string, port int) nvmeof.Controller {
+	t.Helper()
+	ctrls, err := attacher.Host.Controllers(nqn)
+	must(t, err, "list controllers")
+	for _, c := range ctrls {
+		if c.Path.Port == int32(port) {
+			return c
+		}
+	}
+	t.Fatalf("the host has no controller of %s on port %d: %+v", nqn, port, ctrls)
+	return nvmeof.Controller{}
+}
+
+// pathANAState is the ANA state the kernel reads for controller c's path
+// to its namespace; "" before the path exists.
+func pathANAState(c nvmeof.Controller) string {
+	paths, _ := filepath.Glob(filepath.Join("/sys/class/nvme", c.Name, "nvme*c*n*", "ana_state"))
+	if len(paths) == 0 {
+		return ""
+	}
+	b, _ := os.ReadFile(paths[0])
+	return strings.TrimSpace(string(b))
 }
 
 // liveController is the kernel's name and controller id of the host's one
