@@ -180,9 +180,16 @@ func disableController(ctx context.Context, t *testing.T, socket, ctrlr string) 
 	cmd[0] = fabricsOpcode // fctype 0 (byte 4): Property Set, 4 bytes (byte 40)
 	binary.LittleEndian.PutUint32(cmd[44:], ccOffset)
 	binary.LittleEndian.PutUint64(cmd[48:], ccDisabled)
+	must(t, sendAdmin(ctx, socket, ctrlr, cmd))
+}
+
+// sendAdmin has SPDK's bdev_nvme on socket send the 64-byte admin command
+// cmd, which moves no data, to controller ctrlr's target, and answers
+// once it completed.
+func sendAdmin(ctx context.Context, socket, ctrlr string, cmd []byte) error {
 	c := jsonrpc.NewClient(socket)
 	defer func() { _ = c.Close() }()
 	var out any
-	must(t, c.Call(ctx, "bdev_nvme_send_cmd", map[string]any{"name": ctrlr, "cmd_type": "admin", "data_direction": "c2h",
-		"cmdbuf": base64.URLEncoding.EncodeToString(cmd), "timeout_ms": 5000}, &out))
+	return c.Call(ctx, "bdev_nvme_send_cmd", map[string]any{"name": ctrlr, "cmd_type": "admin", "data_direction": "c2h",
+		"cmdbuf": base64.URLEncoding.EncodeToString(cmd), "timeout_ms": 5000}, &out)
 }
