@@ -154,6 +154,7 @@ func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *wo
 	if err != nil {
 		return err
 	}
+	began := r.now()
 	stopped, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{
 		VolumeUid: string(vol.UID), MemberOsds: memberUIDs(vol, w, nil), OutOfSyncOsds: memberUIDs(vol, w, notInSync),
 	})
@@ -166,14 +167,30 @@ func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *wo
 	if err != nil {
 		return fmt.Errorf("stop the target on OSD %s before moving it: %w", old.Name, err)
 	}
+	stopTook := r.now().Sub(began)
 	r.point(ctx, vol, PointTargetStopped)
 	next = r.keepInSync(vol, w, stopped, next)
 	if next == "" {
 		return nil
 	}
+	w.movePlanned, w.stopTook = began, stopTook
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget", "%s: the target moves to OSD %s; hosts reconnect to the same NQN", why(next), next)
 	recordMove(ctx, vol, next, true)
 	return nil
+}
+
+// tellMoveServed says, once a planned move's new target serves and its
+// endpoints are recorded for the hosts to follow, how long that took: a
+// planned move holds the hosts' I/O from the old target's stop until
+// they connect to the new one (docs/proposals/planned-move-handover.md).
+func (r *Reconciler) tellMoveServed(vol *flintv1.Volume, w *world) {
+	if w.movePlanned.IsZero() {
+		return
+	}
+	t := vol.Status.Target
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget",
+		"the target serves from OSD %s (epoch %d) and its endpoints are recorded %s after the old target's stop began; the stop took %s",
+		t.OSD, t.Epoch, r.now().Sub(w.movePlanned).Round(time.Millisecond), w.stopTook.Round(time.Millisecond))
 }
 
 // recordMove records the target's next incarnation, on OSD next.

@@ -234,7 +234,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.releaseCloneSnapshot(ctx, &vol); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.writeStatus(ctx, before, &vol)
+	res, err := r.writeStatus(ctx, before, &vol)
+	if err == nil && ts != nil {
+		r.tellMoveServed(&vol, w)
+	}
+	return res, err
 }
 
 // Point is a place in a reconcile between two steps that leave state
@@ -283,6 +287,11 @@ type world struct {
 	// calledAgent says whether a decision of this pass called an agent
 	// (a planned move stops the old target first).
 	calledAgent bool
+	// movePlanned is when this pass began a planned move, and stopTook
+	// how long the old target took to stop: what its hosts wait before
+	// the new target is built (tellMoveServed).
+	movePlanned time.Time
+	stopTook    time.Duration
 }
 
 func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {

@@ -101,6 +101,14 @@ var _ = Describe("A Pool's rollout", Ordered, func() {
 		Expect(minInSync).To(BeNumerically(">=", 2), "the Volume's in-sync replicas")
 		Expect(eventNotes("roll", "RolloutStarted")).To(HaveLen(4))
 		Expect(eventNotes(name, "TargetMoved")).To(ContainElement(ContainSubstring("it stops for the Pool's rollout")))
+		served := ContainSubstring("and its endpoints are recorded")
+		Eventually(func() []string { return eventNotes(name, "TargetMoved") }).Should(ContainElement(served),
+			"a planned move tells how long its hosts waited for the new target")
+		for _, m := range eventNotes(name, "TargetMoved") {
+			if ok, _ := served.Match(m); ok {
+				GinkgoWriter.Println(m)
+			}
+		}
 		expectEveryReplicaHolds(name, acked)
 	})
 
