@@ -156,7 +156,12 @@ func (p *PathFollower) sync(ctx context.Context, id string) error {
 		return nil
 	}
 	p.Log.Info("Target moved: following", "volume", id, "from", staged.Target.Paths, "to", want.Paths)
-	return p.Node.FollowTarget(ctx, p.Follower, want)
+	began := time.Now()
+	if err := p.Node.FollowTarget(ctx, p.Follower, want); err != nil {
+		return err
+	}
+	p.Log.Info("Followed the moved target", "volume", id, "paths", want.Paths, "took", time.Since(began).Round(time.Millisecond).String())
+	return nil
 }
 
 // targetOf is where the Volume's status says it is served.

@@ -505,6 +505,9 @@ type stormJournal struct {
 	// stall is the longest time between two acknowledged writes (reads
 	// back included).
 	stall time.Duration
+	// gaps are the waits between two acknowledged writes over a second,
+	// on the writer's clock.
+	gaps []string
 	// final is the verdict of the read after the last write.
 	final                  *ledger.Verdict
 	firstBad, firstFailure string
@@ -551,8 +554,11 @@ func parseJournal(journal string) (stormJournal, error) {
 				l.Ack(seq, block, 1)
 				j.acked++
 				at := time.UnixMilli(ms)
-				if !j.lastAck.IsZero() {
-					j.stall = max(j.stall, at.Sub(j.lastAck))
+				if gap := at.Sub(j.lastAck); !j.lastAck.IsZero() {
+					j.stall = max(j.stall, gap)
+					if gap > time.Second {
+						j.gaps = append(j.gaps, fmt.Sprintf("%.1fs from %s", gap.Seconds(), j.lastAck.UTC().Format("15:04:05.000")))
+					}
 				}
 				j.lastAck = at
 			}
