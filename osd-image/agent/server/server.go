@@ -310,6 +310,23 @@ func keysOf(k *agentv1.DhchapKeys) storage.Keys {
 	return storage.Keys{Secret: k.GetSecret(), CtrlSecret: k.GetCtrlSecret()}
 }
 
+// PrepareTarget makes a volume's subsystem here for a planned move, with
+// no namespace. It lets hosts connect, so the lease gates it as a target
+// change: a volume fenced here is prepared again only once confirmed by
+// the move's EnsureTarget, so a standby is not made on a fenced OSD.
+func (s *Server) PrepareTarget(ctx context.Context, req *agentv1.PrepareTargetRequest) (*agentv1.PreparedTarget, error) {
+	spec := storage.StandbySpec{Volume: req.GetVolumeUid(), Epoch: req.GetEpoch(), Hosts: req.GetHosts(), HostKeys: keysOf(req.GetHostKeys())}
+	var st storage.Standby
+	err := s.lease.Serve(spec.Volume, false, func() (err error) {
+		st, err = s.engine.PrepareTarget(ctx, spec)
+		return err
+	})
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &agentv1.PreparedTarget{Export: exportOf(st.Export), ConnectedHosts: st.Connected, AllowedHosts: st.Allowed}, nil
+}
+
 // DeleteTarget stops serving a volume here.
 func (s *Server) DeleteTarget(ctx context.Context, req *agentv1.DeleteTargetRequest) (*agentv1.DeleteTargetResponse, error) {
 	st, err := s.engine.DeleteTarget(ctx, req.GetVolumeUid(), req.GetMemberOsds(), req.GetOutOfSyncOsds())

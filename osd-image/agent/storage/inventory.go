@@ -30,7 +30,8 @@ import (
 // mapping only the volume's spec holds.
 type TargetSummary struct {
 	Volume string
-	// State is SPDK's raid state: online, configuring or offline.
+	// State is SPDK's raid state: online, configuring or offline; or
+	// agentv1.TargetStateStandby.
 	State string
 	// Members is the raid's slot count, Online how many hold an in-sync
 	// replica (a member being rebuilt is not).
@@ -82,14 +83,19 @@ func (e *Engine) Inventory(ctx context.Context) (Inventory, error) {
 	if inv.Targets, err = e.raidTargets(ctx); err != nil {
 		return Inventory{}, err
 	}
-	// A one-replica volume is served from its lvol, without a raid.
+	// A one-replica volume is served from its lvol, without a raid; a
+	// standby (PrepareTarget) serves nothing yet.
 	subs, err := e.spdk.NvmfGetSubsystems(ctx, "")
 	if err != nil {
 		return Inventory{}, fmt.Errorf("list subsystems: %w", err)
 	}
 	for _, sub := range subs {
 		volume, ok := strings.CutPrefix(sub.NQN, agentv1.VolumeNQN(""))
-		if ok && len(sub.Namespaces) == 1 && sub.Namespaces[0].BdevName != raidName(volume) {
+		switch {
+		case !ok:
+		case len(sub.Namespaces) == 0:
+			inv.Targets = append(inv.Targets, TargetSummary{Volume: volume, State: agentv1.TargetStateStandby, RebuildPercent: -1})
+		case len(sub.Namespaces) == 1 && sub.Namespaces[0].BdevName != raidName(volume):
 			inv.Targets = append(inv.Targets, TargetSummary{Volume: volume, State: types.RaidStateOnline, Members: 1, Online: 1, RebuildPercent: -1})
 		}
 	}

@@ -288,6 +288,8 @@ func (e *Engine) listenAddress() types.ListenAddress {
 
 // subsystemSpec is a subsystem exporting one bdev as namespace 1.
 type subsystemSpec struct {
+	// Bdev is what namespace 1 exports; "" for a standby, which has none
+	// yet.
 	NQN, Serial, Model, Bdev string
 	// Identity, when set, is the namespace's: a volume's, the same on
 	// every target. Unset, SPDK derives one from the bdev.
@@ -334,6 +336,8 @@ func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error 
 	sub := subs[0]
 	added := false
 	switch {
+	case spec.Bdev == "":
+		// A standby's: its namespace comes with the move (PrepareTarget).
 	case len(sub.Namespaces) == 0:
 		ns := types.NvmfNamespaceRequest{BdevName: spec.Bdev, NSID: 1}
 		if id := spec.Identity; id != nil {
@@ -350,7 +354,7 @@ func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error 
 		return fmt.Errorf("%w: subsystem %s exports its namespace as uuid %s, NGUID %s, EUI-64 %s, not as the volume's %s, %s, %s: hosts would take it for another volume; delete the target to build it again",
 			ErrConflict, nqn, ns.UUID, ns.NGUID, ns.EUI64, spec.Identity.UUID, spec.Identity.NGUID, spec.Identity.EUI64)
 	}
-	if spec.LatencyHistogram {
+	if spec.LatencyHistogram && spec.Bdev != "" {
 		// A namespace added now has new channels, which a histogram left
 		// on from an earlier export would not cover until set afresh.
 		if err := e.keepLatencyHistogram(ctx, spec.Bdev, added); err != nil {

@@ -145,6 +145,9 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
+	if err := e.narrowStandby(ctx, spec.Volume, spec.Hosts, hostKeys); err != nil {
+		return Target{}, err
+	}
 	if len(spec.Members) == 1 {
 		return e.ensureSingleTarget(ctx, spec, localBdev, hostKeys)
 	}

@@ -605,7 +605,8 @@ func (x *RenewLeaseResponse) GetDegradedVolumeUids() []string {
 type TargetSummary struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	VolumeUid string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
-	// state is SPDK's raid state: online, configuring or offline.
+	// state is SPDK's raid state: online, configuring or offline; or
+	// standby, a subsystem PrepareTarget made, serving nothing yet.
 	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// members is the raid's slot count, online how many hold an in-sync
 	// replica.
@@ -1870,6 +1871,138 @@ func (x *TargetStatus) GetQos() *QoS {
 	return nil
 }
 
+type PrepareTargetRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	VolumeUid string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	// epoch is the one the target takes here once it moves.
+	Epoch uint32   `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Hosts []string `protobuf:"bytes,3,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	// host_keys authenticate the hosts, as EnsureTarget's.
+	HostKeys      *DhchapKeys `protobuf:"bytes,4,opt,name=host_keys,json=hostKeys,proto3" json:"host_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareTargetRequest) Reset() {
+	*x = PrepareTargetRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareTargetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareTargetRequest) ProtoMessage() {}
+
+func (x *PrepareTargetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareTargetRequest.ProtoReflect.Descriptor instead.
+func (*PrepareTargetRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PrepareTargetRequest) GetVolumeUid() string {
+	if x != nil {
+		return x.VolumeUid
+	}
+	return ""
+}
+
+func (x *PrepareTargetRequest) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PrepareTargetRequest) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *PrepareTargetRequest) GetHostKeys() *DhchapKeys {
+	if x != nil {
+		return x.HostKeys
+	}
+	return nil
+}
+
+type PreparedTarget struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Export *Export                `protobuf:"bytes,1,opt,name=export,proto3" json:"export,omitempty"`
+	// connected_hosts are the host NQNs with a controller on the subsystem.
+	ConnectedHosts []string `protobuf:"bytes,2,rep,name=connected_hosts,json=connectedHosts,proto3" json:"connected_hosts,omitempty"`
+	// allowed_hosts are the host NQNs it lets connect, read back from SPDK.
+	AllowedHosts  []string `protobuf:"bytes,3,rep,name=allowed_hosts,json=allowedHosts,proto3" json:"allowed_hosts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreparedTarget) Reset() {
+	*x = PreparedTarget{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreparedTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreparedTarget) ProtoMessage() {}
+
+func (x *PreparedTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreparedTarget.ProtoReflect.Descriptor instead.
+func (*PreparedTarget) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PreparedTarget) GetExport() *Export {
+	if x != nil {
+		return x.Export
+	}
+	return nil
+}
+
+func (x *PreparedTarget) GetConnectedHosts() []string {
+	if x != nil {
+		return x.ConnectedHosts
+	}
+	return nil
+}
+
+func (x *PreparedTarget) GetAllowedHosts() []string {
+	if x != nil {
+		return x.AllowedHosts
+	}
+	return nil
+}
+
 type DeleteTargetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// volume_uid is the Volume's uid: every SPDK object of the volume is
@@ -1888,7 +2021,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +2033,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2046,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteTargetRequest) GetVolumeUid() string {
@@ -1947,7 +2080,7 @@ type PauseTargetRequest struct {
 
 func (x *PauseTargetRequest) Reset() {
 	*x = PauseTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2092,7 @@ func (x *PauseTargetRequest) String() string {
 func (*PauseTargetRequest) ProtoMessage() {}
 
 func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2105,7 @@ func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetRequest.ProtoReflect.Descriptor instead.
 func (*PauseTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PauseTargetRequest) GetVolumeUid() string {
@@ -2001,7 +2134,7 @@ type PauseTargetResponse struct {
 
 func (x *PauseTargetResponse) Reset() {
 	*x = PauseTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2146,7 @@ func (x *PauseTargetResponse) String() string {
 func (*PauseTargetResponse) ProtoMessage() {}
 
 func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2159,7 @@ func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetResponse.ProtoReflect.Descriptor instead.
 func (*PauseTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PauseTargetResponse) GetInSyncOsds() []string {
@@ -2045,7 +2178,7 @@ type ResumeTargetRequest struct {
 
 func (x *ResumeTargetRequest) Reset() {
 	*x = ResumeTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2190,7 @@ func (x *ResumeTargetRequest) String() string {
 func (*ResumeTargetRequest) ProtoMessage() {}
 
 func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2203,7 @@ func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResumeTargetRequest) GetVolumeUid() string {
@@ -2088,7 +2221,7 @@ type ResumeTargetResponse struct {
 
 func (x *ResumeTargetResponse) Reset() {
 	*x = ResumeTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2233,7 @@ func (x *ResumeTargetResponse) String() string {
 func (*ResumeTargetResponse) ProtoMessage() {}
 
 func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2246,7 @@ func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 type DeleteTargetResponse struct {
@@ -2131,7 +2264,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2276,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2289,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeleteTargetResponse) GetRaidFound() bool {
@@ -2310,7 +2443,17 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\x12#\n" +
 	"\rallowed_hosts\x18\x05 \x03(\tR\fallowedHosts\x12%\n" +
-	"\x03qos\x18\x06 \x01(\v2\x13.flint.agent.v1.QoSR\x03qos\"~\n" +
+	"\x03qos\x18\x06 \x01(\v2\x13.flint.agent.v1.QoSR\x03qos\"\x9a\x01\n" +
+	"\x14PrepareTargetRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\rR\x05epoch\x12\x14\n" +
+	"\x05hosts\x18\x03 \x03(\tR\x05hosts\x127\n" +
+	"\thost_keys\x18\x04 \x01(\v2\x1a.flint.agent.v1.DhchapKeysR\bhostKeys\"\x8e\x01\n" +
+	"\x0ePreparedTarget\x12.\n" +
+	"\x06export\x18\x01 \x01(\v2\x16.flint.agent.v1.ExportR\x06export\x12'\n" +
+	"\x0fconnected_hosts\x18\x02 \x03(\tR\x0econnectedHosts\x12#\n" +
+	"\rallowed_hosts\x18\x03 \x03(\tR\fallowedHosts\"~\n" +
 	"\x13DeleteTargetRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x1f\n" +
@@ -2354,7 +2497,7 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x1dNOT_READY_CODE_FOREIGN_DEVICE\x10\x03\x12\x1b\n" +
 	"\x17NOT_READY_CODE_CONFLICT\x10\x04\x12\x1e\n" +
 	"\x1aNOT_READY_CODE_WRITE_CACHE\x10\x05\x12\x1d\n" +
-	"\x19NOT_READY_CODE_BLOCK_SIZE\x10\x062\xdb\b\n" +
+	"\x19NOT_READY_CODE_BLOCK_SIZE\x10\x062\xb2\t\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
@@ -2365,7 +2508,8 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x0eDeleteSnapshot\x12%.flint.agent.v1.DeleteSnapshotRequest\x1a&.flint.agent.v1.DeleteSnapshotResponse\x12M\n" +
 	"\rExportReplica\x12$.flint.agent.v1.ExportReplicaRequest\x1a\x16.flint.agent.v1.Export\x12Q\n" +
 	"\fEnsureTarget\x12#.flint.agent.v1.EnsureTargetRequest\x1a\x1c.flint.agent.v1.TargetStatus\x12Y\n" +
-	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponse\x12V\n" +
+	"\fDeleteTarget\x12#.flint.agent.v1.DeleteTargetRequest\x1a$.flint.agent.v1.DeleteTargetResponse\x12U\n" +
+	"\rPrepareTarget\x12$.flint.agent.v1.PrepareTargetRequest\x1a\x1e.flint.agent.v1.PreparedTarget\x12V\n" +
 	"\vPauseTarget\x12\".flint.agent.v1.PauseTargetRequest\x1a#.flint.agent.v1.PauseTargetResponse\x12Y\n" +
 	"\fResumeTarget\x12#.flint.agent.v1.ResumeTargetRequest\x1a$.flint.agent.v1.ResumeTargetResponse\x12S\n" +
 	"\n" +
@@ -2384,7 +2528,7 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(WriteCache)(0),                // 0: flint.agent.v1.WriteCache
 	(MemberState)(0),               // 1: flint.agent.v1.MemberState
@@ -2413,12 +2557,14 @@ var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(*QoS)(nil),                    // 24: flint.agent.v1.QoS
 	(*MemberStatus)(nil),           // 25: flint.agent.v1.MemberStatus
 	(*TargetStatus)(nil),           // 26: flint.agent.v1.TargetStatus
-	(*DeleteTargetRequest)(nil),    // 27: flint.agent.v1.DeleteTargetRequest
-	(*PauseTargetRequest)(nil),     // 28: flint.agent.v1.PauseTargetRequest
-	(*PauseTargetResponse)(nil),    // 29: flint.agent.v1.PauseTargetResponse
-	(*ResumeTargetRequest)(nil),    // 30: flint.agent.v1.ResumeTargetRequest
-	(*ResumeTargetResponse)(nil),   // 31: flint.agent.v1.ResumeTargetResponse
-	(*DeleteTargetResponse)(nil),   // 32: flint.agent.v1.DeleteTargetResponse
+	(*PrepareTargetRequest)(nil),   // 27: flint.agent.v1.PrepareTargetRequest
+	(*PreparedTarget)(nil),         // 28: flint.agent.v1.PreparedTarget
+	(*DeleteTargetRequest)(nil),    // 29: flint.agent.v1.DeleteTargetRequest
+	(*PauseTargetRequest)(nil),     // 30: flint.agent.v1.PauseTargetRequest
+	(*PauseTargetResponse)(nil),    // 31: flint.agent.v1.PauseTargetResponse
+	(*ResumeTargetRequest)(nil),    // 32: flint.agent.v1.ResumeTargetRequest
+	(*ResumeTargetResponse)(nil),   // 33: flint.agent.v1.ResumeTargetResponse
+	(*DeleteTargetResponse)(nil),   // 34: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	21, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
@@ -2438,37 +2584,41 @@ var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	21, // 14: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
 	25, // 15: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
 	24, // 16: flint.agent.v1.TargetStatus.qos:type_name -> flint.agent.v1.QoS
-	3,  // 17: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
-	9,  // 18: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
-	10, // 19: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
-	11, // 20: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
-	14, // 21: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
-	16, // 22: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
-	17, // 23: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	19, // 24: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	23, // 25: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	27, // 26: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	28, // 27: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
-	30, // 28: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
-	6,  // 29: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	4,  // 30: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	13, // 31: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	13, // 32: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	12, // 33: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	15, // 34: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	13, // 35: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	18, // 36: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	21, // 37: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	26, // 38: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	32, // 39: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	29, // 40: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
-	31, // 41: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
-	7,  // 42: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	30, // [30:43] is the sub-list for method output_type
-	17, // [17:30] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	20, // 17: flint.agent.v1.PrepareTargetRequest.host_keys:type_name -> flint.agent.v1.DhchapKeys
+	21, // 18: flint.agent.v1.PreparedTarget.export:type_name -> flint.agent.v1.Export
+	3,  // 19: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
+	9,  // 20: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
+	10, // 21: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
+	11, // 22: flint.agent.v1.OSDAgent.DeleteReplica:input_type -> flint.agent.v1.DeleteReplicaRequest
+	14, // 23: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
+	16, // 24: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
+	17, // 25: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
+	19, // 26: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	23, // 27: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	29, // 28: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	27, // 29: flint.agent.v1.OSDAgent.PrepareTarget:input_type -> flint.agent.v1.PrepareTargetRequest
+	30, // 30: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
+	32, // 31: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
+	6,  // 32: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
+	4,  // 33: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	13, // 34: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	13, // 35: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	12, // 36: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	15, // 37: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	13, // 38: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	18, // 39: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	21, // 40: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	26, // 41: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	34, // 42: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	28, // 43: flint.agent.v1.OSDAgent.PrepareTarget:output_type -> flint.agent.v1.PreparedTarget
+	31, // 44: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
+	33, // 45: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
+	7,  // 46: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	33, // [33:47] is the sub-list for method output_type
+	19, // [19:33] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_osd_image_agent_api_v1_agent_proto_init() }
@@ -2482,7 +2632,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	OSDAgent_ExportReplica_FullMethodName  = "/flint.agent.v1.OSDAgent/ExportReplica"
 	OSDAgent_EnsureTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/EnsureTarget"
 	OSDAgent_DeleteTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/DeleteTarget"
+	OSDAgent_PrepareTarget_FullMethodName  = "/flint.agent.v1.OSDAgent/PrepareTarget"
 	OSDAgent_PauseTarget_FullMethodName    = "/flint.agent.v1.OSDAgent/PauseTarget"
 	OSDAgent_ResumeTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/ResumeTarget"
 	OSDAgent_RenewLease_FullMethodName     = "/flint.agent.v1.OSDAgent/RenewLease"
@@ -76,6 +77,14 @@ type OSDAgentClient interface {
 	EnsureTarget(ctx context.Context, in *EnsureTargetRequest, opts ...grpc.CallOption) (*TargetStatus, error)
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(ctx context.Context, in *DeleteTargetRequest, opts ...grpc.CallOption) (*DeleteTargetResponse, error)
+	// PrepareTarget makes a volume's subsystem on this OSD, for a planned
+	// move, before the target stops on its current OSD: the listener, the
+	// hosts and their keys, the epoch's controller-id range, and no
+	// namespace, so the hosts connect and nothing is served. The
+	// EnsureTarget of that epoch that follows the move adds the namespace.
+	// A subsystem of the volume that has a namespace is refused
+	// (ALREADY_EXISTS). Gated by the lease as EnsureTarget.
+	PrepareTarget(ctx context.Context, in *PrepareTargetRequest, opts ...grpc.CallOption) (*PreparedTarget, error)
 	// PauseTarget stops the I/O of a volume's hosts here, for a snapshot
 	// that cuts every replica at one instant: the volume's listener turns
 	// ANA inaccessible, so hosts hold their I/O on their connections, and
@@ -204,6 +213,16 @@ func (c *oSDAgentClient) DeleteTarget(ctx context.Context, in *DeleteTargetReque
 	return out, nil
 }
 
+func (c *oSDAgentClient) PrepareTarget(ctx context.Context, in *PrepareTargetRequest, opts ...grpc.CallOption) (*PreparedTarget, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreparedTarget)
+	err := c.cc.Invoke(ctx, OSDAgent_PrepareTarget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *oSDAgentClient) PauseTarget(ctx context.Context, in *PauseTargetRequest, opts ...grpc.CallOption) (*PauseTargetResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PauseTargetResponse)
@@ -267,6 +286,14 @@ type OSDAgentServer interface {
 	EnsureTarget(context.Context, *EnsureTargetRequest) (*TargetStatus, error)
 	// DeleteTarget stops serving a volume here; its local replica stays.
 	DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error)
+	// PrepareTarget makes a volume's subsystem on this OSD, for a planned
+	// move, before the target stops on its current OSD: the listener, the
+	// hosts and their keys, the epoch's controller-id range, and no
+	// namespace, so the hosts connect and nothing is served. The
+	// EnsureTarget of that epoch that follows the move adds the namespace.
+	// A subsystem of the volume that has a namespace is refused
+	// (ALREADY_EXISTS). Gated by the lease as EnsureTarget.
+	PrepareTarget(context.Context, *PrepareTargetRequest) (*PreparedTarget, error)
 	// PauseTarget stops the I/O of a volume's hosts here, for a snapshot
 	// that cuts every replica at one instant: the volume's listener turns
 	// ANA inaccessible, so hosts hold their I/O on their connections, and
@@ -324,6 +351,9 @@ func (UnimplementedOSDAgentServer) EnsureTarget(context.Context, *EnsureTargetRe
 }
 func (UnimplementedOSDAgentServer) DeleteTarget(context.Context, *DeleteTargetRequest) (*DeleteTargetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTarget not implemented")
+}
+func (UnimplementedOSDAgentServer) PrepareTarget(context.Context, *PrepareTargetRequest) (*PreparedTarget, error) {
+	return nil, status.Error(codes.Unimplemented, "method PrepareTarget not implemented")
 }
 func (UnimplementedOSDAgentServer) PauseTarget(context.Context, *PauseTargetRequest) (*PauseTargetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PauseTarget not implemented")
@@ -535,6 +565,24 @@ func _OSDAgent_DeleteTarget_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OSDAgent_PrepareTarget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareTargetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).PrepareTarget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_PrepareTarget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).PrepareTarget(ctx, req.(*PrepareTargetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OSDAgent_PauseTarget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PauseTargetRequest)
 	if err := dec(in); err != nil {
@@ -635,6 +683,10 @@ var OSDAgent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTarget",
 			Handler:    _OSDAgent_DeleteTarget_Handler,
+		},
+		{
+			MethodName: "PrepareTarget",
+			Handler:    _OSDAgent_PrepareTarget_Handler,
 		},
 		{
 			MethodName: "PauseTarget",

@@ -132,3 +132,8 @@ const (
 	minCntlid = 1
 	maxCntlid = 0xffef
 )
+
+// TargetStateStandby is the inventory's state of a volume's subsystem
+// prepared for a planned move of its target to the OSD (PrepareTarget):
+// it has no namespace and serves nothing yet.
+const TargetStateStandby = "standby"
