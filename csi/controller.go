@@ -529,13 +529,21 @@ func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *csi.Con
 }
 
 // applied: the operator has acted on the Volume's current spec.
-// allows says whether the Volume's target, as its agent last read it back
-// from SPDK, lets host connect: unpublishing waits until it no longer
+// allows says whether the Volume's target (or a planned move's standby),
+// as its agent last read it back from SPDK, lets host connect: unpublishing waits until it no longer
 // does, so "unpublished" means "this node cannot connect any more".
 // An empty host stands for any host.
 func allows(vol *flintv1.Volume, host string) bool {
 	t := vol.Status.Target
-	return t != nil && (slices.Contains(t.AllowedHosts, host) || host == "" && len(t.AllowedHosts) > 0)
+	if t == nil {
+		return false
+	}
+	allowed := t.AllowedHosts
+	if t.Standby != nil {
+		// A planned move's standby lets the hosts in before the move.
+		allowed = append(slices.Clone(allowed), t.Standby.AllowedHosts...)
+	}
+	return slices.Contains(allowed, host) || host == "" && len(allowed) > 0
 }
 
 // updateSpec rewrites the Volume's spec with change, retrying on

@@ -151,7 +151,7 @@ func (p *PathFollower) sync(ctx context.Context, id string) error {
 		}
 		return fmt.Errorf("read Volume: %w", err)
 	}
-	want, ok := targetOf(vol)
+	want, ok := followedOf(vol)
 	if !ok || want.NQN != staged.Target.NQN || slices.Equal(want.Paths, staged.Target.Paths) {
 		return nil
 	}
@@ -175,4 +175,17 @@ func targetOf(vol *flintv1.Volume) (Target, bool) {
 		t.Paths = append(t.Paths, nvmeof.Path{Transport: string(e.Transport), Address: e.Address, Port: e.Port})
 	}
 	return t, true
+}
+
+// followedOf is targetOf and, during a planned move, its standby, which
+// the hosts connect to before the move: it serves nothing until then, and
+// its paths join the device once it does.
+func followedOf(vol *flintv1.Volume) (Target, bool) {
+	t, ok := targetOf(vol)
+	if sb := vol.Status.Target; ok && sb.Standby != nil {
+		for _, e := range sb.Standby.Endpoints {
+			t.Paths = append(t.Paths, nvmeof.Path{Transport: string(e.Transport), Address: e.Address, Port: e.Port})
+		}
+	}
+	return t, ok
 }

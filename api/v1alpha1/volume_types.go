@@ -296,6 +296,49 @@ type VolumeTarget struct {
 	// back from SPDK. It lags spec.qos until the target applied it.
 	// +optional
 	QoS *VolumeQoS `json:"qos,omitempty"`
+	// standby is where a planned move takes the target: its subsystem
+	// is made there first, without a namespace, so that the hosts
+	// connect to it before the target stops here and the move costs
+	// them no connect (docs/proposals/planned-move-handover.md).
+	// +optional
+	Standby *VolumeStandby `json:"standby,omitempty"`
+}
+
+// VolumeStandby is the next target of a planned move, prepared before the
+// current one stops: the Volume's subsystem on that OSD, letting the
+// published hosts connect, serving nothing until the move.
+type VolumeStandby struct {
+	// osd is the OSD the target moves to.
+	OSD string `json:"osd"`
+	// epoch is the one the target takes there: the current one plus one.
+	// +kubebuilder:validation:Minimum=1
+	Epoch int32 `json:"epoch"`
+	// since is when the move was decided; it waits for the hosts to
+	// connect for a bounded time from then.
+	Since metav1.Time `json:"since"`
+	// endpoints are the standby's NVMe-oF listeners, once prepared.
+	// +optional
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// allowedHosts are the host NQNs the standby lets connect, as its
+	// agent read them back: unpublishing waits for these too.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// connectedHosts are the host NQNs with a controller on the standby,
+	// as its agent last read them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	ConnectedHosts []string `json:"connectedHosts,omitempty"`
+	// problem says why the standby could not be made; the move then goes
+	// on without waiting for it.
+	// +optional
+	Problem string `json:"problem,omitempty"`
+	// switching says the move waits no longer: the old target is being
+	// stopped, and a pass that finds this goes on with the move.
+	// +optional
+	Switching bool `json:"switching,omitempty"`
 }
 
 // VolumeStatus is the observed state of a Volume.
