@@ -75,6 +75,9 @@ type Options struct {
 	// replaced; TargetGrace how long a target's OSD may stop serving
 	// before the target moves.
 	ReplicaGrace, TargetGrace time.Duration
+	// StandbyWait bounds how long a planned move waits for the hosts to
+	// connect to the new target's standby; zero makes moves without one.
+	StandbyWait time.Duration
 	// AgentLease is how long an OSD serves its volume targets without a
 	// renewal before it fences them. TargetGrace must exceed it by a
 	// quarter (the renewal's own deadline) plus the fence margin.
@@ -168,7 +171,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	locks := &volumelock.Locks{}
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace, Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
-		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, Resync: o.Resync, Workers: o.VolumeWorkers,
+		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, StandbyWait: o.StandbyWait, Resync: o.Resync, Workers: o.VolumeWorkers,
 		Observe: observeVolume, Interrupt: o.VolumeInterrupt, Locks: locks,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)

@@ -47,7 +47,9 @@ func (r *Reconciler) findDrift(ctx context.Context, osd *flintv1.OSD, inv *agent
 		replicas[rep.GetVolumeUid()] = true
 	}
 	for _, t := range inv.GetTargets() {
-		targets[t.GetVolumeUid()] = t.GetOnline() == t.GetMembers()
+		if t.GetState() != agentv1.TargetStateStandby {
+			targets[t.GetVolumeUid()] = t.GetOnline() == t.GetMembers()
+		}
 	}
 	for _, uid := range inv.GetFencedVolumes() {
 		targets[uid] = false

@@ -34,7 +34,8 @@ import (
 
 // collectOrphans deletes what the OSD holds for Volumes that no longer
 // place it here: a replica whose Volume is gone or moved it elsewhere, a
-// target whose Volume's target is on another OSD; and the copies of
+// target whose Volume's target (or planned move's standby) is on another
+// OSD; and the copies of
 // Snapshots that are gone or do not record a copy here. What holds data
 // (replicas and copies) is first kept for OrphanGrace (quarantine). That is how a Volume
 // deleted, or a replica replaced, while this OSD was down leaves no lvol
@@ -51,7 +52,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 		// A stray target goes even while its Volume is deleted: it would hold
 		// the replica the Volume's finalizer deletes.
 		uid := t.GetVolumeUid()
-		if !isUID(uid) || volumes.hold(ctx, uid, false, func(v *flintv1.Volume) bool { return v.Status.Target != nil && v.Status.Target.OSD == osd.Name }) {
+		if !isUID(uid) || volumes.hold(ctx, uid, false, func(v *flintv1.Volume) bool { return targetsOn(v, osd.Name) }) {
 			continue
 		}
 		if members == nil {
@@ -99,6 +100,13 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 	// Only a pass that went through knows what is no longer orphan.
 	r.orphans.settle(osd.Name, kept)
 	return nil
+}
+
+// targetsOn says whether v's status puts its target, or the standby of
+// its planned move, on OSD name.
+func targetsOn(v *flintv1.Volume, name string) bool {
+	t := v.Status.Target
+	return t != nil && (t.OSD == name || t.Standby != nil && t.Standby.OSD == name)
 }
 
 // graceOver says whether orphan o may be deleted now. Until its grace is

@@ -115,7 +115,14 @@ func (r *Reconciler) stillHolds(ctx context.Context, osd *flintv1.OSD, inv *agen
 	if err := r.List(ctx, &vols); err != nil {
 		return "", err
 	}
-	targets, replicas := len(inv.GetTargets()), 0
+	targets, replicas := 0, 0
+	for _, t := range inv.GetTargets() {
+		// A standby serves nothing, and its orphan collection or move
+		// settles it.
+		if t.GetState() != agentv1.TargetStateStandby {
+			targets++
+		}
+	}
 	for _, v := range vols.Items {
 		t := v.Status.Target
 		if t != nil && t.OSD == osd.Name {

@@ -149,6 +149,9 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 // to next (or to another replica the stopped target held in sync), for
 // the reason why says of the OSD it moves to.
 func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *world, old *flintv1.OSD, next string, why func(next string) string) error {
+	if r.awaitStandby(vol, w, next) {
+		return nil
+	}
 	w.calledAgent = true
 	agent, err := r.Agents.For(ctx, old)
 	if err != nil {
@@ -174,7 +177,7 @@ func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *wo
 		return nil
 	}
 	w.movePlanned, w.stopTook = began, stopTook
-	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget", "%s: the target moves to OSD %s; hosts reconnect to the same NQN", why(next), next)
+	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget", "%s: the target moves to OSD %s; %s", why(next), next, standbyHosts(vol, next))
 	recordMove(ctx, vol, next, true)
 	return nil
 }
@@ -193,10 +196,19 @@ func (r *Reconciler) tellMoveServed(vol *flintv1.Volume, w *world) {
 		t.OSD, t.Epoch, r.now().Sub(w.movePlanned).Round(time.Millisecond), w.stopTook.Round(time.Millisecond))
 }
 
-// recordMove records the target's next incarnation, on OSD next.
+// recordMove records the target's next incarnation, on OSD next: the
+// epoch after the current one, or a planned move's standby's there (its
+// subsystem has that epoch's controller ids); past a standby's elsewhere,
+// whose ids the hosts may still hold.
 func recordMove(ctx context.Context, vol *flintv1.Volume, next string, planned bool) {
 	t := vol.Status.Target
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: epoch(t) + 1}
+	e := epoch(t) + 1
+	if sb := t.Standby; sb != nil && sb.OSD == next {
+		e = max(e, sb.Epoch)
+	} else if sb != nil {
+		e = max(e, sb.Epoch+1)
+	}
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: e}
 	log.FromContext(ctx).Info("Target moves", "from", t.OSD, "to", next, "planned", planned, "epoch", vol.Status.Target.Epoch)
 }
 

@@ -83,6 +83,9 @@ type Reconciler struct {
 	// TargetGrace is how long the target's OSD may stop serving before the
 	// target moves to another replica's OSD.
 	TargetGrace time.Duration
+	// StandbyWait bounds how long a planned move waits for the published
+	// hosts to connect to its standby; zero makes moves without one.
+	StandbyWait time.Duration
 	// Resync caps how soon a Volume that is not Ready is driven again
 	// (every 2 s at most); a Ready one is driven on change only.
 	Resync time.Duration
@@ -210,6 +213,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.moveTarget(ctx, &vol, w); err != nil {
 		return ctrl.Result{}, err
 	}
+	dropUnusedStandby(&vol, w)
 	r.letGoStopping(&vol, w)
 	if err := r.replaceReplicas(ctx, &vol, w); err != nil {
 		return ctrl.Result{}, err
@@ -230,6 +234,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ts, problem := r.drive(ctx, &vol, w)
 	r.point(ctx, &vol, PointTargetEnsured)
+	r.prepareStandby(ctx, &vol, w)
 	r.observeTarget(&vol, w, ts, problem)
 	if err := r.releaseCloneSnapshot(ctx, &vol); err != nil {
 		return ctrl.Result{}, err
@@ -238,7 +243,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && ts != nil {
 		r.tellMoveServed(&vol, w)
 	}
-	return res, err
+	return standbyResult(&vol, res), err
 }
 
 // Point is a place in a reconcile between two steps that leave state
@@ -292,6 +297,9 @@ type world struct {
 	// the new target is built (tellMoveServed).
 	movePlanned time.Time
 	stopTook    time.Duration
+	// keepStandby says a planned move of this pass waits for the
+	// recorded standby (awaitStandby); any other is dropped.
+	keepStandby bool
 }
 
 func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {

@@ -101,6 +101,9 @@ var _ = Describe("A Pool's rollout", Ordered, func() {
 		Expect(minInSync).To(BeNumerically(">=", 2), "the Volume's in-sync replicas")
 		Expect(eventNotes("roll", "RolloutStarted")).To(HaveLen(4))
 		Expect(eventNotes(name, "TargetMoved")).To(ContainElement(ContainSubstring("it stops for the Pool's rollout")))
+		// The suite's host writes without holding a controller, so each
+		// move waits out the suite's StandbyWait for it.
+		Expect(eventNotes(name, "TargetMoved")).To(ContainElement(ContainSubstring("0 of 1 published hosts connected to its standby first")))
 		served := ContainSubstring("and its endpoints are recorded")
 		Eventually(func() []string { return eventNotes(name, "TargetMoved") }).Should(ContainElement(served),
 			"a planned move tells how long its hosts waited for the new target")

@@ -101,7 +101,7 @@ const targetGrace = 8 * time.Second
 func newOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point), metrics metricsserver.Options, leaderElection bool) ctrl.Manager {
 	mgr, err := controllers.NewManager(operatorCfg, controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
-		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: targetGrace, AgentLease: 3 * time.Second, VolumeWorkers: 4, SnapshotWorkers: 4,
+		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: targetGrace, StandbyWait: 2 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4, SnapshotWorkers: 4,
 		NetworkPolicy: true, VolumeInterrupt: interrupt,
 	}, ctrl.Options{
 		Metrics: metrics, HealthProbeBindAddress: "0",
