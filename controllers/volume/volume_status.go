@@ -88,7 +88,17 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 		st.Capacity = resource.NewQuantity(int64(ts.GetSizeBytes()), resource.BinarySI)
 	} else {
 		for i := range st.Replicas {
-			if rep := &st.Replicas[i]; rep.State != flintv1.ReplicaStateCreating && !servingOSD(w, rep.OSD) {
+			rep := &st.Replicas[i]
+			// The target's own replica is in every write the target
+			// acknowledged (only its device failing drops it, which the
+			// target reports when it answers): its OSD not serving makes
+			// the target unreachable, not the replica stale. It stays the
+			// source the target is re-assembled from once SPDK there
+			// restarted; an unplanned move records it Faulted.
+			if st.Target != nil && rep.OSD == st.Target.OSD {
+				continue
+			}
+			if rep.State != flintv1.ReplicaStateCreating && !servingOSD(w, rep.OSD) {
 				setState(rep, flintv1.ReplicaStateFaulted, now)
 			}
 		}

@@ -140,3 +140,25 @@ func TestNextDrive(t *testing.T) {
 		})
 	}
 }
+
+// The storm of 2026-11-30 (seed 981210): a new leader saw the target's
+// OSD (its SPDK restarting) and the replica's (its agent restarting) not
+// serving at once, recorded both replicas Faulted, and the Volume could
+// never be re-assembled (TargetLost: no in-sync replica). The target's own
+// replica holds every write the target acknowledged, so its OSD not
+// serving leaves it in sync; the other replica's is recorded Faulted.
+func TestATargetOSDNotServingKeepsItsReplicaInSync(t *testing.T) {
+	r := &Reconciler{Recorder: events.NewFakeRecorder(10)}
+	w := &world{pool: &flintv1.Pool{}, osds: map[string]*flintv1.OSD{
+		"osd-a": {Status: flintv1.OSDStatus{Phase: flintv1.OSDPhasePending}},
+		"osd-b": {Status: flintv1.OSDStatus{Phase: flintv1.OSDPhasePending}},
+	}}
+	vol := &flintv1.Volume{Status: flintv1.VolumeStatus{
+		Target:   &flintv1.VolumeTarget{OSD: "osd-a", Epoch: 1},
+		Replicas: []flintv1.ReplicaStatus{{OSD: "osd-a", State: flintv1.ReplicaStateOnline}, {OSD: "osd-b", State: flintv1.ReplicaStateOnline}},
+	}}
+	r.observeTarget(vol, w, nil, &problem{flintv1.VolumeTargetUnavailableReason, "the target's OSD osd-a is Pending"})
+	if got := vol.Status.Replicas; got[0].State != flintv1.ReplicaStateOnline || got[1].State != flintv1.ReplicaStateFaulted {
+		t.Fatalf("replicas = %+v, want the target's Online and the other Faulted", got)
+	}
+}
