@@ -170,11 +170,16 @@ func targetOf(vol *flintv1.Volume) (Target, bool) {
 	if st == nil || len(st.Endpoints) == 0 {
 		return Target{}, false
 	}
-	t := Target{VolumeID: vol.Name, NQN: st.NQN}
-	for _, e := range st.Endpoints {
-		t.Paths = append(t.Paths, nvmeof.Path{Transport: string(e.Transport), Address: e.Address, Port: e.Port})
+	return Target{VolumeID: vol.Name, NQN: st.NQN, Paths: pathsOf(st.Endpoints)}, true
+}
+
+// pathsOf are the host paths to endpoints.
+func pathsOf(endpoints []flintv1.Endpoint) []nvmeof.Path {
+	var paths []nvmeof.Path
+	for _, e := range endpoints {
+		paths = append(paths, nvmeof.Path{Transport: string(e.Transport), Address: e.Address, Port: e.Port})
 	}
-	return t, true
+	return paths
 }
 
 // followedOf is targetOf and, during a planned move, its standby, which
@@ -182,10 +187,8 @@ func targetOf(vol *flintv1.Volume) (Target, bool) {
 // its paths join the device once it does.
 func followedOf(vol *flintv1.Volume) (Target, bool) {
 	t, ok := targetOf(vol)
-	if sb := vol.Status.Target; ok && sb.Standby != nil {
-		for _, e := range sb.Standby.Endpoints {
-			t.Paths = append(t.Paths, nvmeof.Path{Transport: string(e.Transport), Address: e.Address, Port: e.Port})
-		}
+	if st := vol.Status.Target; ok && st.Standby != nil {
+		t.Paths = append(t.Paths, pathsOf(st.Standby.Endpoints)...)
 	}
 	return t, ok
 }

@@ -196,19 +196,26 @@ func (r *Reconciler) tellMoveServed(vol *flintv1.Volume, w *world) {
 		t.OSD, t.Epoch, r.now().Sub(w.movePlanned).Round(time.Millisecond), w.stopTook.Round(time.Millisecond))
 }
 
-// recordMove records the target's next incarnation, on OSD next: the
-// epoch after the current one, or a planned move's standby's there (its
-// subsystem has that epoch's controller ids); past a standby's elsewhere,
-// whose ids the hosts may still hold.
-func recordMove(ctx context.Context, vol *flintv1.Volume, next string, planned bool) {
-	t := vol.Status.Target
+// nextEpoch is the epoch t's next incarnation takes on OSD next: the one
+// after the current, or a planned move's standby's there (its subsystem
+// has that epoch's controller ids); past a standby's elsewhere, whose ids
+// the hosts may still hold.
+func nextEpoch(t *flintv1.VolumeTarget, next string) int32 {
 	e := epoch(t) + 1
-	if sb := t.Standby; sb != nil && sb.OSD == next {
+	switch sb := t.Standby; {
+	case sb == nil:
+	case sb.OSD == next:
 		e = max(e, sb.Epoch)
-	} else if sb != nil {
+	default:
 		e = max(e, sb.Epoch+1)
 	}
-	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: e}
+	return e
+}
+
+// recordMove records the target's next incarnation, on OSD next.
+func recordMove(ctx context.Context, vol *flintv1.Volume, next string, planned bool) {
+	t := vol.Status.Target
+	vol.Status.Target = &flintv1.VolumeTarget{OSD: next, NQN: t.NQN, Epoch: nextEpoch(t, next)}
 	log.FromContext(ctx).Info("Target moves", "from", t.OSD, "to", next, "planned", planned, "epoch", vol.Status.Target.Epoch)
 }
 

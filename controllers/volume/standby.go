@@ -60,29 +60,25 @@ func (r *Reconciler) awaitStandby(vol *flintv1.Volume, w *world, next string) bo
 	w.keepStandby = true
 	sb := t.Standby
 	if sb == nil || sb.OSD != next {
-		// The controller ids of a standby left for another OSD may still
-		// be held by the hosts: the new one takes the block after it.
-		e := epoch(t) + 1
-		if sb != nil {
-			e = max(e, sb.Epoch+1)
-		}
-		t.Standby = &flintv1.VolumeStandby{OSD: next, Epoch: e, Since: metav1.NewTime(r.now())}
+		t.Standby = &flintv1.VolumeStandby{OSD: next, Epoch: nextEpoch(t, next), Since: metav1.NewTime(r.now())}
 		return true
 	}
 	if sb.Switching {
 		return false
 	}
-	sb.Switching = sb.Problem != "" || r.now().Sub(sb.Since.Time) >= r.StandbyWait || connectedAll(vol.Spec.PublishedHosts, sb.ConnectedHosts)
+	sb.Switching = sb.Problem != "" || r.now().Sub(sb.Since.Time) >= r.StandbyWait || connectedHosts(vol, sb) == len(vol.Spec.PublishedHosts)
 	return true
 }
 
-func connectedAll(hosts, connected []string) bool {
-	for _, h := range hosts {
-		if !slices.Contains(connected, h) {
-			return false
+// connectedHosts counts the published hosts connected to sb.
+func connectedHosts(vol *flintv1.Volume, sb *flintv1.VolumeStandby) int {
+	n := 0
+	for _, h := range vol.Spec.PublishedHosts {
+		if slices.Contains(sb.ConnectedHosts, h) {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // dropUnusedStandby forgets a standby no planned move waits for any more:
@@ -128,8 +124,7 @@ func (r *Reconciler) prepareStandby(ctx context.Context, vol *flintv1.Volume, w 
 		sb.Problem = problem
 		return
 	}
-	e := p.GetExport()
-	sb.Endpoints = []flintv1.Endpoint{{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())}}
+	sb.Endpoints = endpointsOf(p.GetExport())
 	sb.AllowedHosts, sb.ConnectedHosts = p.GetAllowedHosts(), p.GetConnectedHosts()
 }
 
@@ -141,13 +136,7 @@ func standbyHosts(vol *flintv1.Volume, next string) string {
 	if sb == nil || sb.OSD != next {
 		return "hosts connect to the same NQN there"
 	}
-	connected := 0
-	for _, h := range vol.Spec.PublishedHosts {
-		if slices.Contains(sb.ConnectedHosts, h) {
-			connected++
-		}
-	}
-	return fmt.Sprintf("%d of %d published hosts connected to its standby first", connected, len(vol.Spec.PublishedHosts))
+	return fmt.Sprintf("%d of %d published hosts connected to its standby first", connectedHosts(vol, sb), len(vol.Spec.PublishedHosts))
 }
 
 // standbyResult looks at a Volume whose planned move waits for its

@@ -83,8 +83,7 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 			}
 		}
 		st.Target.AllowedHosts, st.Target.QoS = ts.GetAllowedHosts(), volumeQoS(ts.GetQos())
-		e := ts.GetExport()
-		st.Target.Endpoints = []flintv1.Endpoint{{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())}}
+		st.Target.Endpoints = endpointsOf(ts.GetExport())
 		st.Capacity = resource.NewQuantity(int64(ts.GetSizeBytes()), resource.BinarySI)
 	} else {
 		for i := range st.Replicas {
@@ -104,6 +103,11 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 		}
 	}
 	r.setPhase(vol, w, ts, p)
+}
+
+// endpointsOf is where hosts reach an export an agent reported.
+func endpointsOf(e *agentv1.Export) []flintv1.Endpoint {
+	return []flintv1.Endpoint{{Transport: flintv1.Transport(e.GetTransport()), Address: e.GetAddress(), Port: int32(e.GetPort())}}
 }
 
 // heldUnexplained stands for the reason of a held member whose agent gave
