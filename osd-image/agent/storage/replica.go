@@ -300,11 +300,29 @@ type subsystemSpec struct {
 	// LatencyHistogram keeps SPDK's latency histogram on for the bdev,
 	// for the metrics.
 	LatencyHistogram bool
+	// Admitted, when set, are the only hosts a subsystem found without a
+	// namespace (a standby, PrepareTarget) lets in before the namespace
+	// is added: a host unpublished while the standby waited must not
+	// reach it, even if the call fails before it sets the hosts itself.
+	Admitted *admission
 	// AnaReporting creates the subsystem reporting ANA states, so that a
 	// pause can hold its hosts' I/O without disconnecting them, and keeps
 	// its listener optimized (pause.go). A subsystem that exists keeps
 	// what it was created with: SPDK cannot turn ANA on later.
 	AnaReporting bool
+}
+
+// admission is a subsystem's hosts and the keys they prove.
+type admission struct {
+	hosts []string
+	keys  keyNames
+}
+
+// admitting is spec with its hosts narrowed to hosts before a namespace
+// is added to it (subsystemSpec.Admitted).
+func (spec subsystemSpec) admitting(hosts []string, keys keyNames) subsystemSpec {
+	spec.Admitted = &admission{hosts, keys}
+	return spec
 }
 
 // ensureSubsystem makes spec.NQN exist with spec.Bdev as namespace 1 and
@@ -339,6 +357,11 @@ func (e *Engine) ensureSubsystem(ctx context.Context, spec subsystemSpec) error 
 	case spec.Bdev == "":
 		// A standby's: its namespace comes with the move (PrepareTarget).
 	case len(sub.Namespaces) == 0:
+		if a := spec.Admitted; a != nil {
+			if _, err := e.setHosts(ctx, nqn, a.hosts, a.keys); err != nil {
+				return err
+			}
+		}
 		ns := types.NvmfNamespaceRequest{BdevName: spec.Bdev, NSID: 1}
 		if id := spec.Identity; id != nil {
 			ns.UUID, ns.NGUID, ns.EUI64 = id.UUID, id.NGUID, id.EUI64

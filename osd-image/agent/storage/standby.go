@@ -91,22 +91,3 @@ func (e *Engine) PrepareTarget(ctx context.Context, spec StandbySpec) (Standby, 
 	slices.Sort(connected)
 	return Standby{Export: e.export(nqn), Allowed: allowed, Connected: slices.Compact(connected)}, nil
 }
-
-// narrowStandby lets only hosts reach volume's subsystem here if it has no
-// namespace yet (a standby), before the target adds one: a host
-// unpublished while the standby waited must not reach the namespace,
-// even if the call that adds it fails before its own setHosts.
-func (e *Engine) narrowStandby(ctx context.Context, volume string, hosts []string, keys keyNames) error {
-	nqn := agentv1.VolumeNQN(volume)
-	subs, err := e.spdk.NvmfGetSubsystems(ctx, nqn)
-	switch {
-	case errors.Is(err, jsonrpc.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("read subsystem %s: %w", nqn, err)
-	case len(subs[0].Namespaces) > 0:
-		return nil
-	}
-	_, err = e.setHosts(ctx, nqn, hosts, keys)
-	return err
-}

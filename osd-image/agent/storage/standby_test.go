@@ -121,3 +121,31 @@ func TestTheFenceCoversAStandby(t *testing.T) {
 		t.Fatalf("after the fence the standby lets hosts reach %v (%v)", served, err)
 	}
 }
+
+// A namespace added to a standby goes to the hosts the move admits only:
+// one unpublished while the standby waited never reaches it, even if the
+// call fails before it sets the hosts itself.
+func TestAStandbyAdmitsOnlyThePublishedHostsToItsNamespace(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, 2)
+	c.createReplicas(64 << 20)
+	const unpublished = "nqn.2014-08.org.nvmexpress:uuid:0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	if _, err := c.osds[1].PrepareTarget(ctx, StandbySpec{Volume: volume, Epoch: 2, Hosts: []string{publishedHost, unpublished}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.osds[1].replicaBdev(ctx, volume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := TargetSpec{Volume: volume, Epoch: 2}
+	if err := c.osds[1].ensureSubsystem(ctx, volumeSubsystem(spec, b.Name).admitting([]string{publishedHost}, keyNames{})); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := c.spdks[1].NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := subs[0]; len(s.Namespaces) != 1 || len(s.Hosts) != 1 || s.Hosts[0].NQN != publishedHost {
+		t.Fatalf("subsystem = %+v, want the namespace added with %s alone allowed", s, publishedHost)
+	}
+}

@@ -145,9 +145,6 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
-	if err := e.narrowStandby(ctx, spec.Volume, spec.Hosts, hostKeys); err != nil {
-		return Target{}, err
-	}
 	if len(spec.Members) == 1 {
 		return e.ensureSingleTarget(ctx, spec, localBdev, hostKeys)
 	}
@@ -198,7 +195,7 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 		return Target{}, err
 	}
 	nqn := agentv1.VolumeNQN(spec.Volume)
-	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume))); err != nil {
+	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume)).admitting(spec.Hosts, hostKeys)); err != nil {
 		return Target{}, err
 	}
 	exported, err := e.spdk.BdevGetBdevs(ctx, raidName(spec.Volume))
@@ -248,7 +245,7 @@ func volumeSubsystem(spec TargetSpec, bdev string) subsystemSpec {
 // members, and one copy needs no mirror, so the lvol itself is exported.
 func (e *Engine) ensureSingleTarget(ctx context.Context, spec TargetSpec, b types.Bdev, hostKeys keyNames) (Target, error) {
 	nqn := agentv1.VolumeNQN(spec.Volume)
-	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name)); err != nil {
+	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, b.Name).admitting(spec.Hosts, hostKeys)); err != nil {
 		return Target{}, err
 	}
 	qos, err := e.ensureQoS(ctx, b, spec.QoS)
