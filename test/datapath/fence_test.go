@@ -67,7 +67,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	target.NQN = agentv1.VolumeNQN(volume)
 	data := randomChunk(t)
 
-	_, err = keeper.Renew(2*time.Second, time.Now().Add(2*time.Second))
+	_, err = keeper.Renew(2*time.Second, time.Now().Add(2*time.Second), 0)
 	must(t, err)
 	must(t, ensure(false))
 	if lab.Real {
@@ -88,7 +88,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	if err := ensure(true); !errors.Is(err, lease.ErrLapsed) {
 		t.Fatalf("a re-drive while the lease is lapsed: %v, want ErrLapsed", err)
 	}
-	_, err = keeper.Renew(2*time.Second, time.Now().Add(2*time.Second))
+	_, err = keeper.Renew(2*time.Second, time.Now().Add(2*time.Second), 0)
 	must(t, err)
 	if err := ensure(false); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("an unconfirmed re-drive of the fenced target: %v, want ErrFenced", err)
@@ -146,7 +146,7 @@ func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
 	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer fcancel()
 	began := time.Now()
-	fenced, err := osds[0].FenceTargets(fctx)
+	fenced, err := osds[0].FenceTargets(fctx, func(string) bool { return false })
 	must(t, err)
 	t.Logf("fenced %v in %s while a member held writes", fenced, time.Since(began).Round(time.Millisecond))
 	if served, err := storage.VolumesServed(ctx, lab.Targets[0].Client); err != nil || len(served) != 0 {

@@ -401,9 +401,15 @@ func (c *ctrlr) renderTrid() map[string]any {
 	}
 }
 
+// nvmeOpcodeKeepAlive is NVMe's Keep Alive admin command.
+const nvmeOpcodeKeepAlive = 0x18
+
 // bdevNvmeSendCmd passes an admin command to a PCIe controller's device,
 // which answers Identify Controller and the Volatile Write Cache feature
-// as the NVMe specification says; other commands are not modeled.
+// as the NVMe specification says, or a Keep Alive to a fabric
+// controller: it completes while the controller is connected, and fails
+// at once, -32603 "No such device or address" (ENXIO), while it is not;
+// other commands are not modeled.
 func bdevNvmeSendCmd(t *Target, p json.RawMessage) (any, error) {
 	var req struct {
 		Name          string `json:"name"`
@@ -425,8 +431,14 @@ func bdevNvmeSendCmd(t *Target, p json.RawMessage) (any, error) {
 	if c == nil {
 		return nil, invalid
 	}
+	if !c.pcie && req.CmdType == "admin" && cmd.Opcode == nvmeOpcodeKeepAlive {
+		if c.state != ctrlrEnabled {
+			return nil, errf(jsonrpc.CodeInternalError, "No such device or address")
+		}
+		return map[string]any{"cpl": types.EncodeNvmeCompletion(types.NvmeCompletion{})}, nil
+	}
 	if !c.pcie || req.CmdType != "admin" || req.DataDirection != "c2h" {
-		return nil, errf(CodeNotModeled, "the double passes admin commands to PCIe controllers only")
+		return nil, errf(CodeNotModeled, "the double passes admin commands to PCIe controllers, and Keep Alives, only")
 	}
 	d := c.disk
 	invalidField := types.NvmeCompletion{StatusCode: 0x02}

@@ -29,6 +29,13 @@ limitations under the License.
 // or with an SPDK that does not answer, makes the kubelet kill SPDK. That
 // covers an agent that died or hangs and an SPDK that is frozen; the lead
 // keeps the probe from killing an SPDK whose agent is about to fence it.
+//
+// When the operator promised in its renewals to cut a target off a
+// replica before it moves the target unplanned, a target whose lease
+// lapsed keeps its hosts while its remote members answer it (a hold):
+// the agent asks them, records each target's hold beside the lease, and
+// fences a target once its hold runs out, a lead before the probe, which
+// spares a held target, acts.
 package lease
 
 import (
@@ -38,6 +45,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,11 +99,35 @@ func (f File) writeFenced(fenced map[string]time.Time) error {
 	return nil
 }
 
+// holdsPath keeps, per volume, until when its target may keep its hosts
+// past the lease (the probe's deadline; the agent fences a lead before).
+func (f File) holdsPath() string { return f.Path + ".holds" }
+
+// readHolds returns the recorded holds; none when there is no file.
+func (f File) readHolds() (map[string]time.Time, error) {
+	holds := map[string]time.Time{}
+	if _, err := durable.ReadJSON(f.holdsPath(), &holds); err != nil {
+		return nil, fmt.Errorf("read the targets' holds from %s: %w", f.holdsPath(), err)
+	}
+	return holds, nil
+}
+
+func (f File) writeHolds(holds map[string]time.Time) error {
+	if err := durable.WriteJSON(f.holdsPath(), holds, 0o644); err != nil {
+		return fmt.Errorf("record the targets' holds: %w", err)
+	}
+	return nil
+}
+
 // Targets is what fencing acts on: the OSD's volume targets.
 type Targets interface {
-	// FenceTargets removes every host from every volume target and
-	// returns the volumes it fenced.
-	FenceTargets(ctx context.Context) ([]string, error)
+	// FenceTargets removes every host from every volume target but
+	// those spare keeps, and returns the volumes it fenced.
+	FenceTargets(ctx context.Context, spare func(volume string) bool) ([]string, error)
+	// AskMembers asks the targets' remote members whether they still
+	// admit them, and returns per volume when the Keep Alives they last
+	// all answered were sent; the answers to this call's come later.
+	AskMembers(ctx context.Context) (map[string]time.Time, error)
 }
 
 // ErrLapsed means the lease lapsed: the OSD serves no host until the
@@ -121,7 +153,16 @@ type Keeper struct {
 	serving sync.RWMutex
 	mu      sync.Mutex
 	expiry  time.Time
-	fenced  map[string]time.Time
+	// granted is how long the last renewal held; hold, how long past
+	// its members' last answers a target keeps its hosts once the lease
+	// lapsed (0: the operator makes no cut, and none does).
+	granted, hold time.Duration
+	// holds maps volumes to the probe's deadline for their targets'
+	// hosts past the lease; spared says some target was spared at this
+	// lapse's fence and must be fenced once its hold runs out.
+	holds  map[string]time.Time
+	spared bool
+	fenced map[string]time.Time
 	// fencedLapse says the current lapse has been fenced.
 	fencedLapse bool
 	// fencedUnsaved says fenced holds volumes its file does not.
@@ -150,7 +191,9 @@ func New(file File, targets Targets, now func() time.Time, lead time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	k := &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced}
+	// A restarted agent holds nothing: it has not heard its targets'
+	// members, nor the operator's promise to cut, since it started.
+	k := &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced, holds: map[string]time.Time{}}
 	k.refence = !expiry.IsZero() && k.lapsed(now())
 	return k, nil
 }
@@ -162,7 +205,10 @@ var ErrLate = errors.New("the renewal came too late")
 // latest its sender counts on, whatever held the renewal up on its way
 // (zero: a sender from before it said so). The expiry is counted from now
 // on the monotonic clock, which a step of the wall clock does not move.
-func (k *Keeper) Renew(d time.Duration, notAfter time.Time) (time.Time, error) {
+// hold is how long past its members' last answers a target keeps its
+// hosts once the lease lapses; 0 when the sender makes no cut before it
+// moves a target.
+func (k *Keeper) Renew(d time.Duration, notAfter time.Time, hold time.Duration) (time.Time, error) {
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("a lease of %s cannot be granted", d)
 	}
@@ -179,7 +225,8 @@ func (k *Keeper) Renew(d time.Duration, notAfter time.Time) (time.Time, error) {
 	if err := k.file.Write(expiry); err != nil {
 		return time.Time{}, fmt.Errorf("record the lease: %w", err)
 	}
-	k.expiry, k.fencedLapse = expiry, false
+	k.expiry, k.fencedLapse, k.spared = expiry, false, false
+	k.granted, k.hold = d, hold
 	return expiry, nil
 }
 
@@ -241,18 +288,29 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 }
 
 // Check fences once the lease has lapsed: every volume target loses its
-// hosts, after the calls in flight that may add hosts have ended. It
-// retries on the next Check until fencing succeeded.
+// hosts, after the calls in flight that may add hosts have ended, but a
+// held one, until its hold runs out. It retries on the next Check until
+// fencing succeeded. With holds on, it asks the targets' members from
+// when the lease has less than half left.
 func (k *Keeper) Check(ctx context.Context) error {
+	askErr := k.askMembers(ctx)
 	k.mu.Lock()
-	due := k.refence || k.lapsed(k.now()) && !k.fencedLapse
+	due := k.refence || k.lapsed(k.now()) && (!k.fencedLapse || k.spared)
 	k.mu.Unlock()
 	if !due {
-		return nil
+		return askErr
 	}
 	k.serving.Lock()
 	defer k.serving.Unlock()
-	volumes, err := k.targets.FenceTargets(ctx)
+	spared := false
+	volumes, err := k.targets.FenceTargets(ctx, func(volume string) bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		held := k.held(volume, k.now())
+		spared = spared || held
+		return held
+	})
+	err = errors.Join(askErr, err)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
@@ -277,7 +335,46 @@ func (k *Keeper) Check(ctx context.Context) error {
 	if !k.lapsed(now) {
 		return nil // renewed meanwhile: the fence stands for those volumes
 	}
-	k.fencedLapse = true
+	k.fencedLapse, k.spared = true, spared
+	return nil
+}
+
+// held says whether volume's target keeps its hosts at now though the
+// lease lapsed; k.mu held.
+func (k *Keeper) held(volume string, now time.Time) bool {
+	return !k.refence && k.hold > 0 && now.Before(k.holds[volume].Add(-k.lead))
+}
+
+// askMembers asks the targets' members, once the lease has less than
+// half left and holds are on, and records each target's hold for the
+// probe.
+func (k *Keeper) askMembers(ctx context.Context) error {
+	k.mu.Lock()
+	hold, asking := k.hold, k.hold > 0 && !k.refence && !k.now().Before(k.expiry.Add(-k.granted/2))
+	k.mu.Unlock()
+	if !asking {
+		return nil
+	}
+	answered, err := k.targets.AskMembers(ctx)
+	if err != nil {
+		return fmt.Errorf("ask the targets' members whether they still admit them: %w", err)
+	}
+	holds := map[string]time.Time{}
+	for volume, at := range answered {
+		holds[volume] = at.Add(hold)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if maps.Equal(holds, k.holds) {
+		return nil
+	}
+	// The probe spares no more than recorded: on a failed write the
+	// agent holds no more either.
+	if err := k.file.writeHolds(holds); err != nil {
+		k.holds = map[string]time.Time{}
+		return err
+	}
+	k.holds = holds
 	return nil
 }
 
@@ -308,7 +405,8 @@ func (k *Keeper) Run(ctx context.Context, interval time.Duration, report func(er
 
 // Probe is the SPDK container's liveness check: nil while the lease holds,
 // or while SPDK answers within ctx and serves no volume target to any
-// host; otherwise why SPDK must be stopped. Before the pod's first lease
+// host but those whose recorded hold has not run out; otherwise why SPDK
+// must be stopped. Before the pod's first lease
 // (no lease file) a silent SPDK passes: the agent records a lease before
 // it lets any host in, so there is nothing to fence, and a starting SPDK
 // on a busy node can take seconds to answer.
@@ -320,6 +418,10 @@ func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(cont
 	if now.Before(expiry) {
 		return nil
 	}
+	holds, err := file.readHolds()
+	if err != nil {
+		return err
+	}
 	volumes, err := hostsAllowed(ctx)
 	if err != nil && expiry.IsZero() {
 		return nil
@@ -327,8 +429,9 @@ func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(cont
 	if err != nil {
 		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK does not say which targets it serves (%v): stop it", expiry.Format(time.RFC3339), err)
 	}
+	volumes = slices.DeleteFunc(volumes, func(v string) bool { return now.Before(holds[v]) })
 	if len(volumes) > 0 {
-		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK still lets hosts reach volumes %s: stop it", expiry.Format(time.RFC3339), strings.Join(volumes, ", "))
+		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK still lets hosts reach volumes %s, whose members' answers hold them no longer: stop it", expiry.Format(time.RFC3339), strings.Join(volumes, ", "))
 	}
 	return nil
 }

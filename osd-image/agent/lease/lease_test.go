@@ -86,11 +86,25 @@ type fakeTargets struct {
 	volumes []string
 	err     error
 	calls   int
+	// answered is what AskMembers returns; asks counts its calls.
+	answered map[string]time.Time
+	asks     int
 }
 
-func (f *fakeTargets) FenceTargets(context.Context) ([]string, error) {
+func (f *fakeTargets) FenceTargets(_ context.Context, spare func(string) bool) ([]string, error) {
 	f.calls++
-	return f.volumes, f.err
+	var fenced []string
+	for _, v := range f.volumes {
+		if !spare(v) {
+			fenced = append(fenced, v)
+		}
+	}
+	return fenced, f.err
+}
+
+func (f *fakeTargets) AskMembers(context.Context) (map[string]time.Time, error) {
+	f.asks++
+	return f.answered, nil
 }
 
 // A restarted agent keeps its predecessor's expiry, fences once per
@@ -126,7 +140,7 @@ func TestKeeperFencesOncePerLapse(t *testing.T) {
 	if _, ok := k.Fenced()["pvc-1"]; !ok {
 		t.Fatal("pvc-1 is not recorded as fenced")
 	}
-	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second)); err != nil {
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
@@ -153,7 +167,7 @@ func TestKeeperFencesALeadBeforeTheProbeActs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expiry, err := k.Renew(10*time.Second, now.Add(10*time.Second))
+	expiry, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,14 +254,14 @@ func TestRenewalHoldsNoLongerThanSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := now.Add(-15 * time.Second) // held up in retransmission
-	expiry, err := k.Renew(20*time.Second, sent.Add(20*time.Second))
+	expiry, err := k.Renew(20*time.Second, sent.Add(20*time.Second), 0)
 	if err != nil || !expiry.Equal(sent.Add(20*time.Second)) {
 		t.Fatalf("a renewal sent 15 s ago for 20 s: expiry %s (%v), want %s", expiry, err, sent.Add(20*time.Second))
 	}
 	if got, _ := f.Read(); !got.Equal(expiry) {
 		t.Errorf("the lease file holds %s, want %s", got, expiry)
 	}
-	if _, err := k.Renew(20*time.Second, now.Add(-time.Millisecond)); !errors.Is(err, ErrLate) {
+	if _, err := k.Renew(20*time.Second, now.Add(-time.Millisecond), 0); !errors.Is(err, ErrLate) {
 		t.Errorf("a renewal whose lease already ended: %v, want ErrLate", err)
 	}
 	if k.Expiry() != expiry {
@@ -275,7 +289,7 @@ func TestFenceOutlivesTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restarted.Renew(10*time.Second, now.Add(10*time.Second)); err != nil {
+	if _, err := restarted.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := restarted.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
@@ -308,7 +322,7 @@ func TestAgentStartedInALapseFencesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second)); err != nil {
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
@@ -322,5 +336,120 @@ func TestAgentStartedInALapseFencesAgain(t *testing.T) {
 	}
 	if err := k.Check(context.Background()); err != nil || targets.calls != 1 {
 		t.Fatalf("a renewed lease fenced again: %v, %d fences", err, targets.calls)
+	}
+}
+
+// With holds on, a target keeps its hosts past the lapse while its
+// members answer: the agent asks them once the lease has less than half
+// left, spares the target at the lapse's fence, and fences it a lead
+// before the hold it recorded for the probe runs out. A target whose
+// members have not answered is fenced at the lapse, and without holds
+// nothing is asked and every target is fenced.
+func TestAHeldTargetKeepsItsHostsWhileItsMembersAnswer(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := start
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	targets := &fakeTargets{volumes: []string{"pvc-1", "pvc-2"}}
+	k, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Renew(10*time.Second, at(10*time.Second), 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when time.Duration) {
+		t.Helper()
+		now = at(when)
+		if err := k.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe := func(when time.Duration, served ...string) error {
+		return Probe(context.Background(), f, at(when), func(context.Context) ([]string, error) { return served, nil })
+	}
+
+	check(4 * time.Second)
+	if targets.asks != 0 {
+		t.Fatalf("with more than half the lease left the members were asked %d times", targets.asks)
+	}
+	targets.answered = map[string]time.Time{"pvc-1": at(6 * time.Second)}
+	check(6 * time.Second)
+	if targets.asks != 1 || targets.calls != 0 {
+		t.Fatalf("with less than half left: %d asks, %d fences; want 1 and 0", targets.asks, targets.calls)
+	}
+	check(8 * time.Second) // the lapse, a lead before the expiry
+	if got := k.Fenced(); len(got) != 1 || got["pvc-2"].IsZero() {
+		t.Fatalf("at the lapse fenced %v, want pvc-2 alone (its members never answered)", got)
+	}
+	if err := probe(10*time.Second, "pvc-1"); err != nil {
+		t.Fatalf("the probe after the expiry, pvc-1 held until 14s: %v", err)
+	}
+	if err := probe(10*time.Second, "pvc-1", "pvc-2"); err == nil {
+		t.Fatal("the probe passed with pvc-2, which holds nothing, served after the expiry")
+	}
+
+	targets.answered = map[string]time.Time{"pvc-1": at(9 * time.Second)}
+	check(10 * time.Second)
+	check(14 * time.Second)
+	if _, fenced := k.Fenced()["pvc-1"]; fenced {
+		t.Fatal("pvc-1 was fenced while its members' last answers hold it until 17s")
+	}
+	check(15 * time.Second) // 17s less the lead: the members answered no more
+	if _, fenced := k.Fenced()["pvc-1"]; !fenced {
+		t.Fatalf("pvc-1 not fenced once its hold ran out: fenced %v", k.Fenced())
+	}
+	if err := probe(17*time.Second, "pvc-1"); err == nil {
+		t.Fatal("the probe passed with pvc-1 served after its hold ran out")
+	}
+	calls := targets.calls
+	check(16 * time.Second)
+	if targets.calls != calls {
+		t.Fatal("the agent fences again with no target held")
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrLapsed) {
+		t.Fatalf("a change while the lease is lapsed: %v, want ErrLapsed", err)
+	}
+
+	// Renewed without holds: nothing is asked, and the next lapse fences
+	// every target, whatever its members answered.
+	if _, err := k.Renew(10*time.Second, at(26*time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	asks := targets.asks
+	targets.answered = map[string]time.Time{"pvc-1": at(24 * time.Second), "pvc-2": at(24 * time.Second)}
+	check(24 * time.Second)
+	if targets.asks != asks || len(k.Fenced()) != 2 {
+		t.Fatalf("without holds: %d asks, fenced %v; want none asked and both fenced", targets.asks-asks, k.Fenced())
+	}
+}
+
+// An agent restarted during a lapse holds nothing: it has heard neither
+// its targets' members nor the operator's promise to cut.
+func TestARestartedAgentHoldsNothing(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	targets := &fakeTargets{volumes: []string{"pvc-1"}, answered: map[string]time.Time{"pvc-1": now}}
+	k, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(6 * time.Second)
+	if err := k.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(3 * time.Second)
+	restarted, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, fenced := restarted.Fenced()["pvc-1"]; !fenced {
+		t.Fatal("an agent restarted in the lapse spared a target")
 	}
 }

@@ -182,7 +182,11 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	if ms := req.GetNotAfterUnixMs(); ms != 0 {
 		notAfter = time.UnixMilli(ms)
 	}
-	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs())*time.Millisecond, notAfter)
+	var hold time.Duration
+	if req.GetHoldTargets() {
+		hold = agentv1.TargetHold
+	}
+	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs())*time.Millisecond, notAfter, hold)
 	if errors.Is(err, lease.ErrLate) {
 		return nil, status.Error(codes.DeadlineExceeded, err.Error())
 	}
@@ -275,6 +279,11 @@ func (s *Server) DeleteSnapshot(ctx context.Context, req *agentv1.DeleteSnapshot
 func (s *Server) ExportReplica(ctx context.Context, req *agentv1.ExportReplicaRequest) (*agentv1.Export, error) {
 	e, err := s.engine.ExportReplica(ctx, req.GetVolumeUid(), req.GetTargetHostNqn(), req.GetEpoch(), keysOf(req.GetKeys()))
 	return exportOf(e), statusOf(err)
+}
+
+// CutReplica cuts a replica's target off it, before an unplanned move.
+func (s *Server) CutReplica(ctx context.Context, req *agentv1.CutReplicaRequest) (*agentv1.CutReplicaResponse, error) {
+	return &agentv1.CutReplicaResponse{}, statusOf(s.engine.CutReplica(ctx, req.GetVolumeUid(), req.GetEpoch()))
 }
 
 // EnsureTarget makes this OSD serve a volume.

@@ -146,7 +146,7 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leases.Renew(time.Hour, time.Now().Add(time.Hour)); err != nil {
+	if _, err := leases.Renew(time.Hour, time.Now().Add(time.Hour), 0); err != nil {
 		t.Fatal(err)
 	}
 	g, err := Serve(lis, New(o, spdk, keeper.Ready, keeper.Warnings, leases, podUID), tlsDir, logr.Discard())

@@ -141,6 +141,8 @@ type Engine struct {
 	// remembered (pause.go).
 	accessible map[string]bool
 	pauses     map[string]uint64
+	// members are the targets' remote members and their answers (hold.go).
+	members memberAnswers
 }
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.

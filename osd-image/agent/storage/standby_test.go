@@ -112,7 +112,7 @@ func TestTheFenceCoversAStandby(t *testing.T) {
 	if _, err := c.osds[1].PrepareTarget(ctx, StandbySpec{Volume: volume, Epoch: 2, Hosts: []string{publishedHost}}); err != nil {
 		t.Fatal(err)
 	}
-	fenced, err := c.osds[1].FenceTargets(ctx)
+	fenced, err := c.osds[1].FenceTargets(ctx, func(string) bool { return false })
 	if err != nil || !slices.Equal(fenced, []string{volume}) {
 		t.Fatalf("FenceTargets = %v, %v; want the standby's volume", fenced, err)
 	}

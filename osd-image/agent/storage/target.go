@@ -131,6 +131,7 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.checkTargetSpec(spec); err != nil {
 		return Target{}, err
 	}
+	e.members.count(spec, e.cfg.UID)
 	localBdev, err := e.replicaBdev(ctx, spec.Volume)
 	if err != nil {
 		return Target{}, err
@@ -756,6 +757,7 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	if err := e.deleteSubsystem(ctx, agentv1.VolumeNQN(volume)); err != nil {
 		return Stopped{}, err
 	}
+	e.members.forget(volume)
 	stopped, err := e.inSyncMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
@@ -875,10 +877,10 @@ func (e *Engine) inSyncMembers(ctx context.Context, volume string, memberOSDs []
 }
 
 // FenceTargets removes every host from every volume target this OSD
-// serves, which drops their live connections; the raids and replicas stay.
-// It returns the volumes whose targets it fenced, and fences every target
-// it can even when one fails.
-func (e *Engine) FenceTargets(ctx context.Context) ([]string, error) {
+// serves but those spare keeps, which drops their live connections; the
+// raids and replicas stay. It returns the volumes whose targets it
+// fenced, and fences every target it can even when one fails.
+func (e *Engine) FenceTargets(ctx context.Context, spare func(volume string) bool) ([]string, error) {
 	subs, err := e.spdk.NvmfGetSubsystems(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list subsystems: %w", err)
@@ -887,7 +889,7 @@ func (e *Engine) FenceTargets(ctx context.Context) ([]string, error) {
 	var errs []error
 	for _, s := range subs {
 		volume, ok := strings.CutPrefix(s.NQN, agentv1.VolumeNQN(""))
-		if !ok {
+		if !ok || spare(volume) {
 			continue
 		}
 		volumes = append(volumes, volume)

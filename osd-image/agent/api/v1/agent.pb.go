@@ -498,8 +498,16 @@ type RenewLeaseRequest struct {
 	// refused (DEADLINE_EXCEEDED). 0, from an operator before this field,
 	// holds from arrival.
 	NotAfterUnixMs int64 `protobuf:"varint,2,opt,name=not_after_unix_ms,json=notAfterUnixMs,proto3" json:"not_after_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// hold_targets says that the sender cuts a target off a replica
+	// (CutReplica) and then waits before it moves the target unplanned.
+	// Once the lease lapses, the agent then keeps each target's hosts while
+	// every remote member it counts on answered a Keep Alive sent within
+	// TargetHold (less the fence's lead), so that host I/O outlives an
+	// operator outage. False, from an operator before this field or with
+	// holds off, fences every target at the lapse.
+	HoldTargets   bool `protobuf:"varint,3,opt,name=hold_targets,json=holdTargets,proto3" json:"hold_targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenewLeaseRequest) Reset() {
@@ -544,6 +552,13 @@ func (x *RenewLeaseRequest) GetNotAfterUnixMs() int64 {
 		return x.NotAfterUnixMs
 	}
 	return 0
+}
+
+func (x *RenewLeaseRequest) GetHoldTargets() bool {
+	if x != nil {
+		return x.HoldTargets
+	}
+	return false
 }
 
 type RenewLeaseResponse struct {
@@ -1200,6 +1215,95 @@ func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
 	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
+type CutReplicaRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	VolumeUid string                 `protobuf:"bytes,1,opt,name=volume_uid,json=volumeUid,proto3" json:"volume_uid,omitempty"`
+	// epoch is the target's the move makes (from 1, as in EnsureTarget).
+	Epoch         uint32 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CutReplicaRequest) Reset() {
+	*x = CutReplicaRequest{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CutReplicaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CutReplicaRequest) ProtoMessage() {}
+
+func (x *CutReplicaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CutReplicaRequest.ProtoReflect.Descriptor instead.
+func (*CutReplicaRequest) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CutReplicaRequest) GetVolumeUid() string {
+	if x != nil {
+		return x.VolumeUid
+	}
+	return ""
+}
+
+func (x *CutReplicaRequest) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+type CutReplicaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CutReplicaResponse) Reset() {
+	*x = CutReplicaResponse{}
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CutReplicaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CutReplicaResponse) ProtoMessage() {}
+
+func (x *CutReplicaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CutReplicaResponse.ProtoReflect.Descriptor instead.
+func (*CutReplicaResponse) Descriptor() ([]byte, []int) {
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
 type ExportReplicaRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// volume_uid is the Volume's uid: every SPDK object of the volume is
@@ -1225,7 +1329,7 @@ type ExportReplicaRequest struct {
 
 func (x *ExportReplicaRequest) Reset() {
 	*x = ExportReplicaRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1341,7 @@ func (x *ExportReplicaRequest) String() string {
 func (*ExportReplicaRequest) ProtoMessage() {}
 
 func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[16]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1354,7 @@ func (x *ExportReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ExportReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExportReplicaRequest) GetVolumeUid() string {
@@ -1297,7 +1401,7 @@ type DhchapKeys struct {
 
 func (x *DhchapKeys) Reset() {
 	*x = DhchapKeys{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1413,7 @@ func (x *DhchapKeys) String() string {
 func (*DhchapKeys) ProtoMessage() {}
 
 func (x *DhchapKeys) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[17]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1426,7 @@ func (x *DhchapKeys) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DhchapKeys.ProtoReflect.Descriptor instead.
 func (*DhchapKeys) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DhchapKeys) GetSecret() string {
@@ -1351,7 +1455,7 @@ type Export struct {
 
 func (x *Export) Reset() {
 	*x = Export{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1467,7 @@ func (x *Export) String() string {
 func (*Export) ProtoMessage() {}
 
 func (x *Export) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[18]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1480,7 @@ func (x *Export) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Export.ProtoReflect.Descriptor instead.
 func (*Export) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Export) GetNqn() string {
@@ -1430,7 +1534,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1546,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[19]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1559,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Member) GetOsd() string {
@@ -1541,7 +1645,7 @@ type EnsureTargetRequest struct {
 
 func (x *EnsureTargetRequest) Reset() {
 	*x = EnsureTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1657,7 @@ func (x *EnsureTargetRequest) String() string {
 func (*EnsureTargetRequest) ProtoMessage() {}
 
 func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[20]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1670,7 @@ func (x *EnsureTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnsureTargetRequest.ProtoReflect.Descriptor instead.
 func (*EnsureTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EnsureTargetRequest) GetVolumeUid() string {
@@ -1657,7 +1761,7 @@ type QoS struct {
 
 func (x *QoS) Reset() {
 	*x = QoS{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1773,7 @@ func (x *QoS) String() string {
 func (*QoS) ProtoMessage() {}
 
 func (x *QoS) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[21]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1786,7 @@ func (x *QoS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QoS.ProtoReflect.Descriptor instead.
 func (*QoS) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QoS) GetRwIosPerSec() uint64 {
@@ -1727,7 +1831,7 @@ type MemberStatus struct {
 
 func (x *MemberStatus) Reset() {
 	*x = MemberStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1843,7 @@ func (x *MemberStatus) String() string {
 func (*MemberStatus) ProtoMessage() {}
 
 func (x *MemberStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[22]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1856,7 @@ func (x *MemberStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberStatus.ProtoReflect.Descriptor instead.
 func (*MemberStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *MemberStatus) GetOsd() string {
@@ -1801,7 +1905,7 @@ type TargetStatus struct {
 
 func (x *TargetStatus) Reset() {
 	*x = TargetStatus{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1917,7 @@ func (x *TargetStatus) String() string {
 func (*TargetStatus) ProtoMessage() {}
 
 func (x *TargetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[23]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1930,7 @@ func (x *TargetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetStatus.ProtoReflect.Descriptor instead.
 func (*TargetStatus) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TargetStatus) GetExport() *Export {
@@ -1885,7 +1989,7 @@ type PrepareTargetRequest struct {
 
 func (x *PrepareTargetRequest) Reset() {
 	*x = PrepareTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +2001,7 @@ func (x *PrepareTargetRequest) String() string {
 func (*PrepareTargetRequest) ProtoMessage() {}
 
 func (x *PrepareTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[24]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +2014,7 @@ func (x *PrepareTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareTargetRequest.ProtoReflect.Descriptor instead.
 func (*PrepareTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PrepareTargetRequest) GetVolumeUid() string {
@@ -1954,7 +2058,7 @@ type PreparedTarget struct {
 
 func (x *PreparedTarget) Reset() {
 	*x = PreparedTarget{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2070,7 @@ func (x *PreparedTarget) String() string {
 func (*PreparedTarget) ProtoMessage() {}
 
 func (x *PreparedTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[25]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2083,7 @@ func (x *PreparedTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreparedTarget.ProtoReflect.Descriptor instead.
 func (*PreparedTarget) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PreparedTarget) GetExport() *Export {
@@ -2021,7 +2125,7 @@ type DeleteTargetRequest struct {
 
 func (x *DeleteTargetRequest) Reset() {
 	*x = DeleteTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2137,7 @@ func (x *DeleteTargetRequest) String() string {
 func (*DeleteTargetRequest) ProtoMessage() {}
 
 func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[26]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2150,7 @@ func (x *DeleteTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteTargetRequest) GetVolumeUid() string {
@@ -2080,7 +2184,7 @@ type PauseTargetRequest struct {
 
 func (x *PauseTargetRequest) Reset() {
 	*x = PauseTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2196,7 @@ func (x *PauseTargetRequest) String() string {
 func (*PauseTargetRequest) ProtoMessage() {}
 
 func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[27]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2209,7 @@ func (x *PauseTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetRequest.ProtoReflect.Descriptor instead.
 func (*PauseTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PauseTargetRequest) GetVolumeUid() string {
@@ -2134,7 +2238,7 @@ type PauseTargetResponse struct {
 
 func (x *PauseTargetResponse) Reset() {
 	*x = PauseTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2250,7 @@ func (x *PauseTargetResponse) String() string {
 func (*PauseTargetResponse) ProtoMessage() {}
 
 func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[28]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2263,7 @@ func (x *PauseTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTargetResponse.ProtoReflect.Descriptor instead.
 func (*PauseTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PauseTargetResponse) GetInSyncOsds() []string {
@@ -2178,7 +2282,7 @@ type ResumeTargetRequest struct {
 
 func (x *ResumeTargetRequest) Reset() {
 	*x = ResumeTargetRequest{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2294,7 @@ func (x *ResumeTargetRequest) String() string {
 func (*ResumeTargetRequest) ProtoMessage() {}
 
 func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[29]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2307,7 @@ func (x *ResumeTargetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTargetRequest) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResumeTargetRequest) GetVolumeUid() string {
@@ -2221,7 +2325,7 @@ type ResumeTargetResponse struct {
 
 func (x *ResumeTargetResponse) Reset() {
 	*x = ResumeTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[30]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2337,7 @@ func (x *ResumeTargetResponse) String() string {
 func (*ResumeTargetResponse) ProtoMessage() {}
 
 func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[30]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2350,7 @@ func (x *ResumeTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTargetResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 type DeleteTargetResponse struct {
@@ -2264,7 +2368,7 @@ type DeleteTargetResponse struct {
 
 func (x *DeleteTargetResponse) Reset() {
 	*x = DeleteTargetResponse{}
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[31]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2380,7 @@ func (x *DeleteTargetResponse) String() string {
 func (*DeleteTargetResponse) ProtoMessage() {}
 
 func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[31]
+	mi := &file_osd_image_agent_api_v1_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2393,7 @@ func (x *DeleteTargetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTargetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTargetResponse) Descriptor() ([]byte, []int) {
-	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{31}
+	return file_osd_image_agent_api_v1_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeleteTargetResponse) GetRaidFound() bool {
@@ -2334,11 +2438,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x12preflight_warnings\x18\x10 \x03(\v2 .flint.agent.v1.PreflightWarningR\x11preflightWarningsJ\x04\b\v\x10\f\"D\n" +
 	"\x10PreflightWarning\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"_\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x82\x01\n" +
 	"\x11RenewLeaseRequest\x12\x1f\n" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
 	"durationMs\x12)\n" +
-	"\x11not_after_unix_ms\x18\x02 \x01(\x03R\x0enotAfterUnixMs\"l\n" +
+	"\x11not_after_unix_ms\x18\x02 \x01(\x03R\x0enotAfterUnixMs\x12!\n" +
+	"\fhold_targets\x18\x03 \x01(\bR\vholdTargets\"l\n" +
 	"\x12RenewLeaseResponse\x12$\n" +
 	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\x120\n" +
 	"\x14degraded_volume_uids\x18\x02 \x03(\tR\x12degradedVolumeUids\"\x9f\x01\n" +
@@ -2386,7 +2491,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"volume_uid\x18\x02 \x01(\tR\tvolumeUid\"3\n" +
 	"\x15DeleteSnapshotRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\"\x18\n" +
-	"\x16DeleteSnapshotResponse\"\xa3\x01\n" +
+	"\x16DeleteSnapshotResponse\"H\n" +
+	"\x11CutReplicaRequest\x12\x1d\n" +
+	"\n" +
+	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\rR\x05epoch\"\x14\n" +
+	"\x12CutReplicaResponse\"\xa3\x01\n" +
 	"\x14ExportReplicaRequest\x12\x1d\n" +
 	"\n" +
 	"volume_uid\x18\x01 \x01(\tR\tvolumeUid\x12&\n" +
@@ -2497,7 +2607,8 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x1dNOT_READY_CODE_FOREIGN_DEVICE\x10\x03\x12\x1b\n" +
 	"\x17NOT_READY_CODE_CONFLICT\x10\x04\x12\x1e\n" +
 	"\x1aNOT_READY_CODE_WRITE_CACHE\x10\x05\x12\x1d\n" +
-	"\x19NOT_READY_CODE_BLOCK_SIZE\x10\x062\xb2\t\n" +
+	"\x19NOT_READY_CODE_BLOCK_SIZE\x10\x062\x87\n" +
+	"\n" +
 	"\bOSDAgent\x12H\n" +
 	"\tGetStatus\x12 .flint.agent.v1.GetStatusRequest\x1a\x19.flint.agent.v1.OSDStatus\x12N\n" +
 	"\rCreateReplica\x12$.flint.agent.v1.CreateReplicaRequest\x1a\x17.flint.agent.v1.Replica\x12N\n" +
@@ -2513,7 +2624,9 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\vPauseTarget\x12\".flint.agent.v1.PauseTargetRequest\x1a#.flint.agent.v1.PauseTargetResponse\x12Y\n" +
 	"\fResumeTarget\x12#.flint.agent.v1.ResumeTargetRequest\x1a$.flint.agent.v1.ResumeTargetResponse\x12S\n" +
 	"\n" +
-	"RenewLease\x12!.flint.agent.v1.RenewLeaseRequest\x1a\".flint.agent.v1.RenewLeaseResponseB:Z8github.com/flint-io/flint/osd-image/agent/api/v1;agentv1b\x06proto3"
+	"RenewLease\x12!.flint.agent.v1.RenewLeaseRequest\x1a\".flint.agent.v1.RenewLeaseResponse\x12S\n" +
+	"\n" +
+	"CutReplica\x12!.flint.agent.v1.CutReplicaRequest\x1a\".flint.agent.v1.CutReplicaResponseB:Z8github.com/flint-io/flint/osd-image/agent/api/v1;agentv1b\x06proto3"
 
 var (
 	file_osd_image_agent_api_v1_agent_proto_rawDescOnce sync.Once
@@ -2528,7 +2641,7 @@ func file_osd_image_agent_api_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_osd_image_agent_api_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_osd_image_agent_api_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(WriteCache)(0),                // 0: flint.agent.v1.WriteCache
 	(MemberState)(0),               // 1: flint.agent.v1.MemberState
@@ -2549,43 +2662,45 @@ var file_osd_image_agent_api_v1_agent_proto_goTypes = []any{
 	(*CloneSnapshotRequest)(nil),   // 16: flint.agent.v1.CloneSnapshotRequest
 	(*DeleteSnapshotRequest)(nil),  // 17: flint.agent.v1.DeleteSnapshotRequest
 	(*DeleteSnapshotResponse)(nil), // 18: flint.agent.v1.DeleteSnapshotResponse
-	(*ExportReplicaRequest)(nil),   // 19: flint.agent.v1.ExportReplicaRequest
-	(*DhchapKeys)(nil),             // 20: flint.agent.v1.DhchapKeys
-	(*Export)(nil),                 // 21: flint.agent.v1.Export
-	(*Member)(nil),                 // 22: flint.agent.v1.Member
-	(*EnsureTargetRequest)(nil),    // 23: flint.agent.v1.EnsureTargetRequest
-	(*QoS)(nil),                    // 24: flint.agent.v1.QoS
-	(*MemberStatus)(nil),           // 25: flint.agent.v1.MemberStatus
-	(*TargetStatus)(nil),           // 26: flint.agent.v1.TargetStatus
-	(*PrepareTargetRequest)(nil),   // 27: flint.agent.v1.PrepareTargetRequest
-	(*PreparedTarget)(nil),         // 28: flint.agent.v1.PreparedTarget
-	(*DeleteTargetRequest)(nil),    // 29: flint.agent.v1.DeleteTargetRequest
-	(*PauseTargetRequest)(nil),     // 30: flint.agent.v1.PauseTargetRequest
-	(*PauseTargetResponse)(nil),    // 31: flint.agent.v1.PauseTargetResponse
-	(*ResumeTargetRequest)(nil),    // 32: flint.agent.v1.ResumeTargetRequest
-	(*ResumeTargetResponse)(nil),   // 33: flint.agent.v1.ResumeTargetResponse
-	(*DeleteTargetResponse)(nil),   // 34: flint.agent.v1.DeleteTargetResponse
+	(*CutReplicaRequest)(nil),      // 19: flint.agent.v1.CutReplicaRequest
+	(*CutReplicaResponse)(nil),     // 20: flint.agent.v1.CutReplicaResponse
+	(*ExportReplicaRequest)(nil),   // 21: flint.agent.v1.ExportReplicaRequest
+	(*DhchapKeys)(nil),             // 22: flint.agent.v1.DhchapKeys
+	(*Export)(nil),                 // 23: flint.agent.v1.Export
+	(*Member)(nil),                 // 24: flint.agent.v1.Member
+	(*EnsureTargetRequest)(nil),    // 25: flint.agent.v1.EnsureTargetRequest
+	(*QoS)(nil),                    // 26: flint.agent.v1.QoS
+	(*MemberStatus)(nil),           // 27: flint.agent.v1.MemberStatus
+	(*TargetStatus)(nil),           // 28: flint.agent.v1.TargetStatus
+	(*PrepareTargetRequest)(nil),   // 29: flint.agent.v1.PrepareTargetRequest
+	(*PreparedTarget)(nil),         // 30: flint.agent.v1.PreparedTarget
+	(*DeleteTargetRequest)(nil),    // 31: flint.agent.v1.DeleteTargetRequest
+	(*PauseTargetRequest)(nil),     // 32: flint.agent.v1.PauseTargetRequest
+	(*PauseTargetResponse)(nil),    // 33: flint.agent.v1.PauseTargetResponse
+	(*ResumeTargetRequest)(nil),    // 34: flint.agent.v1.ResumeTargetRequest
+	(*ResumeTargetResponse)(nil),   // 35: flint.agent.v1.ResumeTargetResponse
+	(*DeleteTargetResponse)(nil),   // 36: flint.agent.v1.DeleteTargetResponse
 }
 var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
-	21, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
+	23, // 0: flint.agent.v1.OSDStatus.endpoint:type_name -> flint.agent.v1.Export
 	13, // 1: flint.agent.v1.OSDStatus.replicas:type_name -> flint.agent.v1.Replica
 	15, // 2: flint.agent.v1.OSDStatus.snapshots:type_name -> flint.agent.v1.Snapshot
 	8,  // 3: flint.agent.v1.OSDStatus.targets:type_name -> flint.agent.v1.TargetSummary
 	2,  // 4: flint.agent.v1.OSDStatus.not_ready_code:type_name -> flint.agent.v1.NotReadyCode
 	0,  // 5: flint.agent.v1.OSDStatus.write_cache:type_name -> flint.agent.v1.WriteCache
 	5,  // 6: flint.agent.v1.OSDStatus.preflight_warnings:type_name -> flint.agent.v1.PreflightWarning
-	20, // 7: flint.agent.v1.ExportReplicaRequest.keys:type_name -> flint.agent.v1.DhchapKeys
-	21, // 8: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
-	22, // 9: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
-	24, // 10: flint.agent.v1.EnsureTargetRequest.qos:type_name -> flint.agent.v1.QoS
-	20, // 11: flint.agent.v1.EnsureTargetRequest.member_keys:type_name -> flint.agent.v1.DhchapKeys
-	20, // 12: flint.agent.v1.EnsureTargetRequest.host_keys:type_name -> flint.agent.v1.DhchapKeys
+	22, // 7: flint.agent.v1.ExportReplicaRequest.keys:type_name -> flint.agent.v1.DhchapKeys
+	23, // 8: flint.agent.v1.Member.export:type_name -> flint.agent.v1.Export
+	24, // 9: flint.agent.v1.EnsureTargetRequest.members:type_name -> flint.agent.v1.Member
+	26, // 10: flint.agent.v1.EnsureTargetRequest.qos:type_name -> flint.agent.v1.QoS
+	22, // 11: flint.agent.v1.EnsureTargetRequest.member_keys:type_name -> flint.agent.v1.DhchapKeys
+	22, // 12: flint.agent.v1.EnsureTargetRequest.host_keys:type_name -> flint.agent.v1.DhchapKeys
 	1,  // 13: flint.agent.v1.MemberStatus.state:type_name -> flint.agent.v1.MemberState
-	21, // 14: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
-	25, // 15: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
-	24, // 16: flint.agent.v1.TargetStatus.qos:type_name -> flint.agent.v1.QoS
-	20, // 17: flint.agent.v1.PrepareTargetRequest.host_keys:type_name -> flint.agent.v1.DhchapKeys
-	21, // 18: flint.agent.v1.PreparedTarget.export:type_name -> flint.agent.v1.Export
+	23, // 14: flint.agent.v1.TargetStatus.export:type_name -> flint.agent.v1.Export
+	27, // 15: flint.agent.v1.TargetStatus.members:type_name -> flint.agent.v1.MemberStatus
+	26, // 16: flint.agent.v1.TargetStatus.qos:type_name -> flint.agent.v1.QoS
+	22, // 17: flint.agent.v1.PrepareTargetRequest.host_keys:type_name -> flint.agent.v1.DhchapKeys
+	23, // 18: flint.agent.v1.PreparedTarget.export:type_name -> flint.agent.v1.Export
 	3,  // 19: flint.agent.v1.OSDAgent.GetStatus:input_type -> flint.agent.v1.GetStatusRequest
 	9,  // 20: flint.agent.v1.OSDAgent.CreateReplica:input_type -> flint.agent.v1.CreateReplicaRequest
 	10, // 21: flint.agent.v1.OSDAgent.ResizeReplica:input_type -> flint.agent.v1.ResizeReplicaRequest
@@ -2593,29 +2708,31 @@ var file_osd_image_agent_api_v1_agent_proto_depIdxs = []int32{
 	14, // 23: flint.agent.v1.OSDAgent.CreateSnapshot:input_type -> flint.agent.v1.CreateSnapshotRequest
 	16, // 24: flint.agent.v1.OSDAgent.CloneSnapshot:input_type -> flint.agent.v1.CloneSnapshotRequest
 	17, // 25: flint.agent.v1.OSDAgent.DeleteSnapshot:input_type -> flint.agent.v1.DeleteSnapshotRequest
-	19, // 26: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
-	23, // 27: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
-	29, // 28: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
-	27, // 29: flint.agent.v1.OSDAgent.PrepareTarget:input_type -> flint.agent.v1.PrepareTargetRequest
-	30, // 30: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
-	32, // 31: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
+	21, // 26: flint.agent.v1.OSDAgent.ExportReplica:input_type -> flint.agent.v1.ExportReplicaRequest
+	25, // 27: flint.agent.v1.OSDAgent.EnsureTarget:input_type -> flint.agent.v1.EnsureTargetRequest
+	31, // 28: flint.agent.v1.OSDAgent.DeleteTarget:input_type -> flint.agent.v1.DeleteTargetRequest
+	29, // 29: flint.agent.v1.OSDAgent.PrepareTarget:input_type -> flint.agent.v1.PrepareTargetRequest
+	32, // 30: flint.agent.v1.OSDAgent.PauseTarget:input_type -> flint.agent.v1.PauseTargetRequest
+	34, // 31: flint.agent.v1.OSDAgent.ResumeTarget:input_type -> flint.agent.v1.ResumeTargetRequest
 	6,  // 32: flint.agent.v1.OSDAgent.RenewLease:input_type -> flint.agent.v1.RenewLeaseRequest
-	4,  // 33: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
-	13, // 34: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
-	13, // 35: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
-	12, // 36: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
-	15, // 37: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
-	13, // 38: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
-	18, // 39: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
-	21, // 40: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
-	26, // 41: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
-	34, // 42: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
-	28, // 43: flint.agent.v1.OSDAgent.PrepareTarget:output_type -> flint.agent.v1.PreparedTarget
-	31, // 44: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
-	33, // 45: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
-	7,  // 46: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
-	33, // [33:47] is the sub-list for method output_type
-	19, // [19:33] is the sub-list for method input_type
+	19, // 33: flint.agent.v1.OSDAgent.CutReplica:input_type -> flint.agent.v1.CutReplicaRequest
+	4,  // 34: flint.agent.v1.OSDAgent.GetStatus:output_type -> flint.agent.v1.OSDStatus
+	13, // 35: flint.agent.v1.OSDAgent.CreateReplica:output_type -> flint.agent.v1.Replica
+	13, // 36: flint.agent.v1.OSDAgent.ResizeReplica:output_type -> flint.agent.v1.Replica
+	12, // 37: flint.agent.v1.OSDAgent.DeleteReplica:output_type -> flint.agent.v1.DeleteReplicaResponse
+	15, // 38: flint.agent.v1.OSDAgent.CreateSnapshot:output_type -> flint.agent.v1.Snapshot
+	13, // 39: flint.agent.v1.OSDAgent.CloneSnapshot:output_type -> flint.agent.v1.Replica
+	18, // 40: flint.agent.v1.OSDAgent.DeleteSnapshot:output_type -> flint.agent.v1.DeleteSnapshotResponse
+	23, // 41: flint.agent.v1.OSDAgent.ExportReplica:output_type -> flint.agent.v1.Export
+	28, // 42: flint.agent.v1.OSDAgent.EnsureTarget:output_type -> flint.agent.v1.TargetStatus
+	36, // 43: flint.agent.v1.OSDAgent.DeleteTarget:output_type -> flint.agent.v1.DeleteTargetResponse
+	30, // 44: flint.agent.v1.OSDAgent.PrepareTarget:output_type -> flint.agent.v1.PreparedTarget
+	33, // 45: flint.agent.v1.OSDAgent.PauseTarget:output_type -> flint.agent.v1.PauseTargetResponse
+	35, // 46: flint.agent.v1.OSDAgent.ResumeTarget:output_type -> flint.agent.v1.ResumeTargetResponse
+	7,  // 47: flint.agent.v1.OSDAgent.RenewLease:output_type -> flint.agent.v1.RenewLeaseResponse
+	20, // 48: flint.agent.v1.OSDAgent.CutReplica:output_type -> flint.agent.v1.CutReplicaResponse
+	34, // [34:49] is the sub-list for method output_type
+	19, // [19:34] is the sub-list for method input_type
 	19, // [19:19] is the sub-list for extension type_name
 	19, // [19:19] is the sub-list for extension extendee
 	0,  // [0:19] is the sub-list for field type_name
@@ -2632,7 +2749,7 @@ func file_osd_image_agent_api_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_osd_image_agent_api_v1_agent_proto_rawDesc), len(file_osd_image_agent_api_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -42,6 +42,7 @@ const (
 	OSDAgent_PauseTarget_FullMethodName    = "/flint.agent.v1.OSDAgent/PauseTarget"
 	OSDAgent_ResumeTarget_FullMethodName   = "/flint.agent.v1.OSDAgent/ResumeTarget"
 	OSDAgent_RenewLease_FullMethodName     = "/flint.agent.v1.OSDAgent/RenewLease"
+	OSDAgent_CutReplica_FullMethodName     = "/flint.agent.v1.OSDAgent/CutReplica"
 )
 
 // OSDAgentClient is the client API for OSDAgent service.
@@ -103,6 +104,14 @@ type OSDAgentClient interface {
 	// does not answer. UNAVAILABLE while the OSD is not ready: an OSD whose
 	// SPDK does not answer is not kept serving.
 	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
+	// CutReplica removes a replica's export, and with it the target it was
+	// exported to, before an unplanned target move: that target's hold
+	// (RenewLeaseRequest.hold_targets) ends once it no longer reaches the
+	// replica. The epoch is the move's: the agent keeps it as the
+	// replica's highest, so no export for an older target lands after the
+	// cut. FAILED_PRECONDITION when a newer target's epoch was exported.
+	// Repeating it is OK.
+	CutReplica(ctx context.Context, in *CutReplicaRequest, opts ...grpc.CallOption) (*CutReplicaResponse, error)
 }
 
 type oSDAgentClient struct {
@@ -253,6 +262,16 @@ func (c *oSDAgentClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, 
 	return out, nil
 }
 
+func (c *oSDAgentClient) CutReplica(ctx context.Context, in *CutReplicaRequest, opts ...grpc.CallOption) (*CutReplicaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CutReplicaResponse)
+	err := c.cc.Invoke(ctx, OSDAgent_CutReplica_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OSDAgentServer is the server API for OSDAgent service.
 // All implementations must embed UnimplementedOSDAgentServer
 // for forward compatibility.
@@ -312,6 +331,14 @@ type OSDAgentServer interface {
 	// does not answer. UNAVAILABLE while the OSD is not ready: an OSD whose
 	// SPDK does not answer is not kept serving.
 	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
+	// CutReplica removes a replica's export, and with it the target it was
+	// exported to, before an unplanned target move: that target's hold
+	// (RenewLeaseRequest.hold_targets) ends once it no longer reaches the
+	// replica. The epoch is the move's: the agent keeps it as the
+	// replica's highest, so no export for an older target lands after the
+	// cut. FAILED_PRECONDITION when a newer target's epoch was exported.
+	// Repeating it is OK.
+	CutReplica(context.Context, *CutReplicaRequest) (*CutReplicaResponse, error)
 	mustEmbedUnimplementedOSDAgentServer()
 }
 
@@ -363,6 +390,9 @@ func (UnimplementedOSDAgentServer) ResumeTarget(context.Context, *ResumeTargetRe
 }
 func (UnimplementedOSDAgentServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
+}
+func (UnimplementedOSDAgentServer) CutReplica(context.Context, *CutReplicaRequest) (*CutReplicaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CutReplica not implemented")
 }
 func (UnimplementedOSDAgentServer) mustEmbedUnimplementedOSDAgentServer() {}
 func (UnimplementedOSDAgentServer) testEmbeddedByValue()                  {}
@@ -637,6 +667,24 @@ func _OSDAgent_RenewLease_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OSDAgent_CutReplica_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CutReplicaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OSDAgentServer).CutReplica(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OSDAgent_CutReplica_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OSDAgentServer).CutReplica(ctx, req.(*CutReplicaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OSDAgent_ServiceDesc is the grpc.ServiceDesc for OSDAgent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -699,6 +747,10 @@ var OSDAgent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RenewLease",
 			Handler:    _OSDAgent_RenewLease_Handler,
+		},
+		{
+			MethodName: "CutReplica",
+			Handler:    _OSDAgent_CutReplica_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 )
 
 // The names and identities the operator and the agents agree on. The
@@ -137,3 +138,12 @@ const (
 // prepared for a planned move of its target to the OSD (PrepareTarget):
 // it has no namespace and serves nothing yet.
 const TargetStateStandby = "standby"
+
+// TargetHold is how long after the Keep Alives its remote members last
+// all answered a target keeps its hosts once its OSD's lease lapsed,
+// when the operator promised to cut before it moves a target
+// (RenewLeaseRequest.hold_targets): the SPDK container's probe spares
+// it that long, the agent a fence's lead less. It is one value for every
+// operator and agent, so that an operator waits out the hold any agent
+// may have been promised, whatever its own settings.
+const TargetHold = 8 * time.Second
