@@ -45,6 +45,7 @@ import (
 	"github.com/flint-io/flint/controllers/snapshot"
 	"github.com/flint-io/flint/controllers/volume"
 	"github.com/flint-io/flint/controllers/volumelock"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
 // Options are the operator's deployment choices.
@@ -85,6 +86,15 @@ type Options struct {
 	// FenceProbeTimeout bounds one run of the SPDK container's fence
 	// probe; it adds to the fence margin. Zero is 2 s.
 	FenceProbeTimeout time.Duration
+	// HoldTargets promises the agents, in every renewal, that a target
+	// is cut off a replica before it moves unplanned, so that a target
+	// whose lease lapsed keeps its hosts while its members answer it.
+	// The operator cuts before every unplanned move either way.
+	HoldTargets bool
+	// TargetHold is the hold promised and waited out after a cut;
+	// agentv1.TargetHold when zero. Only tests set it: every operator
+	// must wait out what any other promised.
+	TargetHold time.Duration
 	// AgentCPU is the CPU of each OSD pod's agent container;
 	// osd.DefaultAgentCPU when zero.
 	AgentCPU resource.Quantity
@@ -113,6 +123,21 @@ type Options struct {
 // 2 s probe timeout).
 func (o Options) FenceMargin() time.Duration {
 	return osd.FenceTime(osd.FenceProbe(o.FenceProbeTimeout))
+}
+
+// targetHold is the hold promised to the agents and waited out.
+func (o Options) targetHold() time.Duration {
+	if o.TargetHold > 0 {
+		return o.TargetHold
+	}
+	return agentv1.TargetHold
+}
+
+// HoldWait is how long after a cut the old target may still let a host
+// in: the hold, a quarter more for the clocks' rates and the Keep
+// Alives' flight, and the fence's margin.
+func (o Options) HoldWait() time.Duration {
+	return o.targetHold() + o.targetHold()/4 + o.FenceMargin()
 }
 
 // checkTimings refuses a target grace that could move a target before the
@@ -156,6 +181,9 @@ func Setup(mgr manager.Manager, o Options) error {
 	renewer := &osd.LeaseRenewer{
 		Reader: mgr.GetClient(), Agents: agents, Leases: leases, Lease: o.AgentLease, Observe: observe, ObserveVolume: observeVolume, Log: ctrl.Log.WithName("leases"),
 	}
+	if o.HoldTargets {
+		renewer.Hold = o.targetHold()
+	}
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, ImagePullSecrets: o.OSDImagePullSecrets, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
@@ -171,7 +199,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	locks := &volumelock.Locks{}
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace, Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
-		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, StandbyWait: o.StandbyWait, Resync: o.Resync, Workers: o.VolumeWorkers,
+		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, StandbyWait: o.StandbyWait, HoldWait: o.HoldWait(), Resync: o.Resync, Workers: o.VolumeWorkers,
 		Observe: observeVolume, Interrupt: o.VolumeInterrupt, Locks: locks,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)

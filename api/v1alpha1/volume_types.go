@@ -302,6 +302,27 @@ type VolumeTarget struct {
 	// them no connect (docs/proposals/planned-move-handover.md).
 	// +optional
 	Standby *VolumeStandby `json:"standby,omitempty"`
+	// cut is set by an unplanned move: the old target may keep its
+	// hosts while its members answer it, so the new target serves only
+	// once the move cut the old one off this target's own replica and
+	// waited out that hold (docs/volumes.md, "Fencing").
+	// +optional
+	Cut *VolumeTargetCut `json:"cut,omitempty"`
+}
+
+// VolumeTargetCut is when an unplanned move's new target may serve.
+type VolumeTargetCut struct {
+	// from is the OSD of the target the move left.
+	From string `json:"from"`
+	// notBefore is when the old target's lease has lapsed and it fenced,
+	// as the operator counts it: the last renewal it tried, plus the
+	// target grace.
+	NotBefore metav1.Time `json:"notBefore"`
+	// servesAfter is when the old target's hold has run out: the cut's
+	// answer plus the hold and the fence's margin, or notBefore if later.
+	// Unset until the cut is made.
+	// +optional
+	ServesAfter *metav1.Time `json:"servesAfter,omitempty"`
 }
 
 // VolumeStandby is the next target of a planned move, prepared before the

@@ -60,7 +60,8 @@ func main() {
 		return err
 	})
 	fs.DurationVar(&o.FenceProbeTimeout, "fence-probe-timeout", 2*time.Second, "how long one run of the SPDK container's fence probe may take (whole seconds, at least 2s) before the kubelet takes it as failed and kills SPDK; raise it on nodes too busy to answer an HTTP request that fast, and target-grace with it")
-	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them; an operator outage longer than this stops host I/O until it returns")
+	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them, unless --hold-targets")
+	fs.BoolVar(&o.HoldTargets, "hold-targets", true, "let a target whose OSD's lease lapsed keep its hosts while the members of its raid answer it, so that host I/O outlives an operator outage; an unplanned move cuts the old target off a member and waits out the hold either way. Turn it off, and wait one agent-lease, before rolling back to an operator from before it")
 	fs.IntVar(&o.VolumeWorkers, "volume-workers", 16, "how many Volumes reconcile at once (each mostly waits on agents and the apiserver)")
 	fs.IntVar(&o.SnapshotWorkers, "snapshot-workers", 4, "how many Snapshots reconcile at once; those of one Volume go one at a time (a cut pauses the Volume's I/O)")
 	fs.BoolVar(&o.NetworkPolicy, "osd-network-policy", true, "keep NetworkPolicy flint-osd: only the operator reaches the agents' API, only namespaces labelled metrics=enabled their /metrics, only the nodes and OSDs their NVMe-oF port")

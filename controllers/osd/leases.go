@@ -42,6 +42,10 @@ type LeaseRenewer struct {
 	Leases *agentclient.Leases
 	// Lease is how long each renewal holds.
 	Lease time.Duration
+	// Hold is how long past its members' last answers a target keeps its
+	// hosts once its lease lapsed, promised in every renewal; 0 promises
+	// nothing, and every target fences at the lapse.
+	Hold time.Duration
 	// Observe asks the OSD controller to observe an OSD now.
 	Observe chan<- event.GenericEvent
 	// ObserveVolume asks the Volume controller to drive a Volume now: one
@@ -93,7 +97,7 @@ func (l *LeaseRenewer) renew(ctx context.Context, o *flintv1.OSD) {
 		sent := time.Now()
 		l.Leases.Tried(o.Name, sent)
 		var resp *agentv1.RenewLeaseResponse
-		resp, err = agent.RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32(l.Lease.Milliseconds()), NotAfterUnixMs: sent.Add(l.Lease).UnixMilli()})
+		resp, err = agent.RenewLease(ctx, &agentv1.RenewLeaseRequest{DurationMs: uint32(l.Lease.Milliseconds()), NotAfterUnixMs: sent.Add(l.Lease).UnixMilli(), HoldMs: uint32(l.Hold.Milliseconds())})
 		if err == nil {
 			l.observeDegraded(ctx, resp.GetDegradedVolumeUids())
 		}

@@ -49,6 +49,9 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 		}
 		return nil, &problem{flintv1.VolumeTargetUnavailableReason, fmt.Sprintf("the target's OSD %s is %s; the target moves to an OSD with an in-sync replica after %s", vol.Status.Target.OSD, phase, r.TargetGrace)}
 	}
+	if p := r.awaitCut(ctx, vol, t); p != nil {
+		return nil, p
+	}
 	targetHost := agentv1.HostNQN(string(t.UID))
 	keys, err := r.linkKeys(ctx, vol, w)
 	if err != nil {
@@ -157,6 +160,7 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	if err := ts.GetExport().Validate(); err != nil {
 		return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("the target on OSD %s reports an export no host can connect to (%v); it is not recorded", t.Name, err)}
 	}
+	vol.Status.Target.Cut = nil // served: the move is done
 	return ts, nil
 }
 

@@ -112,9 +112,14 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	}
 	planned := old != nil && old.Status.Phase.Serving()
 	stopped := !planned && r.Leases.StoppedForCertain(t.OSD, r.now(), r.TargetGrace)
-	if !planned && !stopped && (old != nil && notServingFor(old, r.now()) < r.TargetGrace || r.Leases.SinceLastTry(t.OSD, r.now()) < r.TargetGrace) {
-		// The old target fences itself once its lease lapsed; its lease
-		// may last have been renewed by the last try (docs/volumes.md).
+	// The old target fences itself once its lease lapsed, its lease
+	// renewed last by the last try, unless its members still answer it
+	// (docs/volumes.md, "Fencing"): the move is decided a hold's wait
+	// early, but not before half the grace, cuts it off the new
+	// target's replica, and the new target serves once both have run
+	// out (awaitCut).
+	decide := max(r.TargetGrace-r.HoldWait, r.TargetGrace/2)
+	if !planned && !stopped && (old != nil && notServingFor(old, r.now()) < decide || r.Leases.SinceLastTry(t.OSD, r.now()) < decide) {
 		return nil
 	}
 	next := newTarget(vol, w)
@@ -142,6 +147,11 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		"%s: the target moves to OSD %s, which fences %s from the replicas; the other replicas resynchronise from %s",
 		lost, next, t.OSD, next)
 	recordMove(ctx, vol, next, false)
+	if !stopped {
+		// A stopped pod's agent holds nothing: it restarts without the
+		// members it counted (lease.New).
+		vol.Status.Target.Cut = &flintv1.VolumeTargetCut{From: t.OSD, NotBefore: metav1.NewTime(now.Add(max(r.TargetGrace-r.Leases.SinceLastTry(t.OSD, now), 0)))}
+	}
 	return nil
 }
 

@@ -86,6 +86,10 @@ type Reconciler struct {
 	// StandbyWait bounds how long a planned move waits for the published
 	// hosts to connect to its standby; zero makes moves without one.
 	StandbyWait time.Duration
+	// HoldWait is how long after an unplanned move cut the old target off
+	// a member that target may still let hosts in: the hold its agent was
+	// promised, a quarter more, and the fence's margin.
+	HoldWait time.Duration
 	// Resync caps how soon a Volume that is not Ready is driven again
 	// (every 2 s at most); a Ready one is driven on change only.
 	Resync time.Duration
@@ -243,7 +247,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && ts != nil {
 		r.tellMoveServed(&vol, w)
 	}
-	return standbyResult(&vol, res), err
+	return cutResult(&vol, standbyResult(&vol, res), r.now()), err
 }
 
 // Point is a place in a reconcile between two steps that leave state

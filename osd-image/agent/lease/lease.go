@@ -34,8 +34,8 @@ limitations under the License.
 // replica before it moves the target unplanned, a target whose lease
 // lapsed keeps its hosts while its remote members answer it (a hold):
 // the agent asks them, records each target's hold beside the lease, and
-// fences a target once its hold runs out, a lead before the probe, which
-// spares a held target, acts.
+// fences a target a lead before its hold runs out, when the probe,
+// which spares a held target until then, may act.
 package lease
 
 import (
@@ -345,12 +345,13 @@ func (k *Keeper) held(volume string, now time.Time) bool {
 	return !k.refence && k.hold > 0 && now.Before(k.holds[volume].Add(-k.lead))
 }
 
-// askMembers asks the targets' members, once the lease has less than
-// half left and holds are on, and records each target's hold for the
-// probe.
+// askMembers asks the targets' members, once holds are on and the lease
+// has less than half left before it counts as lapsed (a healthy
+// operator's renewals come sooner), and records each target's hold for
+// the probe.
 func (k *Keeper) askMembers(ctx context.Context) error {
 	k.mu.Lock()
-	hold, asking := k.hold, k.hold > 0 && !k.refence && !k.now().Before(k.expiry.Add(-k.granted/2))
+	hold, asking := k.hold, k.hold > 0 && !k.refence && !k.now().Before(k.lapsesAt().Add(-k.granted/2))
 	k.mu.Unlock()
 	if !asking {
 		return nil

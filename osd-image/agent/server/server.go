@@ -182,10 +182,7 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	if ms := req.GetNotAfterUnixMs(); ms != 0 {
 		notAfter = time.UnixMilli(ms)
 	}
-	var hold time.Duration
-	if req.GetHoldTargets() {
-		hold = agentv1.TargetHold
-	}
+	hold := time.Duration(req.GetHoldMs()) * time.Millisecond
 	expiry, err := s.lease.Renew(time.Duration(req.GetDurationMs())*time.Millisecond, notAfter, hold)
 	if errors.Is(err, lease.ErrLate) {
 		return nil, status.Error(codes.DeadlineExceeded, err.Error())

@@ -498,14 +498,14 @@ type RenewLeaseRequest struct {
 	// refused (DEADLINE_EXCEEDED). 0, from an operator before this field,
 	// holds from arrival.
 	NotAfterUnixMs int64 `protobuf:"varint,2,opt,name=not_after_unix_ms,json=notAfterUnixMs,proto3" json:"not_after_unix_ms,omitempty"`
-	// hold_targets says that the sender cuts a target off a replica
-	// (CutReplica) and then waits before it moves the target unplanned.
-	// Once the lease lapses, the agent then keeps each target's hosts while
-	// every remote member it counts on answered a Keep Alive sent within
-	// TargetHold (less the fence's lead), so that host I/O outlives an
-	// operator outage. False, from an operator before this field or with
-	// holds off, fences every target at the lapse.
-	HoldTargets   bool `protobuf:"varint,3,opt,name=hold_targets,json=holdTargets,proto3" json:"hold_targets,omitempty"`
+	// hold_ms says that the sender cuts a target off a replica
+	// (CutReplica) and then waits out this hold before it moves the target
+	// unplanned. Once the lease lapses, the agent then keeps each target's
+	// hosts while every remote member it counts on answered a Keep Alive
+	// sent within the last hold_ms (less the fence's lead), so that host
+	// I/O outlives an operator outage. 0, from an operator before this
+	// field or with holds off, fences every target at the lapse.
+	HoldMs        uint32 `protobuf:"varint,3,opt,name=hold_ms,json=holdMs,proto3" json:"hold_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -554,11 +554,11 @@ func (x *RenewLeaseRequest) GetNotAfterUnixMs() int64 {
 	return 0
 }
 
-func (x *RenewLeaseRequest) GetHoldTargets() bool {
+func (x *RenewLeaseRequest) GetHoldMs() uint32 {
 	if x != nil {
-		return x.HoldTargets
+		return x.HoldMs
 	}
-	return false
+	return 0
 }
 
 type RenewLeaseResponse struct {
@@ -2438,12 +2438,12 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x12preflight_warnings\x18\x10 \x03(\v2 .flint.agent.v1.PreflightWarningR\x11preflightWarningsJ\x04\b\v\x10\f\"D\n" +
 	"\x10PreflightWarning\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x82\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"x\n" +
 	"\x11RenewLeaseRequest\x12\x1f\n" +
 	"\vduration_ms\x18\x01 \x01(\rR\n" +
 	"durationMs\x12)\n" +
-	"\x11not_after_unix_ms\x18\x02 \x01(\x03R\x0enotAfterUnixMs\x12!\n" +
-	"\fhold_targets\x18\x03 \x01(\bR\vholdTargets\"l\n" +
+	"\x11not_after_unix_ms\x18\x02 \x01(\x03R\x0enotAfterUnixMs\x12\x17\n" +
+	"\ahold_ms\x18\x03 \x01(\rR\x06holdMs\"l\n" +
 	"\x12RenewLeaseResponse\x12$\n" +
 	"\x0eexpiry_unix_ms\x18\x01 \x01(\x03R\fexpiryUnixMs\x120\n" +
 	"\x14degraded_volume_uids\x18\x02 \x03(\tR\x12degradedVolumeUids\"\x9f\x01\n" +

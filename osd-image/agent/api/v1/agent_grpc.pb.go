@@ -106,7 +106,7 @@ type OSDAgentClient interface {
 	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
 	// CutReplica removes a replica's export, and with it the target it was
 	// exported to, before an unplanned target move: that target's hold
-	// (RenewLeaseRequest.hold_targets) ends once it no longer reaches the
+	// (RenewLeaseRequest.hold_ms) ends once it no longer reaches the
 	// replica. The epoch is the move's: the agent keeps it as the
 	// replica's highest, so no export for an older target lands after the
 	// cut. FAILED_PRECONDITION when a newer target's epoch was exported.
@@ -333,7 +333,7 @@ type OSDAgentServer interface {
 	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
 	// CutReplica removes a replica's export, and with it the target it was
 	// exported to, before an unplanned target move: that target's hold
-	// (RenewLeaseRequest.hold_targets) ends once it no longer reaches the
+	// (RenewLeaseRequest.hold_ms) ends once it no longer reaches the
 	// replica. The epoch is the move's: the agent keeps it as the
 	// replica's highest, so no export for an older target lands after the
 	// cut. FAILED_PRECONDITION when a newer target's epoch was exported.

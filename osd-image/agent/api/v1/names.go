@@ -140,10 +140,10 @@ const (
 const TargetStateStandby = "standby"
 
 // TargetHold is how long after the Keep Alives its remote members last
-// all answered a target keeps its hosts once its OSD's lease lapsed,
-// when the operator promised to cut before it moves a target
-// (RenewLeaseRequest.hold_targets): the SPDK container's probe spares
-// it that long, the agent a fence's lead less. It is one value for every
-// operator and agent, so that an operator waits out the hold any agent
-// may have been promised, whatever its own settings.
+// all answered a target keeps its hosts once its OSD's lease lapsed
+// (RenewLeaseRequest.hold_ms): the SPDK container's probe spares it that
+// long, the agent a fence's lead less. Every operator promises this one
+// value and waits it out after a cut, so that an operator never waits
+// less than an agent partitioned from it heard from its predecessor; a
+// release that changes it must wait out the larger.
 const TargetHold = 8 * time.Second

@@ -1,0 +1,136 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package datapath
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/spdklab"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
+	"github.com/flint-io/flint/osd-image/agent/lease"
+	"github.com/flint-io/flint/osd-image/agent/storage"
+)
+
+// The timings of the outage test, shrunk from the defaults (a 20 s lease,
+// an 8 s hold, a 2 s lead, a check every second) in proportion.
+const (
+	outageLease = 2 * time.Second
+	outageHold  = 3 * time.Second
+	outageLead  = time.Second
+	outageCheck = 250 * time.Millisecond
+)
+
+// TestATargetOutlivesItsOperatorUntilItIsCut is #34's operator outage on
+// real SPDK, at the agent: the operator renews the lease with holds on,
+// then stops for ten lease periods while a host writes. The target keeps
+// its host (no fence, no write error, and the SPDK container's probe
+// passes), because its member answers its Keep Alives. Then, as an
+// unplanned move does, the member's replica is cut: the target fences
+// within the hold, its host's writes fail, and the probe still passes.
+// On the double the host's writes are not made; what the target lets in
+// is checked.
+func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.New(t, 2)
+	osds, spec := twoReplicas(ctx, t, lab)
+	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
+	keeper, err := lease.New(file, osds[0], time.Now, outageLead)
+	must(t, err)
+	_, err = keeper.Renew(outageLease, time.Now().Add(outageLease), outageHold)
+	must(t, err)
+	must(t, keeper.Serve(volume, false, func() error { _, err := osds[0].EnsureTarget(ctx, spec); return err }))
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	checkErrs := make(chan error, 100)
+	go keeper.Run(runCtx, outageCheck, func(err error) {
+		select {
+		case checkErrs <- err:
+		default:
+		}
+	})
+
+	dd := newHost(t, lab)
+	target := osds[0].Endpoint()
+	target.NQN = agentv1.VolumeNQN(volume)
+	data := randomBytes(t, 1<<20)
+	served := func() bool {
+		v, err := storage.VolumesServed(ctx, lab.Targets[0].Client)
+		must(t, err)
+		return slices.Contains(v, volume)
+	}
+	probe := func() error {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return lease.Probe(pctx, file, time.Now(), func(ctx context.Context) ([]string, error) {
+			return storage.VolumesServed(ctx, lab.Targets[0].Client)
+		})
+	}
+
+	// The operator is gone for ten lease periods; the host writes on.
+	outage := time.Now()
+	writes := 0
+	for time.Since(outage) < 10*outageLease {
+		if err := dd.tryWrite(target, hostNQN, data, 0); err != nil {
+			t.Fatalf("write %d, %s into the outage, failed: %v", writes+1, time.Since(outage).Round(time.Millisecond), err)
+		}
+		writes++
+		if !served() {
+			t.Fatalf("the target let its host go %s into the outage (fenced %v), while its member answers", time.Since(outage).Round(time.Millisecond), keeper.Fenced())
+		}
+		if err := probe(); err != nil {
+			t.Fatalf("the probe failed %s into the outage: %v", time.Since(outage).Round(time.Millisecond), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case err := <-checkErrs:
+		t.Fatalf("a check failed during the outage: %v", err)
+	default:
+	}
+	what := "host writes acknowledged"
+	if !lab.Real {
+		what = "checks that the target lets its host in (the double writes nothing)"
+	}
+	t.Logf("the operator was away %s (ten leases of %s): %d %s; the target never fenced", time.Since(outage).Round(time.Millisecond), outageLease, writes, what)
+
+	// An unplanned move cuts the old target off the new target's replica.
+	must(t, osds[1].CutReplica(ctx, volume, 2))
+	cut := time.Now()
+	for served() {
+		if time.Since(cut) > outageHold+time.Second {
+			t.Fatalf("the target still lets its host in %s after its member was cut (hold %s)", time.Since(cut).Round(time.Millisecond), outageHold)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the cut answered; the target fenced %s later (hold %s, lead %s)", time.Since(cut).Round(time.Millisecond), outageHold, outageLead)
+	retryUntil(t, time.Second, "the fence recorded (else the target would serve again unconfirmed)", func() error {
+		if _, ok := keeper.Fenced()[volume]; !ok {
+			return fmt.Errorf("fenced %v", keeper.Fenced())
+		}
+		return nil
+	})
+	if err := dd.tryWrite(target, hostNQN, data, 0); lab.Real && err == nil {
+		t.Fatal("the fenced target acknowledged a host write")
+	}
+	must(t, probe())
+}
