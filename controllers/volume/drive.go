@@ -160,7 +160,9 @@ func (r *Reconciler) drive(ctx context.Context, vol *flintv1.Volume, w *world) (
 	if err := ts.GetExport().Validate(); err != nil {
 		return nil, &problem{flintv1.VolumeTargetErrorReason, fmt.Sprintf("the target on OSD %s reports an export no host can connect to (%v); it is not recorded", t.Name, err)}
 	}
-	vol.Status.Target.Cut = nil // served: the move is done
+	if cut := vol.Status.Target.Cut; cut != nil {
+		w.cutServed, vol.Status.Target.Cut = cut, nil // served: the move is done
+	}
 	return ts, nil
 }
 

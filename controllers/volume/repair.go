@@ -192,15 +192,22 @@ func (r *Reconciler) movePlanned(ctx context.Context, vol *flintv1.Volume, w *wo
 	return nil
 }
 
-// tellMoveServed says, once a planned move's new target serves and its
+// tellMoveServed says, once a move's new target serves and its
 // endpoints are recorded for the hosts to follow, how long that took: a
 // planned move holds the hosts' I/O from the old target's stop until
-// they connect to the new one (docs/proposals/planned-move-handover.md).
+// they connect to the new one (docs/proposals/planned-move-handover.md);
+// an unplanned one from the old target's loss, the new one serving once
+// the old one's hold ran out after the cut (awaitCut).
 func (r *Reconciler) tellMoveServed(vol *flintv1.Volume, w *world) {
+	t := vol.Status.Target
+	if cut := w.cutServed; cut != nil && cut.ServesAfter != nil {
+		r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget",
+			"the target serves from OSD %s (epoch %d), %s after the old target on OSD %s could no longer let a host in",
+			t.OSD, t.Epoch, r.now().Sub(cut.ServesAfter.Time).Round(time.Millisecond), cut.From)
+	}
 	if w.movePlanned.IsZero() {
 		return
 	}
-	t := vol.Status.Target
 	r.Recorder.Eventf(vol, nil, corev1.EventTypeNormal, flintv1.EventTargetMoved, "MoveTarget",
 		"the target serves from OSD %s (epoch %d) and its endpoints are recorded %s after the old target's stop began; the stop took %s",
 		t.OSD, t.Epoch, r.now().Sub(w.movePlanned).Round(time.Millisecond), w.stopTook.Round(time.Millisecond))

@@ -304,6 +304,9 @@ type world struct {
 	// keepStandby says a planned move of this pass waits for the
 	// recorded standby (awaitStandby); any other is dropped.
 	keepStandby bool
+	// cutServed is the cut of an unplanned move whose new target this
+	// pass built (tellMoveServed).
+	cutServed *flintv1.VolumeTargetCut
 }
 
 func (r *Reconciler) observe(ctx context.Context, vol *flintv1.Volume) (*world, error) {

@@ -93,8 +93,12 @@ func run(mgr ctrl.Manager) func() {
 	}
 }
 
-// targetGrace is the operator's --target-grace.
-const targetGrace = 8 * time.Second
+// targetGrace is the operator's --target-grace; targetHold the hold it
+// promises the agents (production's is agentv1.TargetHold, 8 s).
+const (
+	targetGrace = 8 * time.Second
+	targetHold  = 2 * time.Second
+)
 
 // newOperator is the operator's manager as config/default deploys it,
 // serving its metrics as said; leaderElection is what it is asked for.
@@ -102,6 +106,7 @@ func newOperator(interrupt func(context.Context, *flintv1.Volume, volume.Point),
 	mgr, err := controllers.NewManager(operatorCfg, controllers.Options{
 		Namespace: namespace, OSDImage: "flint-osd:test", PriorityClass: "flint-osd", ServiceAccount: "flint-osd",
 		AgentPort: 9440, Resync: time.Second, ReplicaGrace: 10 * time.Second, TargetGrace: targetGrace, StandbyWait: 2 * time.Second, AgentLease: 3 * time.Second, VolumeWorkers: 4, SnapshotWorkers: 4,
+		HoldTargets: true, TargetHold: targetHold,
 		NetworkPolicy: true, VolumeInterrupt: interrupt,
 	}, ctrl.Options{
 		Metrics: metrics, HealthProbeBindAddress: "0",

@@ -253,17 +253,19 @@ var _ = Describe("A Volume", Ordered, func() {
 		expectVolumeIdentity(got)
 	})
 
-	It("re-assembles a target its OSD fenced when the lease lapsed and whose SPDK then restarted", func() {
+	It("keeps its hosts while no operator leads, and re-assembles a target whose SPDK restarted meanwhile", func() {
 		v := getVolume("vol-1")
 		target := v.Status.Target.OSD
 		nqn := agentv1.VolumeNQN(uidOf("vol-1"))
 		Expect(hostsOf(target, nqn)).NotTo(BeEmpty(), "the spec needs a published volume")
-		// Without the operator the lease lapses and the agent fences the
-		// target; SPDK then restarts, and the raid is gone. The operator
-		// returns within the target grace, so the target stays where it is.
+		// Without the operator the lease lapses; the target keeps its
+		// hosts, since its members answer it (the hold). SPDK then
+		// restarts, and the raid is gone. The operator returns within the
+		// target grace, so the target stays where it is.
 		stopOperator()
-		Eventually(func() []string { return hostsOf(target, nqn) }, "10s").Should(BeEmpty())
+		Consistently(func() []string { return hostsOf(target, nqn) }, "10s").ShouldNot(BeEmpty(), "the target let its hosts go while its members answer it")
 		Expect(node.Target("osd-" + target).Restart()).To(Succeed())
+		Expect(hostsOf(target, nqn)).To(BeEmpty(), "an SPDK started again serves nothing")
 		stopOperator = startOperator(nil)
 		Eventually(func(g Gomega) {
 			got := getVolume("vol-1")
@@ -438,8 +440,13 @@ var _ = Describe("A Volume", Ordered, func() {
 			moved = got.Status.Target.OSD
 		}, "30s").Should(Succeed())
 		movedAt := eventTime("vol-1", "TargetMoved", "the target's OSD "+old+" has not served")
-		Expect(fencedAt).To(BeTemporally("<", movedAt), "the old target must be fenced before the move is decided")
-		GinkgoWriter.Printf("agent of %s hung; SPDK restarted by its liveness probe at %s; target moved to %s at %s\n", old, fencedAt.Format(time.StampMilli), moved, movedAt.Format(time.StampMilli))
+		Eventually(func(g Gomega) {
+			g.Expect(eventsAbout("vol-1")).To(ContainElement(HaveField("Note", ContainSubstring("the target serves from OSD "+moved))))
+		}, "30s").Should(Succeed())
+		servedAt := eventTime("vol-1", "TargetMoved", "the target serves from OSD "+moved)
+		Expect(fencedAt).To(BeTemporally("<", servedAt), "the old target must be fenced before the new one serves")
+		GinkgoWriter.Printf("agent of %s hung; SPDK restarted by its liveness probe at %s; target moved to %s at %s, served there at %s\n",
+			old, fencedAt.Format(time.StampMilli), moved, movedAt.Format(time.StampMilli), servedAt.Format(time.StampMilli))
 
 		Expect(node.FreezeAgent(pod, false)).To(Succeed())
 		vol1WholeWithTargetOn(moved)
