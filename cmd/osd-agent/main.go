@@ -492,7 +492,7 @@ func (e *flagError) Error() string { return e.msg }
 
 func config(f agentFlags) (storage.Config, error) {
 	cfg := storage.Config{UID: f.uid, Tuning: f.tuning, Device: storage.Device{Driver: f.driver, Path: f.devicePath, PCIAddress: f.pciAddress, PowerLossProtected: f.powerLossProtected},
-		EpochFile: filepath.Join(filepath.Dir(f.leaseFile), "export-epochs"), KeyDir: f.keyDir}
+		EpochFile: filepath.Join(filepath.Dir(f.leaseFile), "export-epochs"), MembersFile: filepath.Join(filepath.Dir(f.leaseFile), "target-members"), KeyDir: f.keyDir}
 	switch f.driver {
 	case storage.DriverPCIe:
 		if cfg.Device.PCIAddress == "" {

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flint-io/flint/internal/durable"
 	"github.com/flint-io/flint/internal/spdk/types"
 )
 
@@ -49,9 +50,15 @@ const keepAliveGiveUp = time.Minute
 // memberAnswers is what the agent knows of its targets' remote members'
 // answers, since it started.
 type memberAnswers struct {
+	// path keeps counted (beside the lease), so that an agent that
+	// restarts while SPDK runs on counts on the same members; empty
+	// keeps it in memory.
+	path string
+
 	mu sync.Mutex
 	// counted maps each volume whose target the agent drove to the OSDs
-	// of the remote members its last EnsureTarget named in sync.
+	// of the remote members its last EnsureTarget named in sync; nil
+	// until loaded.
 	counted map[string][]string
 	// answered maps a member's controller to when the last Keep Alive it
 	// completed was sent; asking holds those with one outstanding.
@@ -59,10 +66,51 @@ type memberAnswers struct {
 	asking   map[string]bool
 }
 
-// count records the members spec's target counts on; a drive that fails
-// half-way keeps the new ones, which the raid holds or is about to.
-func (m *memberAnswers) count(spec TargetSpec, self string) {
-	var osds []string
+// load reads counted on first use; m.mu held.
+func (m *memberAnswers) load() error {
+	if m.counted != nil {
+		return nil
+	}
+	counted := map[string][]string{}
+	if m.path != "" {
+		if _, err := durable.ReadJSON(m.path, &counted); err != nil {
+			return fmt.Errorf("read the members the targets count on from %s: %w", m.path, err)
+		}
+	}
+	m.counted = counted
+	return nil
+}
+
+// set records osds as the members volume's target counts on (none: the
+// target stopped), durably before it counts; m.mu held.
+func (m *memberAnswers) set(volume string, osds []string, served bool) error {
+	if err := m.load(); err != nil {
+		return err
+	}
+	had, ok := m.counted[volume]
+	if ok == served && slices.Equal(had, osds) {
+		return nil
+	}
+	next := maps.Clone(m.counted)
+	if served {
+		next[volume] = osds
+	} else {
+		delete(next, volume)
+	}
+	if m.path != "" {
+		if err := durable.WriteJSON(m.path, next, 0o644); err != nil {
+			return fmt.Errorf("record the members the targets count on: %w", err)
+		}
+	}
+	m.counted = next
+	return nil
+}
+
+// count records the members spec's target counts on, before the drive:
+// one that fails half-way keeps the new ones, which the raid holds or is
+// about to.
+func (m *memberAnswers) count(spec TargetSpec, self string) error {
+	osds := []string{}
 	for _, mem := range spec.Members {
 		if mem.OSD != self && mem.InSync {
 			osds = append(osds, mem.OSD)
@@ -70,17 +118,14 @@ func (m *memberAnswers) count(spec TargetSpec, self string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.counted == nil {
-		m.counted = map[string][]string{}
-	}
-	m.counted[spec.Volume] = osds
+	return m.set(spec.Volume, osds, true)
 }
 
 // forget drops volume, whose target stopped here.
-func (m *memberAnswers) forget(volume string) {
+func (m *memberAnswers) forget(volume string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.counted, volume)
+	return m.set(volume, nil, false)
 }
 
 // AskMembers sends a Keep Alive to every remote member of every target
@@ -108,6 +153,9 @@ func (e *Engine) AskMembers(ctx context.Context) (map[string]time.Time, error) {
 	m := &e.members
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.load(); err != nil {
+		return nil, err
+	}
 	since := map[string]time.Time{}
 	for volume, osds := range m.counted {
 		asked := map[string]bool{}

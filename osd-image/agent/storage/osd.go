@@ -109,6 +109,10 @@ type Config struct {
 	// (beside the lease, so that an agent restart keeps it); empty keeps
 	// it in memory.
 	EpochFile string
+	// MembersFile keeps the remote members each target counts on for
+	// its hold (beside the lease, so that an agent restart keeps it);
+	// empty keeps it in memory.
+	MembersFile string
 	// KeyDir is where the DH-HMAC-CHAP secrets SPDK authenticates with
 	// are kept, a directory SPDK reads (a tmpfs: they are re-sent after
 	// a restart); empty refuses requests that carry keys.
@@ -147,7 +151,7 @@ type Engine struct {
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
 func New(cfg Config, spdk *client.Client) *Engine {
-	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, keys: map[string]string{}, accessible: map[string]bool{}, pauses: map[string]uint64{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
+	return &Engine{cfg: cfg, spdk: spdk, epochs: exportEpochs{path: cfg.EpochFile}, members: memberAnswers{path: cfg.MembersFile}, keys: map[string]string{}, accessible: map[string]bool{}, pauses: map[string]uint64{}, silence: newSilenceWatch(cfg.SilentAfter, time.Now)}
 }
 
 const baseBdevName = "flint_base"

@@ -131,7 +131,9 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.checkTargetSpec(spec); err != nil {
 		return Target{}, err
 	}
-	e.members.count(spec, e.cfg.UID)
+	if err := e.members.count(spec, e.cfg.UID); err != nil {
+		return Target{}, err
+	}
 	localBdev, err := e.replicaBdev(ctx, spec.Volume)
 	if err != nil {
 		return Target{}, err
@@ -768,7 +770,9 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	if err := e.deleteSubsystem(ctx, agentv1.VolumeNQN(volume)); err != nil {
 		return Stopped{}, err
 	}
-	e.members.forget(volume)
+	if err := e.members.forget(volume); err != nil {
+		return Stopped{}, err
+	}
 	stopped, err := e.inSyncMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
