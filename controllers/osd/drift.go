@@ -18,6 +18,7 @@ package osd
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +52,9 @@ func (r *Reconciler) findDrift(ctx context.Context, osd *flintv1.OSD, inv *agent
 			targets[t.GetVolumeUid()] = t.GetOnline() == t.GetMembers()
 		}
 	}
-	for _, uid := range inv.GetFencedVolumes() {
+	// A fenced or held target serves its hosts as before only once
+	// confirmed: its Volume's drive confirms it.
+	for _, uid := range slices.Concat(inv.GetFencedVolumes(), inv.GetHeldVolumes()) {
 		targets[uid] = false
 	}
 	var vols flintv1.VolumeList

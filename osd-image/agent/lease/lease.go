@@ -32,10 +32,10 @@ limitations under the License.
 //
 // When the operator promised in its renewals to cut a target off a
 // replica before it moves the target unplanned, a target whose lease
-// lapsed keeps its hosts while its remote members answer it (a hold):
-// the agent asks them, records each target's hold beside the lease, and
-// fences a target a lead before its hold runs out, when the probe,
-// which spares a held target until then, may act.
+// lapsed keeps its hosts while its remote members answer it: it is held
+// (hold.go). It stays held, renewed or not, until a confirmed call, and
+// is fenced a lead before its hold runs out; the probe spares it until
+// then.
 package lease
 
 import (
@@ -99,26 +99,6 @@ func (f File) writeFenced(fenced map[string]time.Time) error {
 	return nil
 }
 
-// holdsPath keeps, per volume, until when its target may keep its hosts
-// past the lease (the probe's deadline; the agent fences a lead before).
-func (f File) holdsPath() string { return f.Path + ".holds" }
-
-// readHolds returns the recorded holds; none when there is no file.
-func (f File) readHolds() (map[string]time.Time, error) {
-	holds := map[string]time.Time{}
-	if _, err := durable.ReadJSON(f.holdsPath(), &holds); err != nil {
-		return nil, fmt.Errorf("read the targets' holds from %s: %w", f.holdsPath(), err)
-	}
-	return holds, nil
-}
-
-func (f File) writeHolds(holds map[string]time.Time) error {
-	if err := durable.WriteJSON(f.holdsPath(), holds, 0o644); err != nil {
-		return fmt.Errorf("record the targets' holds: %w", err)
-	}
-	return nil
-}
-
 // Targets is what fencing acts on: the OSD's volume targets.
 type Targets interface {
 	// FenceTargets removes every host from every volume target but
@@ -153,15 +133,10 @@ type Keeper struct {
 	serving sync.RWMutex
 	mu      sync.Mutex
 	expiry  time.Time
-	// granted is how long the last renewal held; hold, how long past
-	// its members' last answers a target keeps its hosts once the lease
-	// lapsed (0: the operator makes no cut, and none does).
-	granted, hold time.Duration
-	// holds maps volumes to the probe's deadline for their targets'
-	// hosts past the lease; spared says some target was spared at this
-	// lapse's fence and must be fenced once its hold runs out.
-	holds  map[string]time.Time
-	spared bool
+	// granted is how long the last renewal held.
+	granted time.Duration
+	// holding is the hold's state (hold.go).
+	holding
 	fenced map[string]time.Time
 	// fencedLapse says the current lapse has been fenced.
 	fencedLapse bool
@@ -171,6 +146,10 @@ type Keeper struct {
 	// predecessor may have fenced without recording which targets, so
 	// every target is fenced again, and none serves unconfirmed until then.
 	refence bool
+	// lapsePending says a renewal came after the lease counted as lapsed
+	// and before a Check fenced the lapse: the next Check does, and no
+	// target serves unconfirmed until then.
+	lapsePending bool
 }
 
 // New returns a Keeper of the lease in file over targets that counts the
@@ -191,9 +170,11 @@ func New(file File, targets Targets, now func() time.Time, lead time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	// A restarted agent holds nothing: it has not heard its targets'
-	// members, nor the operator's promise to cut, since it started.
-	k := &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced, holds: map[string]time.Time{}}
+	holds, err := file.readHolds()
+	if err != nil {
+		return nil, err
+	}
+	k := &Keeper{file: file, targets: targets, now: now, lead: lead, expiry: expiry, fenced: fenced, holding: holding{holdsFile: holds}}
 	k.refence = !expiry.IsZero() && k.lapsed(now())
 	return k, nil
 }
@@ -221,12 +202,23 @@ func (k *Keeper) Renew(d time.Duration, notAfter time.Time, hold time.Duration) 
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("%w: it may hold until %s, and it is %s", ErrLate, notAfter.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
 	}
+	if hold != k.Hold {
+		next := k.holdsFile
+		next.Hold = hold
+		if err := k.file.writeHolds(next); err != nil {
+			return time.Time{}, err
+		}
+		k.holdsFile = next
+	}
 	expiry := now.Add(d)
 	if err := k.file.Write(expiry); err != nil {
 		return time.Time{}, fmt.Errorf("record the lease: %w", err)
 	}
-	k.expiry, k.fencedLapse, k.spared = expiry, false, false
-	k.granted, k.hold = d, hold
+	// A lapse no Check has fenced yet is fenced all the same: a renewal
+	// must not let a target that may have been cut off its members (and
+	// held) go back to serving unconfirmed.
+	k.lapsePending = k.lapsePending || !k.expiry.IsZero() && k.lapsed(now) && !k.fencedLapse
+	k.expiry, k.fencedLapse, k.granted = expiry, false, d
 	return expiry, nil
 }
 
@@ -257,29 +249,41 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 	k.serving.RLock()
 	defer k.serving.RUnlock()
 	k.mu.Lock()
-	lapsed, lapsesAt, refence := k.lapsed(k.now()), k.lapsesAt(), k.refence
+	lapsed, lapsesAt, refence := k.lapsed(k.now()), k.lapsesAt(), k.refence || k.lapsePending
 	fencedAt, fenced := k.fenced[volume]
+	heldAt, held := k.Held[volume]
 	k.mu.Unlock()
 	if lapsed {
 		return fmt.Errorf("%w at %s: the operator has not renewed it, so the OSD serves no host; it does again once renewed", ErrLapsed, lapsesAt.Format(time.RFC3339))
 	}
 	if refence && !confirmed {
-		return fmt.Errorf("%w: the agent started with its lease lapsed and fences every target again first; re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced)
+		return fmt.Errorf("%w: the lease lapsed and the agent fences every target first; re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced)
 	}
 	if fenced && !confirmed {
 		return fmt.Errorf("%w at %s when the OSD's lease lapsed: re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced, fencedAt.Format(time.RFC3339))
 	}
+	if held && !confirmed {
+		return fmt.Errorf("%w: the target has kept its hosts since %s on its members' answers, the lease lapsed; re-drive it once the Volume, read from the apiserver, still names this OSD its target", ErrFenced, heldAt.Format(time.RFC3339))
+	}
 	if err := change(); err != nil {
 		return err
 	}
-	if !fenced {
+	if !fenced && !held {
 		return nil
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if held {
+		// Until recorded, the hold stands: a restarted agent asks again.
+		if err := k.release(volume); err != nil {
+			return err
+		}
+	}
+	if !fenced {
+		return nil
+	}
 	lifted := maps.Clone(k.fenced)
 	delete(lifted, volume)
-	// Until recorded, the fence stands: a restarted agent asks again.
 	if err := k.file.writeFenced(lifted); err != nil {
 		return err
 	}
@@ -288,29 +292,39 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 }
 
 // Check fences once the lease has lapsed: every volume target loses its
-// hosts, after the calls in flight that may add hosts have ended, but a
-// held one, until its hold runs out. It retries on the next Check until
-// fencing succeeded. With holds on, it asks the targets' members from
-// when the lease has less than half left.
+// hosts, after the calls in flight that may add hosts have ended, but
+// one its members' answers hold, which is fenced once its hold runs out,
+// renewed or not (hold.go). It retries on the next Check until fencing
+// succeeded. Then, with holds on, it asks the targets' members.
 func (k *Keeper) Check(ctx context.Context) error {
-	askErr := k.askMembers(ctx)
 	k.mu.Lock()
-	due := k.refence || k.lapsed(k.now()) && (!k.fencedLapse || k.spared)
+	due := k.refence || (k.lapsed(k.now()) || k.lapsePending) && !k.fencedLapse || len(k.Held) > 0
 	k.mu.Unlock()
-	if !due {
-		return askErr
+	var err error
+	if due {
+		err = k.fence(ctx)
 	}
+	return errors.Join(err, k.askMembers(ctx))
+}
+
+// fence removes the hosts of every target due a fence.
+func (k *Keeper) fence(ctx context.Context) error {
 	k.serving.Lock()
 	defer k.serving.Unlock()
-	spared := false
+	k.mu.Lock()
+	lapse := k.refence || k.lapsed(k.now()) || k.lapsePending
+	k.mu.Unlock()
+	kept := map[string]bool{}
 	volumes, err := k.targets.FenceTargets(ctx, func(volume string) bool {
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		held := k.held(volume, k.now())
-		spared = spared || held
-		return held
+		_, held := k.Held[volume]
+		keep := k.holds(volume, k.now())
+		if keep && (lapse || held) {
+			kept[volume] = true
+		}
+		return keep || !lapse && !held
 	})
-	err = errors.Join(askErr, err)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
@@ -331,51 +345,15 @@ func (k *Keeper) Check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.lapsesAt().Format(time.RFC3339), err)
 	}
-	k.refence = false
-	if !k.lapsed(now) {
-		return nil // renewed meanwhile: the fence stands for those volumes
-	}
-	k.fencedLapse, k.spared = true, spared
-	return nil
-}
-
-// held says whether volume's target keeps its hosts at now though the
-// lease lapsed; k.mu held.
-func (k *Keeper) held(volume string, now time.Time) bool {
-	return !k.refence && k.hold > 0 && now.Before(k.holds[volume].Add(-k.lead))
-}
-
-// askMembers asks the targets' members, once holds are on and the lease
-// has less than half left before it counts as lapsed (a healthy
-// operator's renewals come sooner), and records each target's hold for
-// the probe.
-func (k *Keeper) askMembers(ctx context.Context) error {
-	k.mu.Lock()
-	hold, asking := k.hold, k.hold > 0 && !k.refence && !k.now().Before(k.lapsesAt().Add(-k.granted/2))
-	k.mu.Unlock()
-	if !asking {
-		return nil
-	}
-	answered, err := k.targets.AskMembers(ctx)
-	if err != nil {
-		return fmt.Errorf("ask the targets' members whether they still admit them: %w", err)
-	}
-	holds := map[string]time.Time{}
-	for volume, at := range answered {
-		holds[volume] = at.Add(hold)
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if maps.Equal(holds, k.holds) {
-		return nil
-	}
-	// The probe spares no more than recorded: on a failed write the
-	// agent holds no more either.
-	if err := k.file.writeHolds(holds); err != nil {
-		k.holds = map[string]time.Time{}
+	// Recorded before the fence counts as done: a restarted agent keeps
+	// fencing the held targets once their holds run out.
+	if err := k.recordHeld(kept, now); err != nil {
 		return err
 	}
-	k.holds = holds
+	k.refence, k.lapsePending = false, false
+	if k.lapsed(now) {
+		k.fencedLapse = true
+	}
 	return nil
 }
 
@@ -404,33 +382,38 @@ func (k *Keeper) Run(ctx context.Context, interval time.Duration, report func(er
 	}
 }
 
-// Probe is the SPDK container's liveness check: nil while the lease holds,
-// or while SPDK answers within ctx and serves no volume target to any
-// host but those whose recorded hold has not run out; otherwise why SPDK
-// must be stopped. Before the pod's first lease
-// (no lease file) a silent SPDK passes: the agent records a lease before
-// it lets any host in, so there is nothing to fence, and a starting SPDK
-// on a busy node can take seconds to answer.
+// Probe is the SPDK container's liveness check: nil while the lease holds
+// and no target held since a lapse outlived its recorded hold, or while
+// SPDK answers within ctx and serves no volume target to any host but
+// those whose recorded hold has not run out; otherwise why SPDK must be
+// stopped. Before the pod's first lease (no lease file) a silent SPDK
+// passes: the agent records a lease before it lets any host in, so there
+// is nothing to fence, and a starting SPDK on a busy node can take
+// seconds to answer.
 func Probe(ctx context.Context, file File, now time.Time, hostsAllowed func(context.Context) ([]string, error)) error {
 	expiry, err := file.Read()
 	if err != nil {
 		return err
 	}
-	if now.Before(expiry) {
-		return nil
-	}
 	holds, err := file.readHolds()
 	if err != nil {
 		return err
+	}
+	// Before the expiry only a held target can be due a fence.
+	due := func(v string) bool { _, held := holds.Held[v]; return held && !now.Before(holds.Until[v]) }
+	if !now.Before(expiry) {
+		due = func(v string) bool { return !now.Before(holds.Until[v]) }
+	} else if !slices.ContainsFunc(slices.Collect(maps.Keys(holds.Held)), due) {
+		return nil
 	}
 	volumes, err := hostsAllowed(ctx)
 	if err != nil && expiry.IsZero() {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK does not say which targets it serves (%v): stop it", expiry.Format(time.RFC3339), err)
+		return fmt.Errorf("the OSD's lease lapsed at %s, or a target's hold ran out, and SPDK does not say which targets it serves (%v): stop it", expiry.Format(time.RFC3339), err)
 	}
-	volumes = slices.DeleteFunc(volumes, func(v string) bool { return now.Before(holds[v]) })
+	volumes = slices.DeleteFunc(volumes, func(v string) bool { return !due(v) })
 	if len(volumes) > 0 {
 		return fmt.Errorf("the OSD's lease lapsed at %s and SPDK still lets hosts reach volumes %s, whose members' answers hold them no longer: stop it", expiry.Format(time.RFC3339), strings.Join(volumes, ", "))
 	}

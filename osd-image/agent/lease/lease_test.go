@@ -453,3 +453,123 @@ func TestARestartedAgentHoldsNothing(t *testing.T) {
 		t.Fatal("an agent restarted in the lapse spared a target")
 	}
 }
+
+// A held target stays held after a renewal: the renewal does not say
+// that the operator did not move it meanwhile. It keeps its hosts while
+// its members answer, refuses an unconfirmed change, is fenced once its
+// hold runs out with the lease valid (and the probe acts if not), keeps
+// being held by an agent that restarts, and a confirmed change releases
+// it.
+func TestAHeldTargetStaysHeldAfterARenewal(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := start
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	targets := &fakeTargets{volumes: []string{"pvc-1"}, answered: map[string]time.Time{"pvc-1": at(6 * time.Second)}}
+	clock := func() time.Time { return now }
+	k, err := New(f, targets, clock, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Renew(10*time.Second, at(10*time.Second), 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	check := func(k *Keeper, when time.Duration) {
+		t.Helper()
+		now = at(when)
+		if err := k.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(k, 6*time.Second)
+	check(k, 8*time.Second) // the lapse: held
+	if _, held := k.HeldTargets()["pvc-1"]; !held || len(k.Fenced()) != 0 {
+		t.Fatalf("at the lapse held %v, fenced %v; want pvc-1 held", k.HeldTargets(), k.Fenced())
+	}
+	now = at(9 * time.Second)
+	if _, err := k.Renew(10*time.Second, at(19*time.Second), 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an unconfirmed change of a held target after the renewal: %v, want ErrFenced", err)
+	}
+	targets.answered = map[string]time.Time{"pvc-1": at(9 * time.Second)} // then no more answers
+	check(k, 9*time.Second)
+
+	restarted, err := New(f, targets, clock, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(restarted, 14*time.Second)
+	if _, held := restarted.HeldTargets()["pvc-1"]; !held || len(restarted.Fenced()) != 0 {
+		t.Fatalf("a restarted agent: held %v, fenced %v; want pvc-1 still held (its hold runs to 17s)", restarted.HeldTargets(), restarted.Fenced())
+	}
+	if err := Probe(context.Background(), f, at(16*time.Second), func(context.Context) ([]string, error) { return []string{"pvc-1"}, nil }); err != nil {
+		t.Fatalf("the probe within the hold, lease valid: %v", err)
+	}
+	check(restarted, 15*time.Second) // 17s less the lead, the lease valid to 19s
+	if _, fenced := restarted.Fenced()["pvc-1"]; !fenced || len(restarted.HeldTargets()) != 0 {
+		t.Fatalf("once its hold ran out: fenced %v, held %v; want pvc-1 fenced", restarted.Fenced(), restarted.HeldTargets())
+	}
+	if err := Probe(context.Background(), f, at(17*time.Second), func(context.Context) ([]string, error) { return []string{"pvc-1"}, nil }); err != nil {
+		t.Fatalf("the probe after a fence that was recorded: %v", err)
+	}
+	if err := restarted.Serve("pvc-1", true, func() error { return nil }); err != nil || len(restarted.Fenced()) != 0 {
+		t.Fatalf("a confirmed change: %v, fenced %v; want the fence lifted", err, restarted.Fenced())
+	}
+}
+
+// The probe stops SPDK when a target held past a lapse still lets hosts
+// in after its hold ran out, though the lease was renewed since: the
+// agent that should have fenced it did not.
+func TestTheProbeActsOnAHoldThatRanOutUnderAValidLease(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	if err := f.Write(now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.writeHolds(holdsFile{Hold: 8 * time.Second, Until: map[string]time.Time{"pvc-1": now, "pvc-2": now}, Held: map[string]time.Time{"pvc-1": now}}); err != nil {
+		t.Fatal(err)
+	}
+	serving := func(v ...string) func(context.Context) ([]string, error) {
+		return func(context.Context) ([]string, error) { return v, nil }
+	}
+	if err := Probe(context.Background(), f, now, serving("pvc-1")); err == nil {
+		t.Fatal("the probe passed with a held target served past its hold")
+	}
+	if err := Probe(context.Background(), f, now, serving("pvc-2")); err != nil {
+		t.Fatalf("the probe with the lease valid and only a target never held served: %v", err)
+	}
+	if err := Probe(context.Background(), f, now.Add(-time.Second), serving("pvc-1")); err != nil {
+		t.Fatalf("the probe within the held target's hold: %v", err)
+	}
+}
+
+// A renewal that comes after the lease counted as lapsed, before a Check
+// fenced it, does not undo the lapse: no target serves unconfirmed, and
+// the next Check fences those its members do not hold.
+func TestARenewalDoesNotUndoAnUnfencedLapse(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	targets := &fakeTargets{volumes: []string{"pvc-1"}}
+	k, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(9 * time.Second) // lapsed at 8s; no Check ran
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an unconfirmed change after the late renewal: %v, want ErrFenced", err)
+	}
+	if err := k.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, fenced := k.Fenced()["pvc-1"]; !fenced {
+		t.Fatal("the lapse the renewal overtook was not fenced")
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"time"
@@ -224,6 +225,7 @@ func (s *Server) GetStatus(ctx context.Context, _ *agentv1.GetStatusRequest) (*a
 		out.FencedVolumes = append(out.FencedVolumes, v)
 	}
 	slices.Sort(out.FencedVolumes)
+	out.HeldVolumes = slices.Sorted(maps.Keys(s.lease.HeldTargets()))
 	for _, r := range inv.Replicas {
 		out.Replicas = append(out.Replicas, replicaOf(r))
 	}

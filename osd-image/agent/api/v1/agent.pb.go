@@ -293,8 +293,12 @@ type OSDStatus struct {
 	// (agentv1.PreflightSharedCores); fatal ones keep SPDK from starting
 	// and are in the SPDK container's termination message instead.
 	PreflightWarnings []*PreflightWarning `protobuf:"bytes,16,rep,name=preflight_warnings,json=preflightWarnings,proto3" json:"preflight_warnings,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// held_volumes are the volumes whose targets kept their hosts past a
+	// lapse of the lease, on their members' answers, and that no confirmed
+	// EnsureTarget has re-driven since.
+	HeldVolumes   []string `protobuf:"bytes,17,rep,name=held_volumes,json=heldVolumes,proto3" json:"held_volumes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OSDStatus) Reset() {
@@ -428,6 +432,13 @@ func (x *OSDStatus) GetWriteCache() WriteCache {
 func (x *OSDStatus) GetPreflightWarnings() []*PreflightWarning {
 	if x != nil {
 		return x.PreflightWarnings
+	}
+	return nil
+}
+
+func (x *OSDStatus) GetHeldVolumes() []string {
+	if x != nil {
+		return x.HeldVolumes
 	}
 	return nil
 }
@@ -2415,7 +2426,7 @@ var File_osd_image_agent_api_v1_agent_proto protoreflect.FileDescriptor
 const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\"osd-image/agent/api/v1/agent.proto\x12\x0eflint.agent.v1\"\x12\n" +
-	"\x10GetStatusRequest\"\xd2\x05\n" +
+	"\x10GetStatusRequest\"\xf5\x05\n" +
 	"\tOSDStatus\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12!\n" +
 	"\fspdk_version\x18\x02 \x01(\tR\vspdkVersion\x12\x18\n" +
@@ -2435,7 +2446,8 @@ const file_osd_image_agent_api_v1_agent_proto_rawDesc = "" +
 	"\x0efenced_volumes\x18\r \x03(\tR\rfencedVolumes\x12;\n" +
 	"\vwrite_cache\x18\x0f \x01(\x0e2\x1a.flint.agent.v1.WriteCacheR\n" +
 	"writeCache\x12O\n" +
-	"\x12preflight_warnings\x18\x10 \x03(\v2 .flint.agent.v1.PreflightWarningR\x11preflightWarningsJ\x04\b\v\x10\f\"D\n" +
+	"\x12preflight_warnings\x18\x10 \x03(\v2 .flint.agent.v1.PreflightWarningR\x11preflightWarnings\x12!\n" +
+	"\fheld_volumes\x18\x11 \x03(\tR\vheldVolumesJ\x04\b\v\x10\f\"D\n" +
 	"\x10PreflightWarning\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"x\n" +
