@@ -199,7 +199,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	locks := &volumelock.Locks{}
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace, Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
-		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, StandbyWait: o.StandbyWait, HoldWait: o.HoldWait(), Resync: o.Resync, Workers: o.VolumeWorkers,
+		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, StandbyWait: o.StandbyWait, HoldWait: o.HoldWait(), LeaseBound: o.AgentLease + o.AgentLease/4, Resync: o.Resync, Workers: o.VolumeWorkers,
 		Observe: observeVolume, Interrupt: o.VolumeInterrupt, Locks: locks,
 	}).SetupWithManager(context.Background(), mgr); err != nil {
 		return fmt.Errorf("set up the Volume controller: %w", err)

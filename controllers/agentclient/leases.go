@@ -70,6 +70,16 @@ func (l *Leases) Begin(now time.Time) {
 	l.began = now
 }
 
+// Leading is how long this process has led at now; zero before Begin.
+func (l *Leases) Leading(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.began.IsZero() {
+		return 0
+	}
+	return now.Sub(l.began)
+}
+
 // Serving says whether osd's lease is to be renewed: its agent answered
 // ready at its last observation, and no renewal failed since.
 func (l *Leases) Serving(osd string) bool {

@@ -55,9 +55,12 @@ func (r *Reconciler) awaitCut(ctx context.Context, vol *flintv1.Volume, t *flint
 		cut.ServesAfter = &after
 		log.FromContext(ctx).Info("Cut the old target off the new target's replica", "from", cut.From, "to", t.Name, "servesAfter", after.Time)
 	}
-	if wait := cut.ServesAfter.Sub(r.now()); wait > 0 {
-		return &problem{flintv1.VolumeTargetUnavailableReason, fmt.Sprintf("the target moves to OSD %s and serves in %s, at %s: the old target on OSD %s, cut off its replica there, may let hosts in until then while its other members answer it",
-			t.Name, wait.Round(time.Second), cut.ServesAfter.UTC().Format(time.RFC3339), cut.From)}
+	// The times are the deciding leader's: a leader that took over since
+	// waits as long from when it began, by its own clock.
+	wait := max(cut.ServesAfter.Sub(r.now()), max(r.TargetGrace, r.HoldWait)-r.Leases.Leading(r.now()))
+	if wait > 0 {
+		return &problem{flintv1.VolumeTargetUnavailableReason, fmt.Sprintf("the target moves to OSD %s and serves in %s: the old target on OSD %s, cut off its replica there, may let hosts in until then while its other members answer it",
+			t.Name, wait.Round(time.Second), cut.From)}
 	}
 	return nil
 }

@@ -114,11 +114,13 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	stopped := !planned && r.Leases.StoppedForCertain(t.OSD, r.now(), r.TargetGrace)
 	// The old target fences itself once its lease lapsed, its lease
 	// renewed last by the last try, unless its members still answer it
-	// (docs/volumes.md, "Fencing"): the move is decided a hold's wait
-	// early, but not before half the grace, cuts it off the new
-	// target's replica, and the new target serves once both have run
-	// out (awaitCut).
-	decide := max(r.TargetGrace-r.HoldWait, r.TargetGrace/2)
+	// (docs/volumes.md, "The hold"): the move cuts it off the new
+	// target's replica, and the new target serves once the hold and the
+	// grace have both run out (awaitCut). It is decided a hold's wait
+	// before the grace ends, but never before the old lease lapsed for
+	// certain: a target cut off before its lapse could be renewed, and
+	// serve on with its lease.
+	decide := max(r.TargetGrace-r.HoldWait, r.LeaseBound)
 	if !planned && !stopped && (old != nil && notServingFor(old, r.now()) < decide || r.Leases.SinceLastTry(t.OSD, r.now()) < decide) {
 		return nil
 	}

@@ -90,6 +90,9 @@ type Reconciler struct {
 	// a member that target may still let hosts in: the hold its agent was
 	// promised, a quarter more, and the fence's margin.
 	HoldWait time.Duration
+	// LeaseBound is how long after its last renewal an OSD's lease has
+	// lapsed for certain: the lease and a quarter (the nodes' clocks).
+	LeaseBound time.Duration
 	// Resync caps how soon a Volume that is not Ready is driven again
 	// (every 2 s at most); a Ready one is driven on change only.
 	Resync time.Duration
