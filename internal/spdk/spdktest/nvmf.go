@@ -73,10 +73,6 @@ type subsystem struct {
 	// anaStates are the ANA states set on a listener for a group; a
 	// group not listed is optimized, as SPDK starts every listener.
 	anaStates map[anaGroup]string
-	// removals counts, per host NQN, the times the host was removed:
-	// its connections went with each, and a write they carried that
-	// completes later reaches no host.
-	removals map[string]uint64
 }
 
 // anaGroup is one ANA group as one listener reports it.
@@ -687,10 +683,6 @@ func nvmfSubsystemHost(add bool) handler {
 			}
 			t.st.release(h.key, h.ctrlrKey)
 			s.hosts = slices.DeleteFunc(s.hosts, func(x *nvmfHost) bool { return x == h })
-			if s.removals == nil {
-				s.removals = map[string]uint64{}
-			}
-			s.removals[req.Host]++
 			return true, nil
 		}
 		key, ctrlrKey, err := t.st.holdKeys(req.DhchapKey, req.DhchapCtrlrKey, errInvalidParams())

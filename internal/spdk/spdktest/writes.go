@@ -60,17 +60,6 @@ type hostWrite struct {
 	held []*bdev
 	// took says an in-sync member took it.
 	took bool
-	// sub and host are where it came from, and removals the host's
-	// removals from sub then: a completion after the host's connection
-	// went (its removal, or the subsystem's deletion) reaches no host.
-	sub      *subsystem
-	host     string
-	removals uint64
-}
-
-// connected says whether the connection w came on is still there.
-func (w *hostWrite) connected() bool {
-	return w.st.subsystem(w.sub.nqn) == w.sub && w.sub.removals[w.host] == w.removals
 }
 
 // ioResult is what one bdev did with a write.
@@ -98,7 +87,7 @@ func (f *Fabric) Write(addr string, port int, nqn, host string) (uint64, WriteOu
 	if s == nil || s.namespace(1) == nil || !s.accessible(at, s.namespace(1)) {
 		return seq, WriteFailed
 	}
-	w := &hostWrite{seq: seq, t: t, st: t.st, sub: s, host: host, removals: s.removals[host]}
+	w := &hostWrite{seq: seq, t: t, st: t.st}
 	res := t.write(s.namespace(1).b, w)
 	t.st.gen++ // a raid may have lost a member
 	switch res {
@@ -225,7 +214,7 @@ func (f *Fabric) settleHeld() {
 		if len(w.held) > 0 {
 			return false
 		}
-		if w.took && w.connected() {
+		if w.took {
 			f.acked[w.seq] = true
 		}
 		return true

@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flint-io/flint/internal/spdk/spdktest"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -121,27 +120,6 @@ func TestTheMembersATargetCountsOn(t *testing.T) {
 	since, err = c.osds[0].AskMembers(ctx)
 	if at := since[volume]; err != nil || at.Before(before) {
 		t.Fatalf("a target whose only in-sync member is its own answered at %s (%v), want now", at, err)
-	}
-}
-
-// Stopping a target whose member holds a host's write lets that member
-// go only once the target's hosts are gone: the write then completes on
-// the others and reaches no host. The target may be an orphan, or one an
-// unplanned move cut off, whose writes the new target lacks.
-func TestAStoppedTargetAcknowledgesNoHeldWrite(t *testing.T) {
-	ctx := context.Background()
-	c, m0, m1, m2 := threeReplicas(t)
-	c.ensure(m0, m1, m2)
-	c.targets[2].Kill()
-	seq, out := c.write()
-	if out != spdktest.WriteHeld {
-		t.Fatalf("a write with OSD 2's SPDK gone: %v, want held", out)
-	}
-	if _, err := c.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1", "osd-2"}, []string{"osd-2"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := c.fabric.Outcome(seq); got == spdktest.WriteAcked {
-		t.Fatal("the stopped target acknowledged the write its let-go member held")
 	}
 }
 

@@ -735,9 +735,8 @@ func (e *MembersHeldError) Error() string {
 }
 
 // DeleteTarget stops serving a volume here: members that hold writes and
-// that the caller lists in outOfSync are let go once the hosts are
-// removed (the writes complete on the others, and reach no host), then
-// its subsystem goes, then the
+// that the caller lists in outOfSync are let go (the writes complete on
+// the others), then its subsystem goes (hosts are cut off), then the
 // raid, read just before it goes, and the remote attachments; the local
 // replica stays. Missing pieces are success. memberOSDs are the uids of
 // the OSDs holding the volume's replicas. A member that holds writes and
@@ -751,16 +750,6 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	}
 	if refused := slices.DeleteFunc(slices.Sorted(maps.Keys(held)), func(m string) bool { return slices.Contains(outOfSync, m) }); len(refused) > 0 {
 		return Stopped{}, &MembersHeldError{Volume: volume, OSDs: refused}
-	}
-	// The hosts go first: the held writes complete once their members
-	// go, and must reach no host. The target may no longer be the
-	// volume's (an orphan, or one an unplanned move cut off), and its
-	// writes then lack what the new target serves; a host that loses
-	// them retries on the path it has left.
-	if len(held) > 0 {
-		if _, err := e.setHosts(ctx, agentv1.VolumeNQN(volume), nil, keyNames{}); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
-			return Stopped{}, err
-		}
 	}
 	for m, h := range held {
 		if err := e.detachController(ctx, remoteName(volume, m), h.stuck()); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
