@@ -47,6 +47,7 @@ import (
 // and is left alone.
 func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent agentv1.OSDAgentClient, inv *agentv1.OSDStatus) error {
 	volumes := volumesByUID(r.Client, r.APIReader)
+	kept := map[orphan]bool{}
 	var members []string // every OSD's uid, listed at the first orphan target
 	for _, t := range inv.GetTargets() {
 		// A stray target goes even while its Volume is deleted: it would hold
@@ -61,14 +62,25 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 				return err
 			}
 		}
-		// The target serves no Volume any more: it lets go of any replica
-		// it waits for.
-		if _, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members, OutOfSyncOsds: members}); err != nil {
+		// The target serves no Volume any more. If members hold writes
+		// for it, it lets them go only once its hosts have dropped their
+		// connections to it (heldOrphanWait): the writes then complete on
+		// the members left, and the Volume's target lacks them, but SPDK
+		// sends a completion on a connection it is disconnecting.
+		_, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members})
+		if agentv1.MembersHeldOf(err) != nil {
+			o := orphan{osd.Name, orphanHeldTarget, uid}
+			if since, _ := r.orphans.found(o, r.now()); r.now().Sub(since) < heldOrphanWait {
+				kept[o] = true
+				continue
+			}
+			_, err = agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members, OutOfSyncOsds: members})
+		}
+		if err != nil {
 			return fmt.Errorf("delete the orphan target of the Volume with uid %s: %w", uid, err)
 		}
 		r.Recorder.Eventf(osd, gone("Volume", uid), corev1.EventTypeNormal, flintv1.EventOrphanDeleted, "DeleteTarget", "deleted the target of the Volume with uid %s: its target is on another OSD now, or it is gone", uid)
 	}
-	kept := map[orphan]bool{}
 	for _, rep := range inv.GetReplicas() {
 		uid := rep.GetVolumeUid()
 		if !isUID(uid) || volumes.hold(ctx, uid, true, func(v *flintv1.Volume) bool { return placedOn(v, osd.Name) }) {

@@ -23,11 +23,20 @@ import (
 	"github.com/flint-io/flint/controllers/metrics"
 )
 
-// Kinds of orphan that hold data, and so are quarantined.
+// Kinds of orphan that hold data, and so are quarantined; and orphan
+// targets whose members hold writes, which wait for their hosts.
 const (
-	orphanReplica  = "replica"
-	orphanSnapshot = "snapshot-copy"
+	orphanReplica    = "replica"
+	orphanSnapshot   = "snapshot-copy"
+	orphanHeldTarget = "held-target"
 )
+
+// heldOrphanWait is how long an orphan target whose members hold writes
+// keeps them held: longer than its hold (agentv1.TargetHold), after
+// which it has no host, plus a kernel host's I/O timeout
+// (nvme_core.io_timeout, 30 s), after which the host has dropped the
+// connections the writes came on.
+const heldOrphanWait = 2 * time.Minute
 
 // quarantine keeps, per OSD, when each orphan that holds data was first
 // found. Restoring the custom resources with new uids (a backup tool, an
@@ -70,7 +79,9 @@ func (q *quarantine) settle(osd string, orphans map[orphan]bool) {
 			delete(q.since, o)
 			continue
 		}
-		counts[o.kind]++
+		if _, ok := counts[o.kind]; ok {
+			counts[o.kind]++
+		}
 	}
 	for kind, n := range counts {
 		metrics.OSDOrphans.WithLabelValues(osd, kind).Set(float64(n))

@@ -120,3 +120,55 @@ func TestOrphansAreQuarantined(t *testing.T) {
 		t.Errorf("flint_osd_orphans{kind=replica} = %v after the deletion, want 0", got)
 	}
 }
+
+// heldTargetAgent holds a target whose member holds writes: DeleteTarget
+// is refused unless the member is let go.
+type heldTargetAgent struct {
+	agentv1.OSDAgentClient
+	deleted []*agentv1.DeleteTargetRequest
+}
+
+func (a *heldTargetAgent) DeleteTarget(_ context.Context, req *agentv1.DeleteTargetRequest, _ ...grpc.CallOption) (*agentv1.DeleteTargetResponse, error) {
+	if len(req.GetOutOfSyncOsds()) == 0 {
+		return nil, agentv1.MembersHeldError([]string{"uid-osd-b"}, "members hold writes")
+	}
+	a.deleted = append(a.deleted, req)
+	return &agentv1.DeleteTargetResponse{}, nil
+}
+
+// An orphan target whose member holds writes keeps them held until its
+// hosts have dropped their connections to it: SPDK would send the
+// writes' completions, which the Volume's target lacks, on a connection
+// it is disconnecting.
+func TestAnOrphanTargetKeepsItsHeldWritesUntilItsHostsAreGone(t *testing.T) {
+	const orphanVolume = "9e6f4c3b-5d70-4fb1-8c43-4d5e6f708192"
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = flintv1.AddToScheme(scheme)
+	uidOf := func(o client.Object) []string { return []string{string(o.GetUID())} }
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&flintv1.Volume{}, indexUID, uidOf).WithIndex(&flintv1.Snapshot{}, indexUID, uidOf).
+		WithObjects(&flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-b", UID: "uid-osd-b"}}).Build()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10), OrphanGrace: time.Hour, Now: func() time.Time { return now }}
+	osd := &flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-h"}}
+	inv := &agentv1.OSDStatus{Targets: []*agentv1.TargetSummary{{VolumeUid: orphanVolume}}}
+	agent := &heldTargetAgent{}
+	collect := func() {
+		t.Helper()
+		if err := r.collectOrphans(context.Background(), osd, agent, inv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collect()
+	now = now.Add(heldOrphanWait - time.Second)
+	collect()
+	if len(agent.deleted) != 0 {
+		t.Fatalf("the orphan target let its held member go %s after it was found", heldOrphanWait-time.Second)
+	}
+	now = now.Add(time.Second)
+	collect()
+	if len(agent.deleted) != 1 || agent.deleted[0].GetVolumeUid() != orphanVolume {
+		t.Fatalf("after %s: deleted %v, want the orphan target, its members let go", heldOrphanWait, agent.deleted)
+	}
+}
