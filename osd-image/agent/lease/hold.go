@@ -110,6 +110,15 @@ func (k *Keeper) recordHeld(kept map[string]bool, now time.Time) error {
 	return k.write(next)
 }
 
+// heldSet is the volumes of held.
+func heldSet(held map[string]time.Time) map[string]bool {
+	set := map[string]bool{}
+	for v := range held {
+		set[v] = true
+	}
+	return set
+}
+
 // release records volume's target confirmed; k.mu held.
 func (k *Keeper) release(volume string) error {
 	next := k.holdsFile
@@ -120,14 +129,16 @@ func (k *Keeper) release(volume string) error {
 
 // askMembers asks the targets' members, while holds are on and the lease
 // has less than half left before it counts as lapsed (a healthy
-// operator's renewals come sooner) or a target is held, and records
-// until when each target's members' answers hold it. A hold only grows:
-// answers that arrive late, or an agent that restarted and has heard
-// none yet, never shorten one the probe was told of.
+// operator's renewals come sooner), a target is held, or the agent has
+// not been renewed since it started (it does not know how long the
+// lease it inherited was), and records until when each target's
+// members' answers hold it. A hold only grows: answers that arrive
+// late, or an agent that restarted and has heard none yet, never
+// shorten one the probe was told of.
 func (k *Keeper) askMembers(ctx context.Context) error {
 	k.mu.Lock()
 	now := k.now()
-	asking := k.Hold > 0 && !k.refence && (!now.Before(k.lapsesAt().Add(-k.granted/2)) || len(k.Held) > 0)
+	asking := k.Hold > 0 && !k.refence && (k.granted == 0 || !now.Before(k.lapsesAt().Add(-k.granted/2)) || len(k.Held) > 0)
 	k.mu.Unlock()
 	if !asking {
 		return nil

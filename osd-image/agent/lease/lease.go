@@ -146,10 +146,6 @@ type Keeper struct {
 	// predecessor may have fenced without recording which targets, so
 	// every target is fenced again, and none serves unconfirmed until then.
 	refence bool
-	// lapsePending says a renewal came after the lease counted as lapsed
-	// and before a Check fenced the lapse: the next Check does, and no
-	// target serves unconfirmed until then.
-	lapsePending bool
 }
 
 // New returns a Keeper of the lease in file over targets that counts the
@@ -182,6 +178,11 @@ func New(file File, targets Targets, now func() time.Time, lead time.Duration) (
 // ErrLate means a renewal arrived after the latest instant it may grant.
 var ErrLate = errors.New("the renewal came too late")
 
+// ErrFencing means a renewal arrived after the lease lapsed and before
+// the agent fenced that lapse: it is refused, and one a moment later is
+// not.
+var ErrFencing = errors.New("the lease is being fenced")
+
 // Renew extends the lease to d from now, but not past notAfter: the
 // latest its sender counts on, whatever held the renewal up on its way
 // (zero: a sender from before it said so). The expiry is counted from now
@@ -202,6 +203,14 @@ func (k *Keeper) Renew(d time.Duration, notAfter time.Time, hold time.Duration) 
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("%w: it may hold until %s, and it is %s", ErrLate, notAfter.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
 	}
+	// A lapse no Check has fenced yet is fenced first: a renewal must not
+	// let a target that may have been cut off its members (and is held)
+	// go back to serving unconfirmed. The operator renews again soon. (An
+	// agent that started in a lapse refuses every unconfirmed change
+	// until its first fence anyway.)
+	if !k.expiry.IsZero() && k.lapsed(now) && !k.fencedLapse && !k.refence {
+		return time.Time{}, fmt.Errorf("%w: it lapsed at %s and its targets' fence is under way", ErrFencing, k.lapsesAt().Format(time.RFC3339Nano))
+	}
 	if hold != k.Hold {
 		next := k.holdsFile
 		next.Hold = hold
@@ -214,10 +223,6 @@ func (k *Keeper) Renew(d time.Duration, notAfter time.Time, hold time.Duration) 
 	if err := k.file.Write(expiry); err != nil {
 		return time.Time{}, fmt.Errorf("record the lease: %w", err)
 	}
-	// A lapse no Check has fenced yet is fenced all the same: a renewal
-	// must not let a target that may have been cut off its members (and
-	// held) go back to serving unconfirmed.
-	k.lapsePending = k.lapsePending || !k.expiry.IsZero() && k.lapsed(now) && !k.fencedLapse
 	k.expiry, k.fencedLapse, k.granted = expiry, false, d
 	return expiry, nil
 }
@@ -249,7 +254,7 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 	k.serving.RLock()
 	defer k.serving.RUnlock()
 	k.mu.Lock()
-	lapsed, lapsesAt, refence := k.lapsed(k.now()), k.lapsesAt(), k.refence || k.lapsePending
+	lapsed, lapsesAt, refence := k.lapsed(k.now()), k.lapsesAt(), k.refence
 	fencedAt, fenced := k.fenced[volume]
 	heldAt, held := k.Held[volume]
 	k.mu.Unlock()
@@ -298,7 +303,7 @@ func (k *Keeper) Serve(volume string, confirmed bool, change func() error) error
 // succeeded. Then, with holds on, it asks the targets' members.
 func (k *Keeper) Check(ctx context.Context) error {
 	k.mu.Lock()
-	due := k.refence || (k.lapsed(k.now()) || k.lapsePending) && !k.fencedLapse || len(k.Held) > 0
+	due := k.refence || k.lapsed(k.now()) && !k.fencedLapse || len(k.Held) > 0
 	k.mu.Unlock()
 	var err error
 	if due {
@@ -311,8 +316,11 @@ func (k *Keeper) Check(ctx context.Context) error {
 func (k *Keeper) fence(ctx context.Context) error {
 	k.serving.Lock()
 	defer k.serving.Unlock()
+	// What this fence covers is decided once, at its start: a lapse, or
+	// the held targets alone.
 	k.mu.Lock()
-	lapse := k.refence || k.lapsed(k.now()) || k.lapsePending
+	refence := k.refence
+	lapse := refence || k.lapsed(k.now())
 	k.mu.Unlock()
 	kept := map[string]bool{}
 	volumes, err := k.targets.FenceTargets(ctx, func(volume string) bool {
@@ -343,16 +351,21 @@ func (k *Keeper) fence(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.lapsesAt().Format(time.RFC3339), err)
+		// The targets kept are held all the same, with those held before:
+		// the probe and the operator must know of them.
+		maps.Copy(kept, heldSet(k.Held))
+		return errors.Join(fmt.Errorf("fence the volume targets after the lease lapsed at %s: %w", k.lapsesAt().Format(time.RFC3339), err), k.recordHeld(kept, now))
 	}
 	// Recorded before the fence counts as done: a restarted agent keeps
 	// fencing the held targets once their holds run out.
 	if err := k.recordHeld(kept, now); err != nil {
 		return err
 	}
-	k.refence, k.lapsePending = false, false
-	if k.lapsed(now) {
-		k.fencedLapse = true
+	if refence {
+		k.refence = false
+	}
+	if lapse && k.lapsed(now) {
+		k.fencedLapse = true // renewals are refused until then
 	}
 	return nil
 }

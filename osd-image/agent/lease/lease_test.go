@@ -89,10 +89,15 @@ type fakeTargets struct {
 	// answered is what AskMembers returns; asks counts its calls.
 	answered map[string]time.Time
 	asks     int
+	// onFence runs as a fence begins.
+	onFence func()
 }
 
 func (f *fakeTargets) FenceTargets(_ context.Context, spare func(string) bool) ([]string, error) {
 	f.calls++
+	if f.onFence != nil {
+		f.onFence()
+	}
 	var fenced []string
 	for _, v := range f.volumes {
 		if !spare(v) {
@@ -546,8 +551,9 @@ func TestTheProbeActsOnAHoldThatRanOutUnderAValidLease(t *testing.T) {
 }
 
 // A renewal that comes after the lease counted as lapsed, before a Check
-// fenced it, does not undo the lapse: no target serves unconfirmed, and
-// the next Check fences those its members do not hold.
+// fenced it, is refused until one has: it must not undo the lapse. The
+// next renewal is taken, and the target fenced at the lapse serves only
+// confirmed.
 func TestARenewalDoesNotUndoAnUnfencedLapse(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	f := File{Path: filepath.Join(t.TempDir(), "lease")}
@@ -560,16 +566,48 @@ func TestARenewalDoesNotUndoAnUnfencedLapse(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(9 * time.Second) // lapsed at 8s; no Check ran
-	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
-		t.Fatalf("an unconfirmed change after the late renewal: %v, want ErrFenced", err)
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); !errors.Is(err, ErrFencing) {
+		t.Fatalf("a renewal before the lapse was fenced: %v, want ErrFencing", err)
 	}
 	if err := k.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, fenced := k.Fenced()["pvc-1"]; !fenced {
-		t.Fatal("the lapse the renewal overtook was not fenced")
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
+		t.Fatalf("a renewal once the lapse was fenced: %v", err)
+	}
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an unconfirmed change after the lapse: %v, want ErrFenced", err)
+	}
+}
+
+// A fence that checks the held targets alone, and ends after the lease
+// lapsed, does not count as that lapse's: the next Check fences the
+// targets no member holds.
+func TestAFenceOfTheHeldTargetsIsNotTheLapses(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := start
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	targets := &fakeTargets{volumes: []string{"pvc-1", "pvc-2"}}
+	k, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Held = map[string]time.Time{"pvc-1": start} // held since an earlier lapse
+	if _, err := k.Renew(10*time.Second, start.Add(10*time.Second), 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	targets.onFence = func() { now = start.Add(9 * time.Second) } // the lease lapses meanwhile
+	if err := k.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, fenced := k.Fenced()["pvc-2"]; fenced {
+		t.Fatal("the fence of the held targets fenced pvc-2, which its lease still covered when it began")
+	}
+	targets.onFence = nil
+	if err := k.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, fenced := k.Fenced()["pvc-2"]; !fenced {
+		t.Fatalf("the lapse was not fenced: fenced %v", k.Fenced())
 	}
 }

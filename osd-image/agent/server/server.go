@@ -188,6 +188,9 @@ func (s *Server) RenewLease(ctx context.Context, req *agentv1.RenewLeaseRequest)
 	if errors.Is(err, lease.ErrLate) {
 		return nil, status.Error(codes.DeadlineExceeded, err.Error())
 	}
+	if errors.Is(err, lease.ErrFencing) {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
