@@ -55,10 +55,7 @@ func (r *Reconciler) awaitCut(ctx context.Context, vol *flintv1.Volume, t *flint
 		cut.ServesAfter = &after
 		log.FromContext(ctx).Info("Cut the old target off the new target's replica", "from", cut.From, "to", t.Name, "servesAfter", after.Time)
 	}
-	// The times are the deciding leader's: a leader that took over since
-	// waits as long from when it began, by its own clock.
-	wait := max(cut.ServesAfter.Sub(r.now()), max(r.TargetGrace, r.HoldWait)-r.Leases.Leading(r.now()))
-	if wait > 0 {
+	if wait := r.cutWait(cut); wait > 0 {
 		return &problem{flintv1.VolumeTargetUnavailableReason, fmt.Sprintf("the target moves to OSD %s and serves in %s: the old target on OSD %s, cut off its replica there, may let hosts in until then while its other members answer it",
 			t.Name, wait.Round(time.Second), cut.From)}
 	}
@@ -85,14 +82,22 @@ func (r *Reconciler) cutReplica(ctx context.Context, vol *flintv1.Volume, t *fli
 	return nil
 }
 
+// cutWait is how long the new target of a move that made cut waits
+// still. The times recorded are the deciding leader's: a leader that took
+// over since waits as long from when it began, by its own clock.
+func (r *Reconciler) cutWait(cut *flintv1.VolumeTargetCut) time.Duration {
+	now := r.now()
+	return max(cut.ServesAfter.Sub(now), max(r.TargetGrace, r.HoldWait)-r.Leases.Leading(now))
+}
+
 // cutResult drives vol again when its new target may serve, if that is
 // sooner than res would.
-func cutResult(vol *flintv1.Volume, res ctrl.Result, now time.Time) ctrl.Result {
+func (r *Reconciler) cutResult(vol *flintv1.Volume, res ctrl.Result) ctrl.Result {
 	t := vol.Status.Target
 	if t == nil || t.Cut == nil || t.Cut.ServesAfter == nil {
 		return res
 	}
-	wait := max(t.Cut.ServesAfter.Sub(now), 10*time.Millisecond)
+	wait := max(r.cutWait(t.Cut), 10*time.Millisecond)
 	if res.RequeueAfter == 0 || wait < res.RequeueAfter {
 		return ctrl.Result{RequeueAfter: wait}
 	}

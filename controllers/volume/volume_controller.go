@@ -250,7 +250,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && ts != nil {
 		r.tellMoveServed(&vol, w)
 	}
-	return cutResult(&vol, standbyResult(&vol, res), r.now()), err
+	return r.cutResult(&vol, standbyResult(&vol, res)), err
 }
 
 // Point is a place in a reconcile between two steps that leave state
