@@ -17,7 +17,9 @@ limitations under the License.
 package datapath
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -40,14 +42,16 @@ const (
 )
 
 // TestATargetOutlivesItsOperatorUntilItIsCut is #34's operator outage on
-// real SPDK, at the agent: the operator renews the lease with holds on,
+// real SPDK, at the agents: the operator renews the lease with holds on,
 // then stops for ten lease periods while a host writes. The target keeps
 // its host (no fence, no write error, and the SPDK container's probe
-// passes), because its member answers its Keep Alives. Then, as an
-// unplanned move does, the member's replica is cut: the target fences
-// within the hold, its host's writes fail, and the probe still passes.
-// On the double the host's writes are not made; what the target lets in
-// is checked.
+// passes), because its member answers its Keep Alives. Then the operator
+// returns to find the target lost to it and moves it, unplanned: it cuts
+// the old target off the new target's replica, and the old target fences
+// within the hold; renewed, it stays fenced; its host's writes fail, and
+// the probe passes. The new target, built from the cut replica alone,
+// serves every write the old one acknowledged. On the double the host's
+// writes are not made; what the targets let in is checked.
 func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -72,7 +76,10 @@ func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 	dd := newHost(t, lab)
 	target := osds[0].Endpoint()
 	target.NQN = agentv1.VolumeNQN(volume)
-	data := randomBytes(t, 1<<20)
+	// Each write is a chunk of its own: the new target must serve every
+	// one the old target acknowledged.
+	const chunks = 48
+	acked := map[int][]byte{}
 	served := func() bool {
 		v, err := storage.VolumesServed(ctx, lab.Targets[0].Client)
 		must(t, err)
@@ -90,9 +97,11 @@ func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 	outage := time.Now()
 	writes := 0
 	for time.Since(outage) < 10*outageLease {
-		if err := dd.tryWrite(target, hostNQN, data, 0); err != nil {
+		i, data := writes%chunks, randomBytes(t, 1<<20)
+		if err := dd.tryWrite(target, hostNQN, data, i<<20); err != nil {
 			t.Fatalf("write %d, %s into the outage, failed: %v", writes+1, time.Since(outage).Round(time.Millisecond), err)
 		}
+		acked[i] = data
 		writes++
 		if !served() {
 			t.Fatalf("the target let its host go %s into the outage (fenced %v), while its member answers", time.Since(outage).Round(time.Millisecond), keeper.Fenced())
@@ -129,8 +138,30 @@ func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 		}
 		return nil
 	})
-	if err := dd.tryWrite(target, hostNQN, data, 0); lab.Real && err == nil {
+	_, err = keeper.Renew(outageLease, time.Now().Add(outageLease), outageHold)
+	must(t, err)
+	if err := keeper.Serve(volume, false, func() error { return nil }); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("the cut target, renewed, took an unconfirmed drive: %v, want ErrFenced", err)
+	}
+	if err := dd.tryWrite(target, hostNQN, randomBytes(t, 1<<20), 0); lab.Real && err == nil {
 		t.Fatal("the fenced target acknowledged a host write")
 	}
 	must(t, probe())
+
+	// The new target, epoch 2, from the cut replica alone.
+	moved := storage.TargetSpec{Volume: volume, Epoch: 2, Hosts: []string{hostNQN},
+		Members: []storage.MemberSpec{{OSD: "osd-1", InSync: true}, {OSD: "osd-0"}}}
+	_, err = osds[1].EnsureTarget(ctx, moved)
+	must(t, err)
+	next := osds[1].Endpoint()
+	next.NQN = agentv1.VolumeNQN(volume)
+	got := dd.read(next, hostNQN, chunks<<20)
+	if lab.Real {
+		for i, want := range acked {
+			if !bytes.Equal(got[i<<20:(i+1)<<20], want) {
+				t.Fatalf("chunk %d, acknowledged by the old target before the cut, differs on the new target", i)
+			}
+		}
+		t.Logf("the new target serves all %d chunks the old target acknowledged", len(acked))
+	}
 }
