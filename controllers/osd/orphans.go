@@ -63,14 +63,15 @@ func (r *Reconciler) collectOrphans(ctx context.Context, osd *flintv1.OSD, agent
 			}
 		}
 		// The target serves no Volume any more. If members hold writes
-		// for it, it lets them go only once its hosts have dropped their
-		// connections to it (heldOrphanWait): the writes then complete on
-		// the members left, and the Volume's target lacks them, but SPDK
-		// sends a completion on a connection it is disconnecting.
+		// for it and its Volume remains (its target moved), it lets them
+		// go only once its hosts have dropped their connections to it
+		// (heldOrphanWait): the writes then complete on the members left,
+		// and the Volume's target lacks them, but SPDK sends a completion
+		// on a connection it is disconnecting.
 		_, err := agent.DeleteTarget(ctx, &agentv1.DeleteTargetRequest{VolumeUid: uid, MemberOsds: members})
 		if agentv1.MembersHeldOf(err) != nil {
 			o := orphan{osd.Name, orphanHeldTarget, uid}
-			if since, _ := r.orphans.found(o, r.now()); r.now().Sub(since) < heldOrphanWait {
+			if since, _ := r.orphans.found(o, r.now()); volumes.remains(uid) && r.now().Sub(since) < heldOrphanWait {
 				kept[o] = true
 				continue
 			}
@@ -222,6 +223,13 @@ func (f *byUID[T]) hold(ctx context.Context, uid string, whileDeleted bool, keep
 	}
 	o, ok := f.list[uid]
 	return ok && wants(o)
+}
+
+// remains says whether the object with uid, an orphan's by hold, is
+// still there and not being deleted, as the live list hold read has it.
+func (f *byUID[T]) remains(uid string) bool {
+	o, ok := f.list[uid]
+	return ok && o.GetDeletionTimestamp().IsZero() || f.err != nil
 }
 
 func copiedOn(s *flintv1.Snapshot, osd string) bool {

@@ -136,23 +136,29 @@ func (a *heldTargetAgent) DeleteTarget(_ context.Context, req *agentv1.DeleteTar
 	return &agentv1.DeleteTargetResponse{}, nil
 }
 
-// An orphan target whose member holds writes keeps them held until its
-// hosts have dropped their connections to it: SPDK would send the
-// writes' completions, which the Volume's target lacks, on a connection
-// it is disconnecting.
+// An orphan target of a Volume that moved its target, whose member
+// holds writes, keeps them held until its hosts have dropped their
+// connections to it: SPDK would send the writes' completions, which the
+// Volume's target lacks, on a connection it is disconnecting. One of a
+// Volume that is gone goes at once.
 func TestAnOrphanTargetKeepsItsHeldWritesUntilItsHostsAreGone(t *testing.T) {
-	const orphanVolume = "9e6f4c3b-5d70-4fb1-8c43-4d5e6f708192"
+	const (
+		orphanVolume = "9e6f4c3b-5d70-4fb1-8c43-4d5e6f708192"
+		goneVolume   = "0a7f5d4c-6e81-4ac2-9d54-5e6f708192a3"
+	)
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = flintv1.AddToScheme(scheme)
 	uidOf := func(o client.Object) []string { return []string{string(o.GetUID())} }
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&flintv1.Volume{}, indexUID, uidOf).WithIndex(&flintv1.Snapshot{}, indexUID, uidOf).
-		WithObjects(&flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-b", UID: "uid-osd-b"}}).Build()
+		WithObjects(&flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-b", UID: "uid-osd-b"}},
+			&flintv1.Volume{ObjectMeta: metav1.ObjectMeta{Name: "moved", UID: orphanVolume},
+				Status: flintv1.VolumeStatus{Target: &flintv1.VolumeTarget{OSD: "osd-b"}}}).Build()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10), OrphanGrace: time.Hour, Now: func() time.Time { return now }}
 	osd := &flintv1.OSD{ObjectMeta: metav1.ObjectMeta{Name: "osd-h"}}
-	inv := &agentv1.OSDStatus{Targets: []*agentv1.TargetSummary{{VolumeUid: orphanVolume}}}
+	inv := &agentv1.OSDStatus{Targets: []*agentv1.TargetSummary{{VolumeUid: orphanVolume}, {VolumeUid: goneVolume}}}
 	agent := &heldTargetAgent{}
 	collect := func() {
 		t.Helper()
@@ -161,6 +167,10 @@ func TestAnOrphanTargetKeepsItsHeldWritesUntilItsHostsAreGone(t *testing.T) {
 		}
 	}
 	collect()
+	if len(agent.deleted) != 1 || agent.deleted[0].GetVolumeUid() != goneVolume {
+		t.Fatalf("at once: deleted %v, want the gone Volume's target alone", agent.deleted)
+	}
+	inv.Targets, agent.deleted = inv.Targets[:1], nil
 	now = now.Add(heldOrphanWait - time.Second)
 	collect()
 	if len(agent.deleted) != 0 {
