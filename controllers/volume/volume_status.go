@@ -85,15 +85,17 @@ func (r *Reconciler) observeTarget(vol *flintv1.Volume, w *world, ts *agentv1.Ta
 		st.Target.AllowedHosts, st.Target.QoS = ts.GetAllowedHosts(), volumeQoS(ts.GetQos())
 		st.Target.Endpoints = endpointsOf(ts.GetExport())
 		st.Capacity = resource.NewQuantity(int64(ts.GetSizeBytes()), resource.BinarySI)
-	} else {
+	} else if st.Target == nil || servingOSD(w, st.Target.OSD) {
 		for i := range st.Replicas {
 			rep := &st.Replicas[i]
-			// The target's own replica is in every write the target
-			// acknowledged (only its device failing drops it, which the
-			// target reports when it answers): its OSD not serving makes
-			// the target unreachable, not the replica stale. It stays the
-			// source the target is re-assembled from once SPDK there
-			// restarted; an unplanned move records it Faulted.
+			// With the target's OSD not serving no replica is recorded
+			// stale by observation: the target acknowledges no write
+			// without a member until a drive tells it the member is out
+			// of sync, and none can reach it. The target's own replica is
+			// the source it is re-assembled from once SPDK there
+			// restarted, and another the source a move takes, which
+			// records the others Stale; the target reports its members
+			// when it answers again.
 			if st.Target != nil && rep.OSD == st.Target.OSD {
 				continue
 			}

@@ -158,6 +158,13 @@ func TestATargetOSDNotServingKeepsItsReplicaInSync(t *testing.T) {
 		Replicas: []flintv1.ReplicaStatus{{OSD: "osd-a", State: flintv1.ReplicaStateOnline}, {OSD: "osd-b", State: flintv1.ReplicaStateOnline}},
 	}}
 	r.observeTarget(vol, w, nil, &problem{flintv1.VolumeTargetUnavailableReason, "the target's OSD osd-a is Pending"})
+	if got := vol.Status.Replicas; got[0].State != flintv1.ReplicaStateOnline || got[1].State != flintv1.ReplicaStateOnline {
+		t.Fatalf("replicas = %+v, want both Online: the unreachable target acknowledged nothing without either", got)
+	}
+	// With the target's OSD serving, a replica whose OSD does not is
+	// recorded Faulted, and the next drive lets it go.
+	w.osds["osd-a"].Status.Phase = flintv1.OSDPhaseReady
+	r.observeTarget(vol, w, nil, &problem{flintv1.VolumeTargetErrorReason, "the target failed"})
 	if got := vol.Status.Replicas; got[0].State != flintv1.ReplicaStateOnline || got[1].State != flintv1.ReplicaStateFaulted {
 		t.Fatalf("replicas = %+v, want the target's Online and the other Faulted", got)
 	}
