@@ -34,7 +34,7 @@ import (
 // awaitCut holds an unplanned move's new target, on t, until the old
 // target can let no host in. The old target's agent keeps its hosts past
 // its lease while every member it counts on answers it, the new target's
-// replica among them (docs/volumes.md, "Fencing"). So the replica's
+// replica among them (docs/volumes.md, "The hold"). So the replica's
 // export goes first, which SPDK answers once the old target's connections
 // to it are gone; the old target then holds no longer than the hold
 // after that answer, and its probe acts within the fence's margin. The

@@ -22,13 +22,10 @@ import (
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/internal/spdk/types"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
-
-// keepAliveOpcode is NVMe's Keep Alive admin command, which carries no
-// data and changes nothing.
-const keepAliveOpcode = 0x18
 
 // The lease rule docs/proposals/majority-lease.md weighs ("the replicas'
 // connections as grants") counts a member's answer to an admin command
@@ -58,7 +55,7 @@ func TestAMemberAnswersItsTargetOnlyWhileItsExportAdmitsIt(t *testing.T) {
 		kctx, cancel := context.WithTimeout(ctx, within)
 		defer cancel()
 		cmd := make([]byte, 64)
-		cmd[0] = keepAliveOpcode
+		cmd[0] = types.NvmeOpcodeKeepAlive
 		return sendAdmin(kctx, lab.Targets[0].Client.Socket(), member, cmd)
 	}
 	state := func() string {

@@ -401,9 +401,6 @@ func (c *ctrlr) renderTrid() map[string]any {
 	}
 }
 
-// nvmeOpcodeKeepAlive is NVMe's Keep Alive admin command.
-const nvmeOpcodeKeepAlive = 0x18
-
 // bdevNvmeSendCmd passes an admin command to a PCIe controller's device,
 // which answers Identify Controller and the Volatile Write Cache feature
 // as the NVMe specification says, or a Keep Alive to a fabric
@@ -431,7 +428,7 @@ func bdevNvmeSendCmd(t *Target, p json.RawMessage) (any, error) {
 	if c == nil {
 		return nil, invalid
 	}
-	if !c.pcie && req.CmdType == "admin" && cmd.Opcode == nvmeOpcodeKeepAlive {
+	if !c.pcie && req.CmdType == "admin" && cmd.Opcode == types.NvmeOpcodeKeepAlive {
 		if c.state != ctrlrEnabled {
 			return nil, errf(jsonrpc.CodeInternalError, "No such device or address")
 		}

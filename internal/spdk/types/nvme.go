@@ -28,6 +28,9 @@ const (
 	NvmeOpcodeSetFeatures = 0x09
 	NvmeOpcodeGetFeatures = 0x0a
 	NvmeOpcodeIdentify    = 0x06
+	// NvmeOpcodeKeepAlive carries no data and changes nothing: a target
+	// asks its members with it whether they still admit it.
+	NvmeOpcodeKeepAlive = 0x18
 	// NvmeFeatureVolatileWriteCache is the Volatile Write Cache feature;
 	// bit 0 of its value is WCE, the cache enabled.
 	NvmeFeatureVolatileWriteCache = 0x06

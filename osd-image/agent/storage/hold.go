@@ -30,16 +30,15 @@ import (
 )
 
 // A target keeps its hosts past its OSD's lease while its remote members
-// admit it (docs/volumes.md, "Fencing"): a member's export admits one
+// admit it (docs/volumes.md, "The hold"): a member's export admits one
 // host, and an operator moves a target unplanned only after it cut the
 // target off a member (CutReplica), which SPDK answers once the target's
 // connections are gone. So a Keep Alive that a member completes was sent
 // before any cut of it, and a target whose every member completed one
 // sent at t cannot have been cut off before t.
 
-// keepAlive is NVMe's Keep Alive admin command: it carries no data and
-// changes nothing.
-var keepAlive = types.NvmeCommand{Opcode: 0x18}
+// keepAlive is the command a target asks its members with.
+var keepAlive = types.NvmeCommand{Opcode: types.NvmeOpcodeKeepAlive}
 
 // keepAliveGiveUp bounds how long an unanswered Keep Alive is waited
 // for: SPDK v25.09 ignores bdev_nvme_send_cmd's timeout, and a frozen
@@ -142,6 +141,10 @@ func (e *Engine) AskMembers(ctx context.Context) (map[string]time.Time, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list raids: %w", err)
 	}
+	raidMembers := map[string][]string{}
+	for _, r := range raids {
+		raidMembers[r.Name] = r.Members()
+	}
 	ctrlrs, err := e.spdk.BdevNvmeGetControllers(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list NVMe controllers: %w", err)
@@ -162,11 +165,9 @@ func (e *Engine) AskMembers(ctx context.Context) (map[string]time.Time, error) {
 		for _, osd := range osds {
 			asked[remoteName(volume, osd)] = true
 		}
-		if i := slices.IndexFunc(raids, func(r types.RaidBdev) bool { return r.Name == raidName(volume) }); i >= 0 {
-			for _, b := range raids[i].Members() {
-				if name, ok := strings.CutSuffix(b, "n1"); ok && isRemoteName(name) {
-					asked[name] = true
-				}
+		for _, b := range raidMembers[raidName(volume)] {
+			if name, ok := strings.CutSuffix(b, "n1"); ok && isRemoteName(name) {
+				asked[name] = true
 			}
 		}
 		oldest, all := time.Time{}, true
