@@ -110,9 +110,9 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 
 // twoReplicas starts the lab's SPDKs as OSDs and serves volume from
 // osd-0 over replicas on osd-0 and osd-1, both in sync.
-func twoReplicas(ctx context.Context, t *testing.T, lab *spdklab.Lab) ([]*storage.Engine, storage.TargetSpec) {
+func twoReplicas(ctx context.Context, t *testing.T, lab *spdklab.Lab, options ...func(*storage.Config)) ([]*storage.Engine, storage.TargetSpec) {
 	t.Helper()
-	osds := startOSDs(ctx, t, lab)
+	osds := startOSDs(ctx, t, lab, options...)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, true, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
 	ensureUntil(ctx, t, osds[0], spec, "a healthy target", func(st storage.Target) bool { return !st.Degraded() })

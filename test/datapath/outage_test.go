@@ -45,7 +45,9 @@ const (
 // real SPDK, at the agents: the operator renews the lease with holds on,
 // then stops for ten lease periods while a host writes. The target keeps
 // its host (no fence, no write error, and the SPDK container's probe
-// passes), because its member answers its Keep Alives. Then the operator
+// passes), because its member answers its Keep Alives; halfway, the
+// target's agent restarts (SPDK runs on) and goes on from the holds and
+// the members its predecessor recorded. Then the operator
 // returns to find the target lost to it and moves it, unplanned: it cuts
 // the old target off the new target's replica, and the old target fences
 // within the hold; renewed, it stays fenced; its host's writes fail, and
@@ -56,22 +58,39 @@ func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	lab := spdklab.New(t, 2)
-	osds, spec := twoReplicas(ctx, t, lab)
+	// The agents keep their state in files, as in their pods, so that the
+	// target's can restart.
+	var targetConfig storage.Config
+	osds, spec := twoReplicas(ctx, t, lab, func(cfg *storage.Config) {
+		cfg.EpochFile = filepath.Join(lab.Dir, cfg.UID+"-export-epochs")
+		cfg.MembersFile = filepath.Join(lab.Dir, cfg.UID+"-target-members")
+		if cfg.UID == "osd-0" {
+			targetConfig = *cfg
+		}
+	})
 	file := lease.File{Path: filepath.Join(lab.Dir, "lease")}
 	keeper, err := lease.New(file, osds[0], time.Now, outageLead)
 	must(t, err)
 	_, err = keeper.Renew(outageLease, time.Now().Add(outageLease), outageHold)
 	must(t, err)
 	must(t, keeper.Serve(volume, false, func() error { _, err := osds[0].EnsureTarget(ctx, spec); return err }))
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
 	checkErrs := make(chan error, 100)
-	go keeper.Run(runCtx, outageCheck, func(err error) {
-		select {
-		case checkErrs <- err:
-		default:
-		}
-	})
+	run := func(k *lease.Keeper) (stop func()) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			k.Run(runCtx, outageCheck, func(err error) {
+				select {
+				case checkErrs <- err:
+				default:
+				}
+			})
+		}()
+		return func() { cancel(); <-done }
+	}
+	stop := run(keeper)
+	defer func() { stop() }()
 
 	dd := newHost(t, lab)
 	target := osds[0].Endpoint()
@@ -96,7 +115,21 @@ func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 	// The operator is gone for ten lease periods; the host writes on.
 	outage := time.Now()
 	writes := 0
+	restarted := false
 	for time.Since(outage) < 10*outageLease {
+		if !restarted && time.Since(outage) > 5*outageLease {
+			// The agent dies, and a new one starts a moment later from
+			// the same files, over the same SPDK.
+			stop()
+			time.Sleep(2 * outageCheck)
+			agent := storage.New(targetConfig, lab.Targets[0].Client)
+			must(t, bootstrap(ctx, agent))
+			keeper, err = lease.New(file, agent, time.Now, outageLead)
+			must(t, err)
+			stop = run(keeper)
+			restarted = true
+			t.Logf("the target's agent restarted %s into the outage", time.Since(outage).Round(time.Millisecond))
+		}
 		i, data := writes%chunks, randomBytes(t, 1<<20)
 		if err := dd.tryWrite(target, hostNQN, data, i<<20); err != nil {
 			t.Fatalf("write %d, %s into the outage, failed: %v", writes+1, time.Since(outage).Round(time.Millisecond), err)

@@ -77,10 +77,11 @@ func (k *Keeper) HeldTargets() map[string]time.Time {
 }
 
 // holds says whether volume's members' answers keep its target's hosts at
-// now; k.mu held. An agent that started in a lapse fences every target
-// first: its predecessor may have fenced some unrecorded.
+// now; k.mu held. An agent that restarted goes by the answers its
+// predecessor recorded until its own come: they were heard, and told to
+// the probe, as its own are.
 func (k *Keeper) holds(volume string, now time.Time) bool {
-	return !k.refence && k.Hold > 0 && now.Before(k.Until[volume].Add(-k.lead))
+	return k.Hold > 0 && now.Before(k.Until[volume].Add(-k.lead))
 }
 
 // write records next, and keeps it once recorded; k.mu held.
@@ -138,7 +139,7 @@ func (k *Keeper) release(volume string) error {
 func (k *Keeper) askMembers(ctx context.Context) error {
 	k.mu.Lock()
 	now := k.now()
-	asking := k.Hold > 0 && !k.refence && (k.granted == 0 || !now.Before(k.lapsesAt().Add(-k.granted/2)) || len(k.Held) > 0)
+	asking := k.Hold > 0 && (k.granted == 0 || !now.Before(k.lapsesAt().Add(-k.granted/2)) || len(k.Held) > 0)
 	k.mu.Unlock()
 	if !asking {
 		return nil

@@ -144,7 +144,8 @@ type Keeper struct {
 	fencedUnsaved bool
 	// refence says the agent started with its lease lapsed: its
 	// predecessor may have fenced without recording which targets, so
-	// every target is fenced again, and none serves unconfirmed until then.
+	// every target its recorded holds do not keep is fenced again, those
+	// they keep are recorded held, and none serves unconfirmed until then.
 	refence bool
 }
 

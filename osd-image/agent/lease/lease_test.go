@@ -429,33 +429,81 @@ func TestAHeldTargetKeepsItsHostsWhileItsMembersAnswer(t *testing.T) {
 	}
 }
 
-// An agent restarted during a lapse holds nothing: it has heard neither
-// its targets' members nor the operator's promise to cut.
-func TestARestartedAgentHoldsNothing(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+// An agent restarted during a lapse goes by the holds its predecessor
+// recorded: a target its members' answers still hold keeps its hosts, is
+// recorded held and refuses an unconfirmed change; the others are fenced
+// again; it asks the members itself, and their answers extend the hold;
+// once they stop, the target is fenced a lead before its hold runs out.
+func TestARestartedAgentKeepsWhatItsMembersHold(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := start
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	clock := func() time.Time { return now }
 	f := File{Path: filepath.Join(t.TempDir(), "lease")}
-	targets := &fakeTargets{volumes: []string{"pvc-1"}, answered: map[string]time.Time{"pvc-1": now}}
-	k, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+	targets := &fakeTargets{volumes: []string{"pvc-1", "pvc-2"}, answered: map[string]time.Time{"pvc-1": at(6 * time.Second)}}
+	k, err := New(f, targets, clock, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 8*time.Second); err != nil {
+	if _, err := k.Renew(10*time.Second, at(10*time.Second), 8*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(6 * time.Second)
+	now = at(6 * time.Second)
 	if err := k.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(3 * time.Second)
-	restarted, err := New(f, targets, func() time.Time { return now }, 2*time.Second)
+
+	// The agent dies before the lapse's fence and starts again after it.
+	now = at(9 * time.Second)
+	restarted, err := New(f, targets, clock, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := restarted.Check(context.Background()); err != nil {
+	check := func(when time.Duration) {
+		t.Helper()
+		now = at(when)
+		if err := restarted.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asks := targets.asks
+	check(9 * time.Second)
+	if _, held := restarted.HeldTargets()["pvc-1"]; !held {
+		t.Fatalf("a restarted agent: held %v, want pvc-1 (its members' answers hold it to 14s)", restarted.HeldTargets())
+	}
+	if _, fenced := restarted.Fenced()["pvc-1"]; fenced {
+		t.Fatal("a restarted agent fenced a target its members' answers hold")
+	}
+	if _, fenced := restarted.Fenced()["pvc-2"]; !fenced {
+		t.Fatalf("a restarted agent spared a target nothing holds: fenced %v", restarted.Fenced())
+	}
+	if targets.asks == asks {
+		t.Fatal("a restarted agent in a lapse did not ask the members")
+	}
+	for _, v := range []string{"pvc-1", "pvc-2"} {
+		if err := restarted.Serve(v, false, func() error { return nil }); !errors.Is(err, ErrLapsed) {
+			t.Fatalf("an unconfirmed change of %s in the lapse: %v, want ErrLapsed", v, err)
+		}
+	}
+	if err := Probe(context.Background(), f, at(11*time.Second), func(context.Context) ([]string, error) { return []string{"pvc-1"}, nil }); err != nil {
+		t.Fatalf("the probe within the recorded hold: %v", err)
+	}
+
+	targets.answered = map[string]time.Time{"pvc-1": at(10 * time.Second)} // then no more answers
+	check(11 * time.Second)
+	check(15 * time.Second) // held to 18s, less the lead
+	if _, held := restarted.HeldTargets()["pvc-1"]; !held {
+		t.Fatalf("the restarted agent's own answers did not extend the hold: held %v, fenced %v", restarted.HeldTargets(), restarted.Fenced())
+	}
+	if _, err := restarted.Renew(10*time.Second, at(25*time.Second), 8*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, fenced := restarted.Fenced()["pvc-1"]; !fenced {
-		t.Fatal("an agent restarted in the lapse spared a target")
+	if err := restarted.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an unconfirmed change of the held target after a renewal: %v, want ErrFenced", err)
+	}
+	check(16 * time.Second)
+	if _, fenced := restarted.Fenced()["pvc-1"]; !fenced || len(restarted.HeldTargets()) != 0 {
+		t.Fatalf("once its hold ran out: fenced %v, held %v; want pvc-1 fenced", restarted.Fenced(), restarted.HeldTargets())
 	}
 }
 
