@@ -206,10 +206,11 @@ func (k *Keeper) Renew(d time.Duration, notAfter time.Time, hold time.Duration) 
 	}
 	// A lapse no Check has fenced yet is fenced first: a renewal must not
 	// let a target that may have been cut off its members (and is held)
-	// go back to serving unconfirmed. The operator renews again soon. (An
-	// agent that started in a lapse refuses every unconfirmed change
-	// until its first fence anyway.)
-	if !k.expiry.IsZero() && k.lapsed(now) && !k.fencedLapse && !k.refence {
+	// go back to serving unconfirmed. The operator renews again soon. An
+	// agent that started in a lapse refuses too: what it refuses
+	// unconfirmed until its first fence is in memory only, and a
+	// successor that found a valid lease would not know of it.
+	if !k.expiry.IsZero() && k.lapsed(now) && !k.fencedLapse {
 		return time.Time{}, fmt.Errorf("%w: it lapsed at %s and its targets' fence is under way", ErrFencing, k.lapsesAt().Format(time.RFC3339Nano))
 	}
 	if hold != k.Hold {
@@ -328,7 +329,10 @@ func (k *Keeper) fence(ctx context.Context) error {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		_, held := k.Held[volume]
-		keep := k.holds(volume, k.now())
+		_, fenced := k.fenced[volume]
+		// A target fenced and not confirmed since is fenced again at a
+		// lapse, answers or not: it lets no host in, or one it should not.
+		keep := k.holds(volume, k.now()) && (!lapse || !fenced)
 		if keep && (lapse || held) {
 			kept[volume] = true
 		}

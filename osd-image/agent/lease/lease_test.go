@@ -294,6 +294,9 @@ func TestFenceOutlivesTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := restarted.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := restarted.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -313,8 +316,8 @@ func TestFenceOutlivesTheAgent(t *testing.T) {
 }
 
 // An agent that starts with its lease lapsed cannot know which targets its
-// predecessor fenced: it serves none unconfirmed, and fences them all
-// again, even once renewed.
+// predecessor fenced: it serves none unconfirmed, refuses renewals, and
+// fences them all again first.
 func TestAgentStartedInALapseFencesAgain(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -327,17 +330,20 @@ func TestAgentStartedInALapseFencesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
-		t.Fatal(err)
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); !errors.Is(err, ErrFencing) {
+		t.Fatalf("a renewal before the fence was redone: %v, want ErrFencing", err)
 	}
-	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrFenced) {
-		t.Fatalf("an unconfirmed change before the fence was redone: %v, want ErrFenced", err)
+	if err := k.Serve("pvc-1", false, func() error { return nil }); !errors.Is(err, ErrLapsed) {
+		t.Fatalf("an unconfirmed change before the fence was redone: %v, want ErrLapsed", err)
 	}
 	if err := k.Check(context.Background()); err != nil || targets.calls != 1 {
-		t.Fatalf("the first check of an agent started in a lapse: %v, %d fences; want one fence though renewed", err, targets.calls)
+		t.Fatalf("the first check of an agent started in a lapse: %v, %d fences; want one", err, targets.calls)
 	}
 	if _, ok := k.Fenced()["pvc-1"]; !ok {
 		t.Fatal("pvc-1 is not recorded fenced")
+	}
+	if _, err := k.Renew(10*time.Second, now.Add(10*time.Second), 0); err != nil {
+		t.Fatalf("a renewal once the fence was redone: %v", err)
 	}
 	if err := k.Check(context.Background()); err != nil || targets.calls != 1 {
 		t.Fatalf("a renewed lease fenced again: %v, %d fences", err, targets.calls)
@@ -431,16 +437,19 @@ func TestAHeldTargetKeepsItsHostsWhileItsMembersAnswer(t *testing.T) {
 
 // An agent restarted during a lapse goes by the holds its predecessor
 // recorded: a target its members' answers still hold keeps its hosts, is
-// recorded held and refuses an unconfirmed change; the others are fenced
-// again; it asks the members itself, and their answers extend the hold;
-// once they stop, the target is fenced a lead before its hold runs out.
+// recorded held and refuses an unconfirmed change; the others, and one
+// recorded fenced whatever its members answer, are fenced again, before
+// any renewal is taken; it asks the members itself, and their answers
+// extend the hold; once they stop, the target is fenced a lead before its
+// hold runs out.
 func TestARestartedAgentKeepsWhatItsMembersHold(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	now := start
 	at := func(d time.Duration) time.Time { return start.Add(d) }
 	clock := func() time.Time { return now }
 	f := File{Path: filepath.Join(t.TempDir(), "lease")}
-	targets := &fakeTargets{volumes: []string{"pvc-1", "pvc-2"}, answered: map[string]time.Time{"pvc-1": at(6 * time.Second)}}
+	targets := &fakeTargets{volumes: []string{"pvc-1", "pvc-2", "pvc-3"},
+		answered: map[string]time.Time{"pvc-1": at(6 * time.Second), "pvc-3": at(6 * time.Second)}}
 	k, err := New(f, targets, clock, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -450,6 +459,9 @@ func TestARestartedAgentKeepsWhatItsMembersHold(t *testing.T) {
 	}
 	now = at(6 * time.Second)
 	if err := k.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.writeFenced(map[string]time.Time{"pvc-3": start}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -466,16 +478,21 @@ func TestARestartedAgentKeepsWhatItsMembersHold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := restarted.Renew(10*time.Second, at(19*time.Second), 8*time.Second); !errors.Is(err, ErrFencing) {
+		t.Fatalf("a renewal before the restarted agent's first fence: %v, want ErrFencing", err)
+	}
 	asks := targets.asks
 	check(9 * time.Second)
-	if _, held := restarted.HeldTargets()["pvc-1"]; !held {
-		t.Fatalf("a restarted agent: held %v, want pvc-1 (its members' answers hold it to 14s)", restarted.HeldTargets())
+	if held := restarted.HeldTargets(); len(held) != 1 || held["pvc-1"].IsZero() {
+		t.Fatalf("a restarted agent: held %v, want pvc-1 alone (its members' answers hold it to 14s)", held)
 	}
 	if _, fenced := restarted.Fenced()["pvc-1"]; fenced {
 		t.Fatal("a restarted agent fenced a target its members' answers hold")
 	}
-	if _, fenced := restarted.Fenced()["pvc-2"]; !fenced {
-		t.Fatalf("a restarted agent spared a target nothing holds: fenced %v", restarted.Fenced())
+	for _, v := range []string{"pvc-2", "pvc-3"} {
+		if _, fenced := restarted.Fenced()[v]; !fenced {
+			t.Fatalf("a restarted agent spared %s: fenced %v", v, restarted.Fenced())
+		}
 	}
 	if targets.asks == asks {
 		t.Fatal("a restarted agent in a lapse did not ask the members")
