@@ -340,7 +340,7 @@ func TestTargetMovesUnderAWriter(t *testing.T) {
 	})
 	atMove := lastRecord(t, clients, "steady-writer")
 	t.Logf("target moved from %s to %s %s after the pod's deletion, the writer at record %d: %s", from, to, time.Since(deleted).Round(time.Second), atMove, volumeState(vol))
-	if notes := eventsOf(t, clients, vol.Name, "TargetMoved"); !slices.ContainsFunc(notes, func(n string) bool {
+	if notes := eventsOf(t, clients, vol.Name, "TargetMoved", time.Time{}); !slices.ContainsFunc(notes, func(n string) bool {
 		return strings.Contains(n, "the target's OSD "+from+" stopped: the kubelet reported every container of its pod terminated")
 	}) {
 		t.Errorf("the target did not move on the kubelet's word that its pod stopped: TargetMoved Events %q", notes)

@@ -96,7 +96,7 @@ func rollingUpdate(t *testing.T) {
 
 	stopStormWriter(t, clients)
 	j := checkedJournal(t, clients)
-	moves := eventsOf(t, clients, vol.Name, "TargetMoved")
+	moves := eventsOf(t, clients, vol.Name, "TargetMoved", time.Time{})
 	t.Logf("rolling update: %d writes tried, %d acknowledged, %d failed; longest write stall %.1fs; target moves: %s",
 		j.tried, j.acked, j.failed, j.stall.Seconds(), strings.Join(moves, " | "))
 	// Where the stall goes (#34 asks for 2 s): the operator's Events say
@@ -160,15 +160,15 @@ func rolloutState(t *testing.T, c client.Client) string {
 }
 
 // eventsOf lists the notes of the Events with reason about the cluster-
-// scoped object name.
-func eventsOf(t *testing.T, clients *kubernetes.Clientset, name, reason string) []string {
+// scoped object name, from since on (the zero time for all).
+func eventsOf(t *testing.T, clients *kubernetes.Clientset, name, reason string, since time.Time) []string {
 	list, err := clients.EventsV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.name=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var notes []string
 	for _, e := range list.Items {
-		if e.Reason == reason {
+		if e.Reason == reason && !e.EventTime.Time.Before(since) {
 			notes = append(notes, e.Note)
 		}
 	}

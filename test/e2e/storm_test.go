@@ -134,7 +134,7 @@ func kernelHostStorm(t *testing.T) {
 		writesAgain := time.Since(healed)
 		recovered(t, clients, c, vol, before, struck, killed)
 		volumeWhole(t, c, vol, 10*time.Minute)
-		t.Logf("round %d: %s; writes again %.1fs after; whole again %s after: %s", round, desc, writesAgain.Seconds(), time.Since(healed).Round(time.Second), volumeState(vol))
+		t.Logf("round %d: %s; writes again %.1fs after; whole again %s after: %s%s", round, desc, writesAgain.Seconds(), time.Since(healed).Round(time.Second), volumeState(vol), movesIn(t, clients, vol, struck))
 	}
 
 	stopStormWriter(t, clients)
@@ -145,6 +145,17 @@ func kernelHostStorm(t *testing.T) {
 	}
 	t.Logf("seed %d: %d faults (%s) over %s; %d writes tried, %d acknowledged, %d failed; longest write stall %.1fs; %d reads checked, the last: %s",
 		seed, faults, strings.Join(kinds, ", "), time.Since(began).Round(time.Second), j.tried, j.acked, j.failed, j.stall.Seconds(), j.reads, j.final)
+}
+
+// movesIn says how the round that struck at struck moved the target, from
+// the operator's Events (the host's clock): when the new target served
+// tells a long stall of the operator's making from the host's.
+func movesIn(t *testing.T, clients *kubernetes.Clientset, vol *flintv1.Volume, struck time.Time) string {
+	notes := eventsOf(t, clients, vol.Name, "TargetMoved", struck)
+	if len(notes) == 0 {
+		return ""
+	}
+	return "; target moves: " + strings.Join(notes, " | ")
 }
 
 // stormBudget reads E2E_STORM_FAULTS (default 10: each kind twice) and
