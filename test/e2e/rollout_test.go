@@ -17,7 +17,9 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +71,7 @@ func rollingUpdate(t *testing.T) {
 	t.Logf("Volume %s: %s", vol.Name, volumeState(vol))
 
 	before := osdPodUIDs(t, clients)
+	inSync := watchInSync(ctx, c, vol.Name)
 	patch := []byte(`{"spec":{"osd":{"logLevel":"notice"}}}`)
 	if err := c.Patch(ctx, &flintv1.Pool{ObjectMeta: metav1.ObjectMeta{Name: replicatedPool}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
@@ -92,6 +95,13 @@ func rollingUpdate(t *testing.T) {
 	})
 	volumeWhole(t, c, vol, 10*time.Minute)
 	t.Logf("both OSD pods replaced and the Volume whole %s after the change: %s", time.Since(began).Round(time.Second), volumeState(vol))
+	// A domain stops only while each Volume keeps its replicas less
+	// maxUnavailableDomains in sync elsewhere (the Pool's default, 1).
+	low, least := inSync(), max(len(vol.Status.Replicas)-1, 1)
+	t.Logf("in sync during the rollout: at least %d of %d replicas in %d looks at the Volume, the fewest when %s", low.online, len(vol.Status.Replicas), low.looks, low.state)
+	if low.looks == 0 || low.online < least {
+		t.Errorf("the Volume had %d replicas in sync during the rollout (%d looks); the Pool keeps at least %d", low.online, low.looks, least)
+	}
 	waitWrites(t, clients, acked, time.Minute, "after the rollout")
 
 	stopStormWriter(t, clients)
@@ -108,6 +118,42 @@ func rollingUpdate(t *testing.T) {
 	}
 	if len(moves) == 0 {
 		t.Error("the target never moved: the rollout did not stop its OSD by a planned move")
+	}
+}
+
+// inSyncLow is the fewest replicas in sync (Online) a watched Volume had,
+// its state then, and how often it was read.
+type inSyncLow struct {
+	online, looks int
+	state         string
+}
+
+// watchInSync reads Volume name every 200 ms until the returned func is
+// called, which says the fewest replicas in sync it saw.
+func watchInSync(ctx context.Context, c client.Client, name string) func() inSyncLow {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan inSyncLow, 1)
+	go func() {
+		low := inSyncLow{online: math.MaxInt}
+		for {
+			var vol flintv1.Volume
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &vol); err == nil {
+				low.looks++
+				if n := onlineReplicas(&vol); n < low.online {
+					low.online, low.state = n, volumeState(&vol)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				done <- low
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() inSyncLow {
+		cancel()
+		return <-done
 	}
 }
 

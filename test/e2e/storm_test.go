@@ -458,17 +458,22 @@ func volumeWhole(t *testing.T, c client.Client, vol *flintv1.Volume, timeout tim
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(vol), vol); err != nil {
 			return err
 		}
-		online := 0
-		for _, r := range vol.Status.Replicas {
-			if r.State == flintv1.ReplicaStateOnline {
-				online++
-			}
-		}
-		if vol.Status.Phase != flintv1.VolumePhaseReady || online != 2 {
+		if vol.Status.Phase != flintv1.VolumePhaseReady || onlineReplicas(vol) != 2 {
 			return fmt.Errorf("Volume %s not whole: %s", vol.Name, volumeState(vol))
 		}
 		return nil
 	})
+}
+
+// onlineReplicas counts vol's replicas in sync.
+func onlineReplicas(vol *flintv1.Volume) int {
+	online := 0
+	for _, r := range vol.Status.Replicas {
+		if r.State == flintv1.ReplicaStateOnline {
+			online++
+		}
+	}
+	return online
 }
 
 // waitWrites waits until the writer acknowledged a write numbered above
