@@ -18,6 +18,7 @@ package volume
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,9 @@ func TestAnUnplannedMoveWaitsForTheOldLeaseToLapse(t *testing.T) {
 	got := vol.Status.Target
 	if got.OSD != "osd-1" || got.Cut == nil || got.Cut.From != "osd-0" || !got.Cut.NotBefore.Time.Equal(began.Add(30*time.Second)) || got.Cut.ServesAfter != nil {
 		t.Fatalf("at 25s the target is %+v (cut %+v); want it on osd-1, cut pending from osd-0, not serving before 30s", got, got.Cut)
+	}
+	// The Event says how long the OSD was silent, not the grace.
+	if e := <-r.Recorder.(*events.FakeRecorder).Events; !strings.Contains(e, "the target's OSD osd-0 has not served for 25s:") {
+		t.Errorf("the move's Event: %q; want it to say the OSD has not served for 25s", e)
 	}
 }

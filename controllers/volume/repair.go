@@ -141,7 +141,12 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 			setState(rep, flintv1.ReplicaStateStale, now)
 		}
 	}
-	lost := fmt.Sprintf("the target's OSD %s has not served for %s", t.OSD, r.TargetGrace)
+	// What was waited for, not the grace: the move is decided before it.
+	silent := r.Leases.SinceLastTry(t.OSD, now)
+	if old != nil {
+		silent = min(silent, notServingFor(old, now))
+	}
+	lost := fmt.Sprintf("the target's OSD %s has not served for %s", t.OSD, silent.Round(time.Second))
 	if stopped {
 		lost = fmt.Sprintf("the target's OSD %s stopped: the kubelet reported every container of its pod terminated", t.OSD)
 	}
