@@ -86,6 +86,10 @@ type Options struct {
 	// FenceProbeTimeout bounds one run of the SPDK container's fence
 	// probe; it adds to the fence margin. Zero is 2 s.
 	FenceProbeTimeout time.Duration
+	// SPDKHangTimeout has the fence probe restart an SPDK that has not
+	// answered for that long, lease or not; zero leaves a frozen SPDK to
+	// the lease.
+	SPDKHangTimeout time.Duration
 	// HoldTargets promises the agents, in every renewal, that a target
 	// is cut off a replica before it moves unplanned, so that a target
 	// whose lease lapsed keeps its hosts while its members answer it.
@@ -141,7 +145,8 @@ func (o Options) HoldWait() time.Duration {
 }
 
 // checkTimings refuses a target grace that could move a target before the
-// old one fenced itself.
+// old one fenced itself, and a hang timeout that one slow probe could
+// reach.
 func (o Options) checkTimings() error {
 	if o.AgentLease <= 0 {
 		return fmt.Errorf("the agent lease must be positive, not %s", o.AgentLease)
@@ -149,6 +154,9 @@ func (o Options) checkTimings() error {
 	if least := o.AgentLease + o.AgentLease/4 + o.FenceMargin(); o.TargetGrace < least {
 		return fmt.Errorf("a target grace of %s could move a target before its old OSD fenced itself: with an agent lease of %s and a fence probe timeout of %ds it must be at least %s (lease + a quarter + the probe's period, timeout and kill, %s)",
 			o.TargetGrace, o.AgentLease, osd.FenceProbe(o.FenceProbeTimeout).TimeoutSeconds, least, o.FenceMargin())
+	}
+	if probe := time.Duration(osd.FenceProbe(o.FenceProbeTimeout).TimeoutSeconds) * time.Second; o.SPDKHangTimeout != 0 && o.SPDKHangTimeout < 2*probe {
+		return fmt.Errorf("an SPDK hang timeout of %s could restart an SPDK that is only slow to answer one probe: with a fence probe timeout of %s it must be at least %s, or 0 to leave a frozen SPDK to the lease", o.SPDKHangTimeout, probe, 2*probe)
 	}
 	return nil
 }
@@ -187,7 +195,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := (&osd.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flint-osd"),
 		Pods: osd.PodConfig{Namespace: o.Namespace, Image: o.OSDImage, ImagePullSecrets: o.OSDImagePullSecrets, PriorityClassName: o.PriorityClass, ServiceAccount: o.ServiceAccount,
-			FenceProbeTimeout: o.FenceProbeTimeout, AgentCPU: o.AgentCPU},
+			FenceProbeTimeout: o.FenceProbeTimeout, SPDKHangTimeout: o.SPDKHangTimeout, AgentCPU: o.AgentCPU},
 		Authority: authority, Agents: agents, Leases: leases, Renewer: renewer, Observe: observe, Resync: o.Resync, OrphanGrace: o.OrphanGrace,
 		ObserveVolume: observeVolume, ObserveSnapshot: observeSnapshot, Inventories: inventories,
 	}).SetupWithManager(context.Background(), mgr); err != nil {

@@ -50,6 +50,28 @@ func TestTargetGraceCoversTheFence(t *testing.T) {
 	}
 }
 
+// The hang timeout outlasts two of the fence probe's runs, so that an SPDK
+// slow to answer one is not restarted; zero leaves a frozen SPDK to the
+// lease.
+func TestSPDKHangTimeoutOutlastsTwoProbes(t *testing.T) {
+	for _, c := range []struct {
+		hang, probeTimeout time.Duration
+		ok                 bool
+	}{
+		{10 * time.Second, 0, true},                 // the defaults: 2 x 2 s
+		{4 * time.Second, 2 * time.Second, true},    // exactly enough
+		{3 * time.Second, 2 * time.Second, false},   // one slow run and a second
+		{10 * time.Second, 10 * time.Second, false}, // a slow node's probe
+		{20 * time.Second, 10 * time.Second, true},  // the e2e lab
+		{0, 10 * time.Second, true},                 // off
+	} {
+		o := Options{AgentLease: 20 * time.Second, TargetGrace: time.Minute, FenceProbeTimeout: c.probeTimeout, SPDKHangTimeout: c.hang}
+		if err := o.checkTimings(); (err == nil) != c.ok {
+			t.Errorf("hang timeout %s, probe timeout %s: %v, want ok=%t", c.hang, c.probeTimeout, err, c.ok)
+		}
+	}
+}
+
 // An agent's CPU is a fraction of a core: a whole one would be taken for
 // it alone by the static CPU manager.
 func TestAgentCPUIsAFraction(t *testing.T) {

@@ -21,8 +21,9 @@ limitations under the License.
 // serves the OSD's gRPC API over mutual TLS and its metrics and probes.
 // "osd-agent serve-fence", which exec-spdk starts beside SPDK, serves the
 // SPDK container's liveness probe: it fails when the OSD's lease lapsed
-// and SPDK still lets a host reach a volume target, or does not answer, so
-// that the kubelet stops SPDK.
+// and SPDK still lets a host reach a volume target, or does not answer,
+// and when SPDK has been silent for its hang timeout, so that the kubelet
+// stops SPDK.
 package main
 
 import (
@@ -153,6 +154,8 @@ func runDevicePlugin(args []string, p *deviceplugin.Plugin, cmd *cli.Command) {
 type fenceFlags struct {
 	address, socket, leaseFile string
 	timeout                    time.Duration
+	// hangAfter is how long SPDK may go without answering, lease or not.
+	hangAfter time.Duration
 	// fd is a listening socket inherited from exec-spdk; -1: listen on
 	// address.
 	fd int
@@ -163,11 +166,12 @@ func (f *fenceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.socket, "spdk-socket", defaultSocket, "SPDK's JSON-RPC socket, on the volume shared with the agent")
 	fs.StringVar(&f.leaseFile, "lease-file", defaultLeaseFile, "the lease the agent keeps")
 	fs.DurationVar(&f.timeout, "fence-timeout", time.Second, "how long SPDK may take to answer one probe")
+	fs.DurationVar(&f.hangAfter, "spdk-hang-timeout", 0, "fail the fence probe once SPDK, having answered, has not answered for this long, lease or not, so that the kubelet restarts a frozen SPDK; 0: only when the lease lapsed")
 	fs.IntVar(&f.fd, "fence-fd", -1, "serve on this inherited listening socket instead of listening on --fence-address (exec-spdk binds the port)")
 }
 
 func (f *fenceFlags) args() []string {
-	return []string{"--fence-address=" + f.address, "--spdk-socket=" + f.socket, "--lease-file=" + f.leaseFile, "--fence-timeout=" + f.timeout.String()}
+	return []string{"--fence-address=" + f.address, "--spdk-socket=" + f.socket, "--lease-file=" + f.leaseFile, "--fence-timeout=" + f.timeout.String(), "--spdk-hang-timeout=" + f.hangAfter.String()}
 }
 
 func serveFence(args []string) {
@@ -177,13 +181,13 @@ func serveFence(args []string) {
 	cmd := &cli.Command{
 		Name:        "osd-agent serve-fence",
 		Summary:     "serves the SPDK container's startup and liveness probes",
-		Description: "Started by exec-spdk beside SPDK. /startup passes once SPDK answers. /fence passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target; it fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen), and the kubelet then stops SPDK.",
+		Description: "Started by exec-spdk beside SPDK. /startup passes once SPDK answers. /fence passes while the OSD's lease holds, or while SPDK answers and lets no host reach a volume target; it fails when the lease lapsed and SPDK still serves a host (the agent did not fence: it died or hangs) or does not answer (SPDK is frozen), or, lease or not, when SPDK has not answered for --spdk-hang-timeout, and the kubelet then stops SPDK.",
 		Flags:       fs,
 	}
 	cmd.MainArgs(args, func() error {
 		log := zap.New().WithName("fence")
 		probes := lease.Probes{
-			File: lease.File{Path: f.leaseFile}, Timeout: f.timeout,
+			File: lease.File{Path: f.leaseFile}, Timeout: f.timeout, HangAfter: f.hangAfter,
 			Started: func(ctx context.Context) error {
 				spdk := client.New(f.socket)
 				defer func() { _ = spdk.Close() }()

@@ -111,6 +111,9 @@ type PodConfig struct {
 	ServiceAccount    string
 	// FenceProbeTimeout bounds one run of the fence probe (FenceProbe).
 	FenceProbeTimeout time.Duration
+	// SPDKHangTimeout, when set, has the fence probe fail once SPDK has
+	// not answered for that long, lease or not.
+	SPDKHangTimeout time.Duration
 	// AgentCPU is the agent container's CPU, request and limit (it renews
 	// the lease: throttled for long, it lets it lapse); DefaultAgentCPU
 	// when zero.
@@ -204,6 +207,9 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")",
 		// SPDK's answer leaves a second of the probe's timeout for the rest.
 		fmt.Sprintf("--fence-address=:%d", FencePort), "--lease-file=" + leaseFile, fmt.Sprintf("--fence-timeout=%ds", fence.TimeoutSeconds-1)}
+	if cfg.SPDKHangTimeout > 0 {
+		args = append(args, "--spdk-hang-timeout="+cfg.SPDKHangTimeout.String())
+	}
 	c := corev1.Container{
 		Name: spdkName, Image: cfg.Image, Command: []string{agentBinary},
 		Ports: []corev1.ContainerPort{{Name: FencePortName, ContainerPort: FencePort}},

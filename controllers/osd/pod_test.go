@@ -18,7 +18,9 @@ package osd
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,5 +50,29 @@ func TestRenderPodSchedulingAndPulls(t *testing.T) {
 	osd.Spec.Scheduling.PriorityClassName = "storage-critical"
 	if pod, err = RenderPod(osd, cfg); err != nil || pod.Spec.PriorityClassName != "storage-critical" {
 		t.Errorf("priorityClassName = %q (%v), want the Pool's storage-critical", pod.Spec.PriorityClassName, err)
+	}
+}
+
+// The SPDK container's fence probe gets the operator's hang timeout, and
+// none when it is off, so that a frozen SPDK is left to the lease.
+func TestRenderPodHangTimeout(t *testing.T) {
+	osd := &flintv1.OSD{
+		ObjectMeta: metav1.ObjectMeta{Name: "fast-n1-0"},
+		Spec: flintv1.OSDSpec{Pool: "fast", NodeName: "n1", Device: flintv1.OSDDevice{Driver: flintv1.DriverAIO, Path: "/dev/nvme1n1"},
+			Network: flintv1.Network{Transport: flintv1.TransportTCP, Port: 4420}},
+	}
+	for hang, want := range map[time.Duration]string{10 * time.Second: "--spdk-hang-timeout=10s", 0: ""} {
+		pod, err := RenderPod(osd, PodConfig{Namespace: "flint-system", Image: "flint-osd:v1", SPDKHangTimeout: hang})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == spdkName })
+		got := slices.IndexFunc(pod.Spec.Containers[i].Args, func(a string) bool { return strings.HasPrefix(a, "--spdk-hang-timeout=") })
+		switch {
+		case want == "" && got >= 0:
+			t.Errorf("hang timeout off: SPDK's args have %s", pod.Spec.Containers[i].Args[got])
+		case want != "" && (got < 0 || pod.Spec.Containers[i].Args[got] != want):
+			t.Errorf("hang timeout %s: SPDK's args %q, want %s", hang, pod.Spec.Containers[i].Args, want)
+		}
 	}
 }

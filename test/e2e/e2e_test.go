@@ -213,7 +213,7 @@ func TestChartInstalls(t *testing.T) {
 			// lease valid all along. Its agent, within 100m of an
 			// emulated core, missed its /healthz and the lease renewals
 			// for a minute under a mirrored write.
-			"operator.fenceProbeTimeout=10s", "operator.targetGrace=40s", "operator.osdAgentCPU=500m",
+			"operator.fenceProbeTimeout=10s", "operator.spdkHangTimeout=20s", "operator.targetGrace=40s", "operator.osdAgentCPU=500m",
 			// The workload node is an emulated machine: only what a
 			// workload node needs runs there.
 			"operator.nodeSelector.kubernetes\\.io/hostname=" + lab.StorageNode,

@@ -48,6 +48,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flint-io/flint/internal/durable"
@@ -449,19 +450,63 @@ type Probes struct {
 	Started func(context.Context) error
 	// HostsAllowed lists the volumes whose targets let a host in.
 	HostsAllowed func(context.Context) ([]string, error)
+	// HangAfter, when set, fails /fence once SPDK, having answered, has
+	// not answered for that long, lease or not. A frozen SPDK serves its
+	// hosts nothing, and while its lease holds only its restart lets the
+	// operator re-assemble its targets in place instead of waiting to
+	// move them (docs/osd-agent.md).
+	HangAfter time.Duration
+	// Now is the probes' clock; time.Now when nil.
+	Now func() time.Time
 	// Failed hears why a probe failed: the kubelet shows only the status.
 	Failed func(probe string, err error)
 }
 
 // Handler serves /startup, which passes once SPDK answers (until then it
-// serves nothing: only the agent configures targets), and /fence, Probe.
+// serves nothing: only the agent configures targets), and /fence, Probe
+// and the hang check.
 func (p Probes) Handler() http.Handler {
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	var answered atomic.Int64 // SPDK's last answer, Unix nanoseconds
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /startup", p.serve("startup", p.Started))
+	mux.HandleFunc("GET /startup", p.serve("startup", func(ctx context.Context) error {
+		err := p.Started(ctx)
+		if err == nil {
+			answered.Store(p.Now().UnixNano())
+		}
+		return err
+	}))
 	mux.HandleFunc("GET /fence", p.serve("fence", func(ctx context.Context) error {
-		return Probe(ctx, p.File, time.Now(), p.HostsAllowed)
+		if err := Probe(ctx, p.File, p.Now(), p.HostsAllowed); err != nil {
+			return err
+		}
+		return p.answers(ctx, &answered)
 	}))
 	return mux
+}
+
+// answers fails once SPDK has not answered for HangAfter since it last
+// did; before its first answer it is starting, which /startup watches.
+func (p Probes) answers(ctx context.Context, answered *atomic.Int64) error {
+	if p.HangAfter <= 0 {
+		return nil
+	}
+	err := p.Started(ctx)
+	now := p.Now()
+	if err == nil {
+		answered.Store(now.UnixNano())
+		return nil
+	}
+	last := answered.Load()
+	if last == 0 {
+		return nil
+	}
+	if silent := now.Sub(time.Unix(0, last)); silent >= p.HangAfter {
+		return fmt.Errorf("SPDK has not answered for %s (the last probe: %v), over the hang timeout of %s: stop it, so that its targets are re-assembled", silent.Round(time.Second), err, p.HangAfter)
+	}
+	return nil
 }
 
 func (p Probes) serve(name string, check func(context.Context) error) http.HandlerFunc {

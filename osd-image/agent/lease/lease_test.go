@@ -249,6 +249,56 @@ func TestProbesHandler(t *testing.T) {
 	}
 }
 
+// A frozen SPDK fails /fence once it has been silent for the hang timeout,
+// lease or not; before its first answer it is starting, and one answer
+// starts the count again.
+func TestTheFenceProbeStopsAHungSPDK(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	f := File{Path: filepath.Join(t.TempDir(), "lease")}
+	if err := f.Write(now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	spdkErr := errors.New("context deadline exceeded")
+	var failed []string
+	p := Probes{
+		File: f, Timeout: time.Second, HangAfter: 10 * time.Second, Now: func() time.Time { return now },
+		Started:      func(context.Context) error { return spdkErr },
+		HostsAllowed: func(context.Context) ([]string, error) { return nil, spdkErr },
+		Failed:       func(probe string, err error) { failed = append(failed, probe+": "+err.Error()) },
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	fence := func(when string, want int) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/fence")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/fence %s = %d, want %d", when, resp.StatusCode, want)
+		}
+	}
+
+	now = now.Add(time.Minute)
+	fence("with SPDK silent since it started, never having answered", http.StatusOK)
+	spdkErr = nil
+	fence("with SPDK answering", http.StatusOK)
+	spdkErr = errors.New("context deadline exceeded")
+	now = now.Add(9 * time.Second)
+	fence("9s after SPDK's last answer", http.StatusOK)
+	now = now.Add(time.Second)
+	fence("10s after SPDK's last answer, the lease holding", http.StatusServiceUnavailable)
+	if len(failed) != 1 || !strings.Contains(failed[0], "SPDK has not answered for 10s") {
+		t.Errorf("failures told: %q, want the fence probe's saying SPDK has not answered for 10s", failed)
+	}
+	spdkErr = nil
+	fence("once SPDK answers again", http.StatusOK)
+	spdkErr = errors.New("context deadline exceeded")
+	now = now.Add(5 * time.Second)
+	fence("5s after that answer", http.StatusOK)
+}
+
 // A renewal holds no longer than its sender counts on, however late it
 // arrives, and one that arrives after that is refused.
 func TestRenewalHoldsNoLongerThanSent(t *testing.T) {
