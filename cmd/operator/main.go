@@ -59,7 +59,7 @@ func main() {
 		o.AgentCPU, err = resource.ParseQuantity(s)
 		return err
 	})
-	fs.DurationVar(&o.SPDKHangTimeout, "spdk-hang-timeout", 10*time.Second, "how long an OSD's SPDK may go without answering, lease or not, before the fence probe has the kubelet restart it, so that its targets are re-assembled in place instead of waiting to move; at least twice fence-probe-timeout, 0 to leave a frozen SPDK to the lease (changing it rolls the OSD pods)")
+	fs.DurationVar(&o.SPDKHangTimeout, "spdk-hang-timeout", 10*time.Second, "how long an OSD's SPDK may go without answering, lease or not, before the fence probe has the kubelet restart it, so that its targets are re-assembled in place instead of waiting to move; at least twice fence-probe-timeout in whole seconds (4s at the least), 0 to leave a frozen SPDK to the lease (changing it rolls the OSD pods)")
 	fs.DurationVar(&o.FenceProbeTimeout, "fence-probe-timeout", 2*time.Second, "how long one run of the SPDK container's fence probe may take (whole seconds, at least 2s) before the kubelet takes it as failed and kills SPDK; raise it on nodes too busy to answer an HTTP request that fast, and target-grace with it")
 	fs.DurationVar(&o.AgentLease, "agent-lease", 20*time.Second, "how long an OSD serves its volume targets without hearing from the operator before it fences them, unless --hold-targets")
 	fs.BoolVar(&o.HoldTargets, "hold-targets", true, "let a target whose OSD's lease lapsed keep its hosts while the members of its raid answer it, so that host I/O outlives an operator outage; an unplanned move cuts the old target off a member and waits out the hold either way. Turn it off, and wait one agent-lease, before rolling back to an operator from before it")

@@ -388,7 +388,7 @@ func (r *Runner) launch(p *corev1.Pod, local map[string]string) (Launch, error) 
 			if strings.HasPrefix(a, "--cpus=") {
 				args[i] = fmt.Sprintf("--cpus=%d", cores)
 			}
-			if strings.HasPrefix(a, "--fence-") || strings.HasPrefix(a, "--spdk-socket=") || strings.HasPrefix(a, "--lease-file=") {
+			if strings.HasPrefix(a, "--fence-") || strings.HasPrefix(a, "--spdk-socket=") || strings.HasPrefix(a, "--lease-file=") || strings.HasPrefix(a, "--spdk-hang-timeout=") {
 				fence = append(fence, a)
 			}
 			if strings.HasPrefix(a, "--hugepages-bytes=") {

@@ -48,7 +48,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/flint-io/flint/internal/durable"
@@ -464,46 +463,82 @@ type Probes struct {
 
 // Handler serves /startup, which passes once SPDK answers (until then it
 // serves nothing: only the agent configures targets), and /fence, Probe
-// and the hang check.
+// and, when Probe did not ask SPDK, the hang check.
 func (p Probes) Handler() http.Handler {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	var answered atomic.Int64 // SPDK's last answer, Unix nanoseconds
+	var spdk lastAnswer
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /startup", p.serve("startup", func(ctx context.Context) error {
 		err := p.Started(ctx)
 		if err == nil {
-			answered.Store(p.Now().UnixNano())
+			spdk.heard(p.Now())
 		}
 		return err
 	}))
 	mux.HandleFunc("GET /fence", p.serve("fence", func(ctx context.Context) error {
-		if err := Probe(ctx, p.File, p.Now(), p.HostsAllowed); err != nil {
+		asked := false
+		hostsAllowed := func(ctx context.Context) ([]string, error) {
+			asked = true
+			v, err := p.HostsAllowed(ctx)
+			if err == nil {
+				spdk.heard(p.Now())
+			}
+			return v, err
+		}
+		// Probe's own question to SPDK decides: a second one could make a
+		// slow SPDK's probe outlast the kubelet's timeout.
+		if err := Probe(ctx, p.File, p.Now(), hostsAllowed); err != nil || asked {
 			return err
 		}
-		return p.answers(ctx, &answered)
+		return p.answers(ctx, &spdk)
 	}))
 	return mux
 }
 
+// lastAnswer is when SPDK last answered a probe, by the monotonic clock
+// when the probes' clock has one; overlapping probes keep the latest.
+type lastAnswer struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (l *lastAnswer) heard(at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at.After(l.at) {
+		l.at = at
+	}
+}
+
+func (l *lastAnswer) last() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at
+}
+
 // answers fails once SPDK has not answered for HangAfter since it last
-// did; before its first answer it is starting, which /startup watches.
-func (p Probes) answers(ctx context.Context, answered *atomic.Int64) error {
+// did. It gives SPDK half the probe's time, so that a silent SPDK still
+// leaves the probe its answer well within the kubelet's timeout; before
+// SPDK's first answer it is starting, which /startup watches.
+func (p Probes) answers(ctx context.Context, spdk *lastAnswer) error {
 	if p.HangAfter <= 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout/2)
+	defer cancel()
 	err := p.Started(ctx)
 	now := p.Now()
 	if err == nil {
-		answered.Store(now.UnixNano())
+		spdk.heard(now)
 		return nil
 	}
-	last := answered.Load()
-	if last == 0 {
+	last := spdk.last()
+	if last.IsZero() {
 		return nil
 	}
-	if silent := now.Sub(time.Unix(0, last)); silent >= p.HangAfter {
+	if silent := now.Sub(last); silent >= p.HangAfter {
 		return fmt.Errorf("SPDK has not answered for %s (the last probe: %v), over the hang timeout of %s: stop it, so that its targets are re-assembled", silent.Round(time.Second), err, p.HangAfter)
 	}
 	return nil

@@ -249,54 +249,75 @@ func TestProbesHandler(t *testing.T) {
 	}
 }
 
-// A frozen SPDK fails /fence once it has been silent for the hang timeout,
-// lease or not; before its first answer it is starting, and one answer
-// starts the count again.
+// A frozen SPDK fails /fence once it has been silent for the hang timeout
+// under a valid lease, counted from its last answer to any probe; one
+// answer starts the count again. Once the lease lapsed Probe's own
+// question decides: a slow SPDK that still says which targets it serves
+// keeps its held targets.
 func TestTheFenceProbeStopsAHungSPDK(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	f := File{Path: filepath.Join(t.TempDir(), "lease")}
 	if err := f.Write(now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	spdkErr := errors.New("context deadline exceeded")
+	silent := errors.New("context deadline exceeded")
+	var versionErr, hostsErr error
 	var failed []string
+	versionAsked := 0
 	p := Probes{
 		File: f, Timeout: time.Second, HangAfter: 10 * time.Second, Now: func() time.Time { return now },
-		Started:      func(context.Context) error { return spdkErr },
-		HostsAllowed: func(context.Context) ([]string, error) { return nil, spdkErr },
+		Started:      func(context.Context) error { versionAsked++; return versionErr },
+		HostsAllowed: func(context.Context) ([]string, error) { return nil, hostsErr },
 		Failed:       func(probe string, err error) { failed = append(failed, probe+": "+err.Error()) },
 	}
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
-	fence := func(when string, want int) {
+	probe := func(path, when string, want int) {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/fence")
+		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = resp.Body.Close()
 		if resp.StatusCode != want {
-			t.Errorf("/fence %s = %d, want %d", when, resp.StatusCode, want)
+			t.Errorf("%s %s = %d, want %d", path, when, resp.StatusCode, want)
 		}
 	}
 
-	now = now.Add(time.Minute)
-	fence("with SPDK silent since it started, never having answered", http.StatusOK)
-	spdkErr = nil
-	fence("with SPDK answering", http.StatusOK)
-	spdkErr = errors.New("context deadline exceeded")
+	probe("/startup", "with SPDK answering", http.StatusOK)
+	versionErr = silent
 	now = now.Add(9 * time.Second)
-	fence("9s after SPDK's last answer", http.StatusOK)
+	probe("/fence", "9s after SPDK's answer to /startup", http.StatusOK)
 	now = now.Add(time.Second)
-	fence("10s after SPDK's last answer, the lease holding", http.StatusServiceUnavailable)
+	probe("/fence", "10s after SPDK's answer to /startup, the lease holding", http.StatusServiceUnavailable)
 	if len(failed) != 1 || !strings.Contains(failed[0], "SPDK has not answered for 10s") {
 		t.Errorf("failures told: %q, want the fence probe's saying SPDK has not answered for 10s", failed)
 	}
-	spdkErr = nil
-	fence("once SPDK answers again", http.StatusOK)
-	spdkErr = errors.New("context deadline exceeded")
+	versionErr = nil
+	probe("/fence", "once SPDK answers again", http.StatusOK)
+	versionErr = silent
 	now = now.Add(5 * time.Second)
-	fence("5s after that answer", http.StatusOK)
+	probe("/fence", "5s after that answer", http.StatusOK)
+
+	// The lease lapses with a held target: Probe asks SPDK which targets
+	// let hosts in, and its answer is all that counts.
+	if err := f.Write(now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(20 * time.Second)
+	asked := versionAsked
+	probe("/fence", "lapsed, SPDK saying it serves no target but silent on its version", http.StatusOK)
+	if versionAsked != asked {
+		t.Error("the lapsed probe asked SPDK its version after Probe's question: a slow SPDK's two answers may outlast the kubelet's timeout")
+	}
+	if err := f.Write(now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(9 * time.Second)
+	probe("/fence", "renewed, 9s after SPDK said which targets it serves", http.StatusOK)
+	hostsErr = silent
+	now = now.Add(time.Second)
+	probe("/fence", "10s after SPDK last answered", http.StatusServiceUnavailable)
 }
 
 // A renewal holds no longer than its sender counts on, however late it
