@@ -134,7 +134,7 @@ func kernelHostStorm(t *testing.T) {
 		writesAgain := time.Since(healed)
 		recovered(t, clients, c, vol, before, struck, killed)
 		volumeWhole(t, c, vol, 10*time.Minute)
-		t.Logf("round %d: %s; writes again %.1fs after; whole again %s after: %s%s", round, desc, writesAgain.Seconds(), time.Since(healed).Round(time.Second), volumeState(vol), movesIn(t, clients, vol, struck))
+		t.Logf("round %d at %s: %s; writes again %.1fs after; whole again %s after: %s%s", round, struck.UTC().Format("15:04:05"), desc, writesAgain.Seconds(), time.Since(healed).Round(time.Second), volumeState(vol), movesIn(t, clients, vol, struck))
 	}
 
 	stopStormWriter(t, clients)
@@ -145,6 +145,8 @@ func kernelHostStorm(t *testing.T) {
 	}
 	t.Logf("seed %d: %d faults (%s) over %s; %d writes tried, %d acknowledged, %d failed; longest write stall %.1fs; %d reads checked, the last: %s",
 		seed, faults, strings.Join(kinds, ", "), time.Since(began).Round(time.Second), j.tried, j.acked, j.failed, j.stall.Seconds(), j.reads, j.final)
+	// On the workload node's clock, beside the rounds' on the host's.
+	t.Logf("the writer's waits over 1s: %s", strings.Join(j.gaps, ", "))
 }
 
 // movesIn says how the round that struck at struck moved the target, from
