@@ -23,6 +23,7 @@ package spdklab
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -310,13 +311,42 @@ func (l *Lab) Image(t testing.TB, name string, size int64) string {
 	return path
 }
 
-// FreePort finds a loopback TCP port for an NVMe-oF listener.
+// FreePort finds a loopback TCP port for an NVMe-oF listener, below the
+// kernel's ephemeral range when it can. A port from that range can be
+// taken, between this check and SPDK's listen, as the local port of one
+// of the lab's own outgoing connections (an initiator's to another OSD),
+// and SPDK then refuses the listener ("Invalid parameters"): a CI run of
+// 2026-12-01 lost TestThreeReplicasSurviveALostReplica so.
 func FreePort(t testing.TB) string {
 	t.Helper()
+	const lowest = 10000
+	if first := ephemeralFirst(); first > lowest+1000 {
+		for range 100 {
+			port := strconv.Itoa(lowest + rand.IntN(first-lowest))
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
+				_ = ln.Close()
+				return port
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = ln.Close() }()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// ephemeralFirst is the first port of the kernel's ephemeral range, or 0
+// when it cannot be read.
+func ephemeralFirst() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
+		return 0
+	}
+	return first
 }
