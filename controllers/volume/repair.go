@@ -110,8 +110,15 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		}
 		return nil
 	}
+	now := r.now()
 	planned := old != nil && old.Status.Phase.Serving()
-	stopped := !planned && r.Leases.StoppedForCertain(t.OSD, r.now(), r.TargetGrace)
+	stopped := !planned && r.Leases.StoppedForCertain(t.OSD, now, r.TargetGrace)
+	// How long the OSD has been silent: not serving, and its lease not
+	// renewed since.
+	silent := r.Leases.SinceLastTry(t.OSD, now)
+	if old != nil {
+		silent = min(silent, notServingFor(old, now))
+	}
 	// The old target fences itself once its lease lapsed, its lease
 	// renewed last by the last try, unless its members still answer it
 	// (docs/volumes.md, "The hold"): the move cuts it off the new
@@ -121,7 +128,7 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	// certain: a target cut off before its lapse could be renewed, and
 	// serve on with its lease.
 	decide := max(r.TargetGrace-r.HoldWait, r.LeaseBound)
-	if !planned && !stopped && (old != nil && notServingFor(old, r.now()) < decide || r.Leases.SinceLastTry(t.OSD, r.now()) < decide) {
+	if !planned && !stopped && silent < decide {
 		return nil
 	}
 	next := newTarget(vol, w)
@@ -131,7 +138,6 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 	if planned {
 		return r.movePlanned(ctx, vol, w, old, next, func(string) string { return fmt.Sprintf("OSD %s is leaving (%s)", old.Name, leavingWhy(old)) })
 	}
-	now := r.now()
 	for i := range vol.Status.Replicas {
 		rep := &vol.Status.Replicas[i]
 		switch {
@@ -142,10 +148,6 @@ func (r *Reconciler) moveTarget(ctx context.Context, vol *flintv1.Volume, w *wor
 		}
 	}
 	// What was waited for, not the grace: the move is decided before it.
-	silent := r.Leases.SinceLastTry(t.OSD, now)
-	if old != nil {
-		silent = min(silent, notServingFor(old, now))
-	}
 	lost := fmt.Sprintf("the target's OSD %s has not served for %s", t.OSD, silent.Round(time.Second))
 	if stopped {
 		lost = fmt.Sprintf("the target's OSD %s stopped: the kubelet reported every container of its pod terminated", t.OSD)
