@@ -17,7 +17,7 @@ limitations under the License.
 // Command images builds Flint's container images with no container
 // engine: each is, at most, a Debian bookworm root made by mmdebstrap
 // with the packages the binary uses, plus a layer with the static Go
-// binary; the OSD image has nvmf_tgt, built from SPDK's and DPDK's
+// binary; the OSD image has flint_tgt and nvmf_tgt, built from SPDK's and DPDK's
 // sources in a Debian build root (osd.go), in between. Each is written as
 // an OCI image archive, which `ctr images import` and `skopeo copy
 // oci-archive:` take, and pushed when a registry is given.

@@ -29,9 +29,9 @@ import (
 // the SHA256SUMS beside them) or git repositories holding the pinned tags.
 type spdkSources struct{ spdk, dpdk string }
 
-// osdImage is the OSD image: nvmf_tgt of the SPDK build that make spdk
-// keeps (built first if there is none) on a Debian base with the libraries
-// it links, and osd-agent.
+// osdImage is the OSD image: flint_tgt and nvmf_tgt of the SPDK build
+// that make spdk keeps (built first if there is none) on a Debian base
+// with the libraries they link, and osd-agent.
 func osdImage(srcs spdkSources) (image, error) {
 	b, err := spdkbuild.Ensure(srcs.spdk, srcs.dpdk, spdkbuild.Cache())
 	if err != nil {
@@ -41,7 +41,7 @@ func osdImage(srcs spdkSources) (image, error) {
 	if err != nil {
 		return image{}, fmt.Errorf("the SPDK build's image root: %w", err)
 	}
-	// What nvmf_tgt opens at run time, which ldd does not name: the
+	// What SPDK opens at run time, which ldd does not name: the
 	// providers libibverbs drives an RDMA NIC with (mlx5, rxe, …), and
 	// OpenSSL's configuration, without which SPDK's environment does not
 	// start ("Failed to initialize OpenSSL").

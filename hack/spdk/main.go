@@ -17,7 +17,8 @@ limitations under the License.
 // Command spdk (make spdk) builds SPDK on DPDK from SPDK_SRC and DPDK_SRC
 // with the OSD image's recipe, once per sources and recipe, and prints the
 // build's directory: the FLINT_SPDK_DIR that make test-spdk and make
-// bench-datapath use, the same build the OSD image takes nvmf_tgt from.
+// bench-datapath use, the same build the OSD image takes flint_tgt and
+// nvmf_tgt from.
 package main
 
 import (

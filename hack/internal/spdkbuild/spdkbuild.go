@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/flint-io/flint/hack/internal/upstream"
 	"github.com/flint-io/flint/internal/version"
+	"github.com/flint-io/flint/osd-image/flinttgt"
 )
 
 // suite is the Debian release of the build root, and so of the libraries
@@ -47,7 +49,10 @@ var buildPackages = []string{
 }
 
 // buildScript runs in the build root with DPDK's and SPDK's sources under
-// /src. It installs nvmf_tgt under /out/usr (the image's /usr), the
+// /src, and flint_tgt's (package flinttgt) in /src/flint. It builds
+// flint_tgt against that SPDK tree as SPDK builds nvmf_tgt, and checks
+// that it starts. It installs nvmf_tgt and flint_tgt under /out/usr (the
+// image's /usr), the
 // programs the host tests drive under /out/host (an SPDK build tree's
 // layout: build/bin, build/examples), and writes the Debian packages
 // holding the libraries they link: /out/packages for nvmf_tgt (the
@@ -79,27 +84,32 @@ mkdir -p isa-l && touch isa-l/autogen.sh
   --without-crypto --without-vhost --without-virtio --without-nvme-cuse --without-fsdev --without-uring-zns
 make -j "$jobs" SOCK_MODULES_LIST=sock_posix
 make -j "$jobs" -C examples/bdev/bdevperf SOCK_MODULES_LIST=sock_posix
-install -D -m 0755 build/bin/nvmf_tgt /out/usr/local/bin/nvmf_tgt
+make -C /src/flint -j "$jobs" SPDK_ROOT_DIR=/src/spdk SOCK_MODULES_LIST=sock_posix
+install -D -m 0755 -t /out/usr/local/bin build/bin/nvmf_tgt /src/flint/flint_tgt
 /out/usr/local/bin/nvmf_tgt --version
-install -D -m 0755 -t /out/host/build/bin build/bin/nvmf_tgt build/bin/spdk_dd build/bin/spdk_nvme_perf
+/out/usr/local/bin/flint_tgt --version
+install -D -m 0755 -t /out/host/build/bin build/bin/nvmf_tgt /src/flint/flint_tgt build/bin/spdk_dd build/bin/spdk_nvme_perf
 install -D -m 0755 -t /out/host/build/examples build/examples/bdevperf
 packages() {
   for lib in $(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'); do
     dpkg -S "$lib" 2>/dev/null || dpkg -S "/usr$lib"
   done | cut -d: -f1 | sort -u
 }
-packages build/bin/nvmf_tgt > /out/packages
+packages build/bin/nvmf_tgt /src/flint/flint_tgt > /out/packages
 packages /out/host/build/bin/* /out/host/build/examples/* > /out/host-packages
 `
 
 // Build is one cached build.
 type Build struct {
-	// Dir is an SPDK build tree's layout (build/bin/nvmf_tgt, spdk_dd,
-	// spdk_nvme_perf; build/examples/bdevperf): what FLINT_SPDK_DIR names.
+	// Dir is an SPDK build tree's layout (build/bin/nvmf_tgt, flint_tgt,
+	// spdk_dd, spdk_nvme_perf; build/examples/bdevperf): what
+	// FLINT_SPDK_DIR names.
 	Dir string
-	// ImageRoot is a tar of what the OSD image gets (usr/local/bin/nvmf_tgt).
+	// ImageRoot is a tar of what the OSD image gets (usr/local/bin/nvmf_tgt
+	// and flint_tgt).
 	ImageRoot string
-	// ImagePackages hold the libraries nvmf_tgt links; HostPackages those
+	// ImagePackages hold the libraries nvmf_tgt and flint_tgt link;
+	// HostPackages those
 	// every program in Dir links, to install where they run.
 	ImagePackages, HostPackages []string
 }
@@ -137,7 +147,11 @@ func Ensure(spdkRef, dpdkRef, cache string) (Build, error) {
 	if err != nil {
 		return Build{}, fmt.Errorf("DPDK_SRC: %w", err)
 	}
-	b := Build{Dir: entry(cache, spdk, dpdk)}
+	dir, err := entry(cache, spdk, dpdk)
+	if err != nil {
+		return Build{}, err
+	}
+	b := Build{Dir: dir}
 	b.ImageRoot = filepath.Join(b.Dir, "image-root.tar")
 	if err := b.load(); err == nil {
 		return b, nil
@@ -155,6 +169,9 @@ func Ensure(spdkRef, dpdkRef, cache string) (Build, error) {
 		if err := s.src.Unpack(dir); err != nil {
 			return Build{}, err
 		}
+	}
+	if err := writeFlintSources(filepath.Join(src, "flint")); err != nil {
+		return Build{}, err
 	}
 	if err := os.WriteFile(filepath.Join(src, "build.sh"), []byte(buildScript), 0o644); err != nil {
 		return Build{}, err
@@ -206,9 +223,40 @@ func Ensure(spdkRef, dpdkRef, cache string) (Build, error) {
 
 // entry is the cache's folder for a build of these sources with this
 // recipe.
-func entry(cache string, spdk, dpdk upstream.Source) string {
-	key := sha256.Sum256([]byte(spdk.Digest + dpdk.Digest + suite + buildScript + strings.Join(buildPackages, ",")))
-	return filepath.Join(cache, version.SPDK+"-"+hex.EncodeToString(key[:8]))
+func entry(cache string, spdk, dpdk upstream.Source) (string, error) {
+	h := sha256.New()
+	h.Write([]byte(spdk.Digest + dpdk.Digest + suite + buildScript + strings.Join(buildPackages, ",")))
+	err := fs.WalkDir(flinttgt.Sources, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := flinttgt.Sources.ReadFile(path)
+		fmt.Fprintf(h, "%s %d\n", path, len(data))
+		h.Write(data)
+		return err
+	})
+	return filepath.Join(cache, version.SPDK+"-"+hex.EncodeToString(h.Sum(nil)[:8])), err
+}
+
+// writeFlintSources writes flint_tgt's sources into dir.
+func writeFlintSources(dir string) error {
+	srcs, err := fs.Sub(flinttgt.Sources, "src")
+	if err != nil {
+		return err
+	}
+	return fs.WalkDir(srcs, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, path), 0o755)
+		}
+		data, err := fs.ReadFile(srcs, path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, path), data, 0o644)
+	})
 }
 
 // load reads a cached build's package lists; it fails when there is none.

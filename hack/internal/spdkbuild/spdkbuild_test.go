@@ -75,7 +75,10 @@ func TestCachedBuildKeyedBySources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := entry(cache, spdk, dpdk)
+	dir, err := entry(cache, spdk, dpdk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

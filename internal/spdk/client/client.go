@@ -64,6 +64,14 @@ func (c *Client) SpdkGetVersion(ctx context.Context) (types.SpdkVersion, error) 
 	return v, err
 }
 
+// RPCGetMethods lists the methods SPDK answers: those of the modules
+// linked into the application.
+func (c *Client) RPCGetMethods(ctx context.Context) ([]string, error) {
+	var methods []string
+	err := c.rpc.Call(ctx, "rpc_get_methods", nil, &methods)
+	return methods, err
+}
+
 // LogSetLevel sets the level of messages SPDK logs.
 func (c *Client) LogSetLevel(ctx context.Context, level string) error {
 	return c.rpc.Call(ctx, "log_set_level", types.LogSetLevelRequest{Level: level}, nil)

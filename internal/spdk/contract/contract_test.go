@@ -49,6 +49,7 @@ var scenarios = []struct {
 	targets int
 	run     func(t *testing.T, l *spdklab.Lab)
 }{
+	{"the methods it lists are those of its modules", 1, methodsListed},
 	{"lvstore on an aio device", 1, lvstoreOnAio},
 	{"thin and thick lvols", 1, thinAndThickLvols},
 	{"snapshot and clone rules", 1, snapshotsAndClones},
@@ -87,6 +88,21 @@ func TestContract(t *testing.T) {
 			}()
 			sc.run(t, l)
 		})
+	}
+}
+
+// methodsListed: rpc_get_methods names the methods of the modules linked
+// in, and nvmf_tgt has no flint_volume (flint_tgt's module): the agent
+// tells the two apart by it.
+func methodsListed(t *testing.T, l *spdklab.Lab) {
+	methods := must(l.Targets[0].Client.RPCGetMethods(ctx(t)))
+	for _, m := range []string{"spdk_get_version", "bdev_raid_create", "nvmf_create_subsystem", "rpc_get_methods"} {
+		if !slices.Contains(methods, m) {
+			t.Errorf("rpc_get_methods lacks %s: %v", m, methods)
+		}
+	}
+	if slices.Contains(methods, "flint_volume_create") {
+		t.Errorf("rpc_get_methods of nvmf_tgt lists flint_volume_create")
 	}
 }
 

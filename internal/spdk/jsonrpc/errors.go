@@ -30,6 +30,7 @@ const (
 	CodeNoEntry        = -2     // -ENOENT
 	CodeIOError        = -5     // -EIO: a fabric attach that was refused or could not connect
 	CodeNoMemory       = -12    // -ENOMEM
+	CodeBusy           = -16    // -EBUSY: flint_volume, while another operation on it runs
 	CodeExists         = -17    // -EEXIST
 	CodeNoSuchDevice   = -19    // -ENODEV
 	CodeInvalid        = -22    // -EINVAL

@@ -61,8 +61,26 @@ type Lab struct {
 	Real bool
 }
 
-// New starts n targets that reach each other over loopback NVMe/TCP.
-func New(t testing.TB, n int) *Lab {
+// App is the SPDK application a Lab runs on real SPDK.
+type App string
+
+const (
+	// NvmfTgt is SPDK's own target, which the double answers as: the
+	// contract suite's.
+	NvmfTgt App = "nvmf_tgt"
+	// FlintTgt is the OSD pod's: nvmf_tgt with Flint's flint_volume bdev
+	// module (osd-image/flinttgt), which make spdk builds beside it.
+	FlintTgt App = "flint_tgt"
+)
+
+// New starts n nvmf_tgt targets (or the double's) that reach each other
+// over loopback NVMe/TCP.
+func New(t testing.TB, n int) *Lab { return NewOf(t, n, NvmfTgt) }
+
+// NewOf starts n targets of app on real SPDK, of the double without
+// FLINT_SPDK_DIR, that reach each other over loopback NVMe/TCP. The double
+// answers as nvmf_tgt whatever app is.
+func NewOf(t testing.TB, n int, app App) *Lab {
 	t.Helper()
 	// Unix socket paths must stay short.
 	dir, err := os.MkdirTemp("", "flint-contract-")
@@ -72,9 +90,13 @@ func New(t testing.TB, n int) *Lab {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	l := &Lab{Dir: dir}
 	if spdkDir := os.Getenv("FLINT_SPDK_DIR"); spdkDir != "" {
+		bin, err := AppBinary(spdkDir, app)
+		if err != nil {
+			t.Fatal(err)
+		}
 		l.Real = true
 		for i := range n {
-			l.Targets = append(l.Targets, startReal(t, spdkDir, filepath.Join(dir, fmt.Sprintf("t%d.sock", i)), fmt.Sprintf("t%d", i)))
+			l.Targets = append(l.Targets, startReal(t, bin, filepath.Join(dir, fmt.Sprintf("t%d.sock", i)), fmt.Sprintf("t%d", i)))
 		}
 		return l
 	}
@@ -99,10 +121,11 @@ func New(t testing.TB, n int) *Lab {
 	return l
 }
 
-// startReal runs nvmf_tgt as a Process and stops it when the test ends.
-func startReal(t testing.TB, spdkDir, socket, name string) *Target {
+// startReal runs bin (nvmf_tgt or flint_tgt) as a Process and stops it
+// when the test ends.
+func startReal(t testing.TB, bin, socket, name string) *Target {
 	t.Helper()
-	p, err := StartProcess(spdkDir, socket)
+	p, err := startBinary(bin, socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +160,11 @@ func StartProcess(spdkDir, socket string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startBinary(bin, socket)
+}
+
+// startBinary is StartProcess of the SPDK application bin.
+func startBinary(bin, socket string) (*Process, error) {
 	configPath := socket + ".json"
 	if err := launch.WriteStartupConfig(configPath, launch.Options{DHGroups: launch.DefaultDHGroups}); err != nil {
 		return nil, err
@@ -144,11 +172,14 @@ func StartProcess(spdkDir, socket string) (*Process, error) {
 	return StartCommand([]string{bin, "--no-huge", "-s", "2048", "-m", "0x1", "--disable-cpumask-locks", "--json", configPath, "-r", socket}, socket)
 }
 
-// Binary is the SPDK application of the build tree spdkDir.
-func Binary(spdkDir string) (string, error) {
-	bin := filepath.Join(spdkDir, "build", "bin", "nvmf_tgt")
+// Binary is the build tree's nvmf_tgt.
+func Binary(spdkDir string) (string, error) { return AppBinary(spdkDir, NvmfTgt) }
+
+// AppBinary is the build tree's app (make spdk builds both).
+func AppBinary(spdkDir string, app App) (string, error) {
+	bin := filepath.Join(spdkDir, "build", "bin", string(app))
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/nvmf_tgt: build SPDK there first (%w)", spdkDir, err)
+		return "", fmt.Errorf("FLINT_SPDK_DIR=%s has no build/bin/%s: take make spdk's build, which has nvmf_tgt and flint_tgt (%w)", spdkDir, app, err)
 	}
 	return bin, nil
 }

@@ -19,7 +19,9 @@ package spdktest
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +38,7 @@ var handlers = map[string]handler{}
 func init() {
 	for name, h := range map[string]handler{
 		"spdk_get_version":      spdkGetVersion,
+		"rpc_get_methods":       rpcGetMethods,
 		"bdev_wait_for_examine": func(*Target, json.RawMessage) (any, error) { return true, nil },
 		"log_set_level":         logSetLevel(func(st *state) *string { return &st.logLevel }),
 		"log_get_level":         logGetLevel(func(st *state) *string { return &st.logLevel }),
@@ -152,6 +155,12 @@ func spdkGetVersion(*Target, json.RawMessage) (any, error) {
 		"version": "SPDK v25.09 flint-spdktest",
 		"fields":  map[string]any{"major": 25, "minor": 9, "patch": 0, "suffix": "", "commit": "spdktest"},
 	}, nil
+}
+
+// rpcGetMethods lists the methods the double answers, as SPDK lists those
+// of its linked modules.
+func rpcGetMethods(*Target, json.RawMessage) (any, error) {
+	return slices.Sorted(maps.Keys(handlers)), nil
 }
 
 var logLevels = []string{"ERROR", "WARNING", "NOTICE", "INFO", "DEBUG"}

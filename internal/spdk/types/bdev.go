@@ -190,6 +190,8 @@ type BdevDriverSpecific struct {
 	Lvol *LvolBdevInfo  `json:"lvol,omitempty"`
 	Raid *RaidBdev      `json:"raid,omitempty"`
 	Nvme []NvmeBdevInfo `json:"nvme,omitempty"`
+	// FlintVolume is flint_tgt's (its base is null while detached).
+	FlintVolume *FlintVolumeInfo `json:"flint_volume,omitempty"`
 }
 
 // LvolBdevInfo is the lvol part of an lvol bdev.

@@ -1,0 +1,193 @@
+/*
+Copyright 2026 The Flint Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package datapath
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flint-io/flint/internal/spdk/client"
+	"github.com/flint-io/flint/internal/spdk/spdklab"
+	"github.com/flint-io/flint/internal/spdk/types"
+	"github.com/flint-io/flint/osd-image/agent/storage"
+)
+
+// flint_volume (flint_tgt's own bdev module, osd-image/flinttgt) on real
+// SPDK: these tests hold what docs/proposals/volume-vbdev.md builds on.
+
+const (
+	fvBlocks    = 4096 // 16 MiB of 4 KiB blocks
+	fvBlockSize = 4096
+)
+
+// A member marked when it leaves catches up by a copy of what was written
+// since, and nothing else: the map holds exactly the host's writes, the
+// copy moves exactly those blocks, and after it the member holds what
+// the raid does. Then the member rejoins under a paused volume: the raid
+// is made again with it, attached, and the host's write that waited
+// through the pause completes.
+func TestFlintVolumeCatchesUpAMemberByItsMap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lab := spdklab.NewOf(t, 1, spdklab.FlintTgt)
+	if !lab.Real {
+		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	c := lab.Targets[0].Client
+	for _, m := range []string{"m0", "m1", "back"} {
+		_, err := c.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: m, NumBlocks: fvBlocks, BlockSize: fvBlockSize})
+		must(t, err)
+	}
+	must(t, c.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: "r", RaidLevel: "raid1", BaseBdevs: []string{"m0", "m1"}}))
+	must(t, c.FlintVolumeCreate(ctx, types.FlintVolumeCreateRequest{Name: "fv", BaseBdev: "r"}))
+	must(t, c.FlintVolumeCreate(ctx, types.FlintVolumeCreateRequest{Name: "fv", BaseBdev: "r"})) // the same call again
+	vol := serveBdev(ctx, t, c, "fv", "vol")
+	dd := newHost(t, lab)
+
+	// "back" left with the data it had: the volume's, all zeros.
+	must(t, c.FlintVolumeMark(ctx, "fv", "back"))
+	first, second := randomBytes(t, 1<<20), randomBytes(t, 1<<20)
+	dd.write(vol, hostNQN, first, 2<<20)
+	dd.write(vol, hostNQN, second, 9<<20)
+	dirty, err := c.FlintVolumeGetDirty(ctx, types.FlintVolumeGetDirtyRequest{Name: "fv", Member: "back"})
+	must(t, err)
+	want := []types.BlockRange{{OffsetBlocks: 512, NumBlocks: 256}, {OffsetBlocks: 2304, NumBlocks: 256}}
+	if dirty.DirtyBlocks != 512 || !slices.Equal(dirty.Ranges, want) {
+		t.Fatalf("the map holds %+v, want the host's two writes %v (512 blocks)", dirty, want)
+	}
+
+	dirty = copyMember(ctx, t, c, "fv", "back", "back")
+	if dirty.CopiedBlocks != 512 || dirty.DirtyBlocks != 0 {
+		t.Errorf("after the copy the map reads %+v, want 512 blocks copied and none dirty", dirty)
+	}
+	expected := make([]byte, fvBlocks*fvBlockSize)
+	copy(expected[2<<20:], first)
+	copy(expected[9<<20:], second)
+	backSub := serveBdev(ctx, t, c, "back", "back")
+	if got := dd.read(backSub, hostNQN, len(expected)); !bytes.Equal(got, expected) {
+		t.Fatalf("after the copy the member differs from the volume at byte %s", firstDifference(got, expected))
+	}
+	must(t, c.NvmfDeleteSubsystem(ctx, backSub.NQN))
+
+	// The rejoin: paused, the raid is made again with the member, the
+	// volume attached to it, resumed. A host write meanwhile waits.
+	must(t, c.FlintVolumePause(ctx, "fv"))
+	must(t, c.FlintVolumePause(ctx, "fv")) // the same call again
+	third := randomBytes(t, 1<<20)
+	wrote := make(chan error, 1)
+	go func() { wrote <- dd.tryWrite(vol, hostNQN, third, 12<<20) }()
+	must(t, c.BdevRaidDelete(ctx, "r"))
+	info := flintVolumeInfo(ctx, t, c, "fv")
+	if info.BaseBdev != "" || !info.Paused {
+		t.Fatalf("with its raid deleted the flint_volume reads %+v, want paused with no base", info)
+	}
+	must(t, c.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: "r", RaidLevel: "raid1", BaseBdevs: []string{"m0", "m1", "back"}}))
+	must(t, c.FlintVolumeAttach(ctx, types.FlintVolumeAttachRequest{Name: "fv", BaseBdev: "r"}))
+	select {
+	case err := <-wrote:
+		t.Fatalf("a host write completed while the volume was paused (%v)", err)
+	case <-time.After(time.Second):
+	}
+	must(t, c.FlintVolumeResume(ctx, "fv"))
+	select {
+	case err := <-wrote:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the host's write did not complete within a minute of the resume")
+	}
+	copy(expected[12<<20:], third)
+	if got := dd.read(vol, hostNQN, len(expected)); !bytes.Equal(got, expected) {
+		t.Fatalf("after the rejoin the volume differs from what was written at byte %s", firstDifference(got, expected))
+	}
+
+	// Every member holds it, the rejoined one too.
+	must(t, c.FlintVolumeForget(ctx, "fv", "back"))
+	must(t, c.NvmfDeleteSubsystem(ctx, vol.NQN))
+	must(t, c.FlintVolumeDelete(ctx, "fv"))
+	must(t, c.FlintVolumeDelete(ctx, "fv")) // gone already
+	must(t, c.BdevRaidDelete(ctx, "r"))
+	for _, m := range []string{"m0", "m1", "back"} {
+		if got := dd.read(serveBdev(ctx, t, c, m, m), hostNQN, len(expected)); !bytes.Equal(got, expected) {
+			t.Errorf("member %s differs from what was written at byte %s", m, firstDifference(got, expected))
+		}
+	}
+}
+
+// copyMember copies member's dirty blocks of flint_volume fv to bdev and
+// returns the map once the copy ended.
+func copyMember(ctx context.Context, t *testing.T, c *client.Client, fv, member, bdev string) types.FlintVolumeDirty {
+	t.Helper()
+	must(t, c.FlintVolumeCopy(ctx, types.FlintVolumeCopyRequest{Name: fv, Member: member, MemberBdev: bdev}))
+	for {
+		dirty, err := c.FlintVolumeGetDirty(ctx, types.FlintVolumeGetDirtyRequest{Name: fv, Member: member})
+		must(t, err)
+		if dirty.CopyError != "" {
+			t.Fatalf("the copy of %s failed: %s", member, dirty.CopyError)
+		}
+		if !dirty.Copying {
+			return dirty
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the copy of %s runs still: %+v", member, dirty)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// serveBdev exports bdev to any host over loopback NVMe/TCP as a
+// subsystem of its own, named after name.
+func serveBdev(ctx context.Context, t *testing.T, c *client.Client, bdev, name string) storage.Subsystem {
+	t.Helper()
+	sub := storage.Subsystem{NQN: "nqn.2016-06.io.flint:test-" + name, Transport: "tcp", Address: "127.0.0.1"}
+	if transports, err := c.NvmfGetTransports(ctx, "tcp"); err != nil || len(transports) == 0 {
+		must(t, c.NvmfCreateTransport(ctx, types.NvmfCreateTransportRequest{Trtype: "tcp"}))
+	}
+	must(t, c.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{NQN: sub.NQN, AllowAnyHost: true}))
+	_, err := c.NvmfSubsystemAddNs(ctx, sub.NQN, types.NvmfNamespaceRequest{BdevName: bdev})
+	must(t, err)
+	port := spdklab.FreePort(t)
+	sub.Port, _ = strconv.Atoi(port)
+	must(t, c.NvmfSubsystemAddListener(ctx, sub.NQN, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: sub.Address, Trsvcid: port}))
+	return sub
+}
+
+// flintVolumeInfo is bdev_get_bdevs' word on a flint_volume.
+func flintVolumeInfo(ctx context.Context, t *testing.T, c *client.Client, name string) types.FlintVolumeInfo {
+	t.Helper()
+	bdevs, err := c.BdevGetBdevs(ctx, name)
+	must(t, err)
+	if len(bdevs) != 1 || bdevs[0].DriverSpecific.FlintVolume == nil {
+		t.Fatalf("bdev_get_bdevs %s: %+v, want one flint_volume", name, bdevs)
+	}
+	return *bdevs[0].DriverSpecific.FlintVolume
+}
+
+// firstDifference is the first offset where a and b differ.
+func firstDifference(a, b []byte) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return strconv.Itoa(i)
+		}
+	}
+	return fmt.Sprintf("%d (lengths %d and %d)", min(len(a), len(b)), len(a), len(b))
+}
