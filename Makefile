@@ -92,7 +92,7 @@ test-vm: ## The VM node lab: the CSI node service in a QEMU guest (Debian 6.1 ke
 	FLINT_SPDK_DIR="$(spdk_dir)" VMLAB_KERNEL=backports VMLAB_AUTH=1 VMLAB_RUN=TestProductionDataPath hack/vmlab/run.sh
 
 .PHONY: test-spdk
-test-spdk: ## The SPDK contract suite, the agent's restart tests and the data-path scenarios (replica loss and rebuild, target loss and move, lease fencing, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real nvmf_tgt: FLINT_SPDK_DIR's, or make spdk's.
+test-spdk: ## The SPDK contract suite against real nvmf_tgt, then the agent's restart tests and the data-path scenarios (replica loss, rebuild and delta resync, target loss and move, lease fencing, a host's reset, a snapshot cut under a writer and restored; data checksummed with spdk_dd) against real flint_tgt: FLINT_SPDK_DIR's, or make spdk's.
 	dir="$(spdk_dir)"; \
 	FLINT_SPDK_DIR="$$dir" go test -count=1 -v -run 'TestContract' ./internal/spdk/contract/; \
 	FLINT_SPDK_DIR="$$dir" go test -count=1 -v ./osd-image/agent/lifecycle/; \
@@ -134,7 +134,7 @@ IMAGES ?= _output/images
 IMAGE_FLAGS = -out $(IMAGES) -version $(VERSION) -spdk-src "$(SPDK_SRC)" -dpdk-src "$(DPDK_SRC)"
 
 .PHONY: images
-images: ## Build the operator, CSI and (given SPDK_SRC and DPDK_SRC) OSD images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap); the OSD image takes nvmf_tgt from make spdk's build.
+images: ## Build the operator, CSI and (given SPDK_SRC and DPDK_SRC) OSD images as OCI archives in IMAGES, without a container engine (as root; needs mmdebstrap); the OSD image takes flint_tgt and nvmf_tgt from make spdk's build.
 	go run ./hack/images $(IMAGE_FLAGS)
 
 .PHONY: images-push
@@ -165,7 +165,7 @@ bench-qos: ## A Flint Volume of 1 and of 2 replicas on real nvmf_tgt limited to 
 	$(MAKE) bench-datapath BENCH_ARGS="-qos $(QOS) -replicas 1,2 -kernel=false -runtime 10s"
 
 .PHONY: bench-resync
-bench-resync: ## #34's resync case on real nvmf_tgt (FLINT_SPDK_DIR's, or make spdk's): a 1 GiB Volume of 2 replicas, one out for 10 s under spdk_nvme_perf's 4 KiB random writes at QD8, then rebuilt; bytes copied and time to in sync, beside what a delta would copy at the lvstore's cluster grain (measured) and at 4 KiB (expected).
+bench-resync: ## #34's resync case on real flint_tgt (FLINT_SPDK_DIR's, or make spdk's): a 1 GiB Volume of 2 replicas, one out for 10 s under spdk_nvme_perf's 4 KiB random writes at QD8, then back: bytes copied and time to in sync of the full rebuild and of the delta resync (and of a delta after 1 s out), beside what a delta would copy at the lvstore's cluster grain (measured) and at 4 and 64 KiB (expected).
 	dir="$(spdk_dir)"; FLINT_SPDK_DIR="$$dir" go test -run '^$$' -bench '^BenchmarkResync$$' -benchtime 1x -v ./test/datapath
 
 .PHONY: bench-provision
@@ -191,7 +191,7 @@ lint: ## gofmt, go vet, staticcheck and golangci-lint (.golangci.yml; pinned in 
 ##@ Run
 
 .PHONY: run
-run: ## Start a local cluster (control plane, 3 nodes, operator, dev Pool OSDs over SPDK doubles or FLINT_SPDK_DIR's nvmf_tgt), apply the samples and show them.
+run: ## Start a local cluster (control plane, 3 nodes, operator, dev Pool OSDs over SPDK doubles or FLINT_SPDK_DIR's flint_tgt), apply the samples and show them.
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS="$$assets" go run ./hack/localup $(RUN_ARGS)
 
 .PHONY: help

@@ -227,7 +227,7 @@ func execSPDK(args []string) {
 	var cpuLimit int
 	var fence fenceFlags
 	fence.register(fs)
-	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/nvmf_tgt", "the SPDK application to run")
+	fs.StringVar(&o.Binary, "spdk-binary", "/usr/local/bin/flint_tgt", "the SPDK application to run: flint_tgt (nvmf_tgt with Flint's flint_volume bdev module), or nvmf_tgt")
 	fs.Int64Var(&o.HugePagesBytes, "hugepages-bytes", 0, "the container's hugepage limit (from the downward API); 0 runs SPDK with --no-huge")
 	fs.Int64Var(&o.MemoryMiB, "memory-mib", 0, "memory for SPDK with --no-huge, in MiB")
 	fs.BoolVar(&o.InterruptMode, "interrupt-mode", false, "let reactors sleep when idle (for shared cores)")

@@ -204,7 +204,7 @@ func spdkContainer(osd *flintv1.OSD, cfg PodConfig) (corev1.Container, error) {
 	// SPDK polls as many cores as the container may use: without the
 	// kubelet's static CPU manager its cpuset is the whole node.
 	fence := FenceProbe(cfg.FenceProbeTimeout)
-	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/nvmf_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")",
+	args := []string{"exec-spdk", "--spdk-binary=/usr/local/bin/flint_tgt", "--spdk-socket=" + spdkSocket, "--cpus=$(" + cpuLimit + ")",
 		// SPDK's answer leaves a second of the probe's timeout for the rest.
 		fmt.Sprintf("--fence-address=:%d", FencePort), "--lease-file=" + leaseFile, fmt.Sprintf("--fence-timeout=%ds", fence.TimeoutSeconds-1)}
 	if cfg.SPDKHangTimeout > 0 {

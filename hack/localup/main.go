@@ -76,7 +76,7 @@ func run(once bool, dir string) error {
 	defer stop()
 	spdk, kind := localnode.DoubleSPDK(spdktest.NewFabric()), "the SPDK double"
 	if spdkDir := os.Getenv("FLINT_SPDK_DIR"); spdkDir != "" {
-		spdk, kind = localnode.RealSPDK(spdkDir), "nvmf_tgt of "+spdkDir
+		spdk, kind = localnode.RealSPDK(spdkDir), "flint_tgt of "+spdkDir
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	fmt.Println("Starting kube-apiserver and etcd with the Flint CRDs, 3 nodes and the operator")

@@ -39,7 +39,7 @@ import (
 func TestAMemberAnswersItsTargetOnlyWhileItsExportAdmitsIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 2)
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
 	if lab.Targets[1].Freeze == nil {
 		t.Skip("the double has no bdev_nvme_send_cmd and cannot freeze: run with FLINT_SPDK_DIR (make test-spdk)")
 	}

@@ -57,7 +57,7 @@ const (
 func TestThreeReplicasSurviveALostReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	// Every link authenticates both ways, as a Pool's replica links and
 	// a Volume's hosts do.

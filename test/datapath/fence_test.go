@@ -38,7 +38,7 @@ import (
 func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 2)
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	e1, err := osds[1].ExportReplica(ctx, volume, agentv1.HostNQN("osd-0"), 1, storage.Keys{})
 	must(t, err)
@@ -126,7 +126,7 @@ func TestALapsedLeaseFencesTheTarget(t *testing.T) {
 func TestAFenceCutsOffATargetThatHoldsWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 2)
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
 		Members: []storage.MemberSpec{{OSD: "osd-0", InSync: true}, exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}

@@ -22,12 +22,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/spdklab"
 	"github.com/flint-io/flint/internal/spdk/types"
+	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
@@ -190,4 +192,94 @@ func firstDifference(a, b []byte) string {
 		}
 	}
 	return fmt.Sprintf("%d (lengths %d and %d)", min(len(a), len(b)), len(a), len(b))
+}
+
+// A replica whose SPDK froze under writes, recorded out of sync and let
+// go, then back with its lvol intact, catches up by its map: the
+// flint_volume marked it before the agent let it go, the agent copies to
+// it what it missed, in rounds, and joins it to the raid again under a
+// short pause. It takes the blocks written while it was out, not the
+// volume, and afterwards holds every acknowledged write.
+func TestAReplicaBackFromAnOutageCatchesUpByItsMap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
+	if !lab.Real {
+		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	defer lab.Targets[1].Freeze(false)
+	osds, spec := twoReplicas(ctx, t, lab)
+	dd := newHost(t, lab)
+	target := osds[0].Endpoint()
+	target.NQN = agentv1.VolumeNQN(volume)
+	want := make([]byte, volSize)
+	write := func(data []byte, offset int) {
+		t.Helper()
+		dd.write(target, hostNQN, data, offset)
+		copy(want[offset:], data)
+	}
+	write(randomChunk(t), 0)
+
+	// The replica's SPDK freezes; a write waits for it until the caller
+	// records it out of sync, and the target lets it go.
+	lab.Targets[1].Freeze(true)
+	held := randomChunk(t)
+	wrote := make(chan error, 1)
+	go func() { wrote <- dd.tryWrite(target, hostNQN, held, chunk) }()
+	ensureUntil(ctx, t, osds[0], spec, "the frozen replica holding writes", func(st storage.Target) bool {
+		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD
+	})
+	select {
+	case err := <-wrote:
+		t.Fatalf("a write completed (%v) while a member counted in sync was frozen", err)
+	default:
+	}
+	spec.Members[1].InSync = false
+	ensureUntil(ctx, t, osds[0], spec, "the frozen replica let go", func(st storage.Target) bool {
+		return st.Members[1].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[1].State != agentv1.MemberState_MEMBER_STATE_ONLINE
+	})
+	select {
+	case err := <-wrote:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the held write did not complete within a minute of the replica's let-go")
+	}
+	copy(want[chunk:], held)
+	info := flintVolumeInfo(ctx, t, lab.Targets[0].Client, "volume_"+volume)
+	if len(info.Maps) != 1 || !strings.HasPrefix(info.Maps[0].Member, "osd-1/") {
+		t.Fatalf("the flint_volume's maps are %+v, want one of osd-1's replica", info.Maps)
+	}
+	write(randomChunk(t), 2*chunk)
+
+	// Back, with its lvol as it was: caught up by the map.
+	lab.Targets[1].Freeze(false)
+	lvol := agentv1.LvstoreName("osd-1") + "/" + volume
+	before := bytesWritten(ctx, t, lab.Targets[1].Client, lvol)
+	start := time.Now()
+	var percents []int
+	ensureUntil(ctx, t, osds[0], spec, "the replica back in sync", func(st storage.Target) bool {
+		if st.Members[1].State == agentv1.MemberState_MEMBER_STATE_REBUILDING {
+			percents = append(percents, st.Members[1].RebuildPercent)
+		}
+		return !st.Degraded()
+	})
+	copied := bytesWritten(ctx, t, lab.Targets[1].Client, lvol) - before
+	t.Logf("the replica caught up in %.1fs, %d KiB written to it (progress seen: %v), for the %d KiB written while it was out, of a %d KiB volume",
+		time.Since(start).Seconds(), copied>>10, percents, 2*chunk>>10, volSize>>10)
+	if copied < 2*chunk || copied >= volSize/2 {
+		t.Errorf("the replica took %d KiB to catch up, want the %d KiB written while it was out, not the volume's %d KiB", copied>>10, 2*chunk>>10, volSize>>10)
+	}
+	if info := flintVolumeInfo(ctx, t, lab.Targets[0].Client, "volume_"+volume); len(info.Maps) != 0 || info.Paused || info.BaseBdev != "raid_"+volume {
+		t.Errorf("after the join the flint_volume reads %+v, want its raid, no map, not paused", info)
+	}
+	write(randomChunk(t), 3*chunk)
+	if got := dd.read(target, hostNQN, volSize); !bytes.Equal(got, want) {
+		t.Error("the volume does not read back what was acknowledged")
+	}
+	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1"}, nil)
+	must(t, err)
+	if !slices.Equal(stopped.InSync, []string{"osd-0", "osd-1"}) {
+		t.Errorf("the stopped target had %v in sync, want both", stopped.InSync)
+	}
+	expectReplicas(ctx, t, dd, osds, []int{0, 1}, want)
 }

@@ -42,7 +42,7 @@ func TestAReplicaThatFailsWritesHoldsThemUntilRecordedOutOfSync(t *testing.T) {
 		t.Run(fmt.Sprintf("leaving=%v", leaving), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			lab := spdklab.New(t, 3)
+			lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 			if !lab.Real {
 				t.Skip("the double keeps no data, so no lvstore fills up: run with FLINT_SPDK_DIR (make test-spdk)")
 			}
@@ -178,7 +178,7 @@ func TestASilentReplicaHoldsWritesAndStaysInSync(t *testing.T) {
 func TestASilentReplicaIsLetGoOnceRecordedOutOfSync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	if lab.Targets[2].Freeze == nil {
 		t.Skip("the double cannot freeze: run with FLINT_SPDK_DIR (make test-spdk)")
 	}
@@ -198,7 +198,7 @@ func TestASilentReplicaIsLetGoOnceRecordedOutOfSync(t *testing.T) {
 func silentUnderWrites(t *testing.T, silent time.Duration, watch func(*storage.Config)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	if lab.Targets[2].Freeze == nil {
 		t.Skip("the double cannot freeze: run with FLINT_SPDK_DIR (make test-spdk)")
 	}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +42,10 @@ import (
 // controller's I/O, then resets the namespace's bdev; the raid resets its
 // members, bdev_nvme aborts the I/O it was retrying, and raid1 fails the
 // member it was held on and acknowledges the write without it, though no
-// caller recorded it out of sync (docs/volumes.md, "Known limits"). The test
-// pins SPDK's part, so that account stays true, and Flint's: the next
-// EnsureTarget reports the member MISSING, which the operator records
+// caller recorded it out of sync. That is why the OSD runs flint_tgt (next
+// test); this one pins what nvmf_tgt does, which an OSD image from before
+// it runs (docs/volumes.md, "Known limits"), and Flint's part there: the
+// next EnsureTarget reports the member MISSING, which the operator records
 // Faulted. The host is a third SPDK whose bdev_nvme attaches the volume
 // and serves it on to spdk_dd; it sends the Property Set itself.
 func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
@@ -54,6 +56,84 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 		t.Skip("the double has no host: run with FLINT_SPDK_DIR (make test-spdk)")
 	}
 	defer lab.Targets[1].Freeze(false)
+	osds, spec, held, disabled := resetWhileHeld(ctx, t, lab)
+	var raids []types.RaidBdev
+	for {
+		var err error
+		raids, err = lab.Targets[0].Client.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+		must(t, err)
+		if len(raids) == 1 && len(raids[0].Members()) == 1 {
+			break
+		}
+		if time.Since(disabled) > time.Minute {
+			t.Fatalf("a minute after the host disabled its controller the target's raids are %+v, want the local replica alone: SPDK no longer drops the held member on its own; revise docs/volumes.md", raids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("SPDK dropped the silent member %.1fs after the host disabled its controller", time.Since(disabled).Seconds())
+	if after := bytesWritten(ctx, t, lab.Targets[0].Client, "raid_"+volume); after <= held {
+		t.Errorf("the raid completed no write once the member was dropped (%d bytes written, %d before)", after, held)
+	} else {
+		t.Logf("the raid completed %d KiB of held writes without the member, which the caller still counts in sync", (after-held)>>10)
+	}
+	st, err := osds[0].EnsureTarget(ctx, spec)
+	must(t, err)
+	if got := st.Members[1].State; got != agentv1.MemberState_MEMBER_STATE_MISSING {
+		t.Errorf("the member SPDK dropped reads %s, want MISSING: the operator records only that as Faulted", got)
+	}
+	t.Logf("the dropped member reads %s", st.Members[1].State)
+}
+
+// On flint_tgt, the OSD pod's SPDK, the namespace sits on a flint_volume
+// over the raid, which completes the reset itself: the raid never sees
+// it, keeps the silent member and its held writes, and completes them
+// with it once it answers again.
+func TestAHostResetWhileWritesAreHeldStopsAtTheFlintVolume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
+	if lab.Targets[1].Freeze == nil {
+		t.Skip("the double has no host: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	defer lab.Targets[1].Freeze(false)
+	osds, spec, held, disabled := resetWhileHeld(ctx, t, lab)
+	log := filepath.Join(lab.Dir, "t0.sock.log")
+	for {
+		out, err := os.ReadFile(log)
+		must(t, err)
+		if strings.Contains(string(out), "flint_volume volume_"+volume+": a reset stops here") {
+			break
+		}
+		if time.Since(disabled) > time.Minute {
+			t.Fatalf("a minute after the host disabled its controller nvmf has not reset the namespace's flint_volume (%s)", log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("nvmf reset the namespace's bdev %.1fs after the host disabled its controller", time.Since(disabled).Seconds())
+	raids, err := lab.Targets[0].Client.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
+	must(t, err)
+	if len(raids) != 1 || len(raids[0].Members()) != 2 {
+		t.Fatalf("after the reset the target's raids are %+v, want both members", raids)
+	}
+	if after := bytesWritten(ctx, t, lab.Targets[0].Client, "raid_"+volume); after != held {
+		t.Fatalf("the raid completed %d bytes of writes while a member was silent", after-held)
+	}
+	lab.Targets[1].Freeze(false)
+	st := ensureUntil(ctx, t, osds[0], spec, "the held writes completed with both members", func(st storage.Target) bool {
+		return bytesWritten(ctx, t, lab.Targets[0].Client, "raid_"+volume) > held
+	})
+	if got := st.Members[1].State; got != agentv1.MemberState_MEMBER_STATE_ONLINE {
+		t.Errorf("the member that was silent reads %s, want ONLINE: it took every write", got)
+	}
+}
+
+// resetWhileHeld serves the volume from osd-0 of lab over two replicas,
+// has the lab's third SPDK write it from a host, freezes the second
+// replica's SPDK once writes reach the target, and has the host disable
+// its controller. It returns the bytes the raid had written then, and
+// when.
+func resetWhileHeld(ctx context.Context, t *testing.T, lab *spdklab.Lab) ([]*storage.Engine, storage.TargetSpec, uint64, time.Time) {
+	t.Helper()
 	osds, spec := twoReplicas(ctx, t, lab)
 	chain, dd := chainedHost(ctx, t, lab, osds[0])
 
@@ -77,35 +157,10 @@ func TestAHostResetWhileWritesAreHeldDropsTheHeldMember(t *testing.T) {
 		t.Fatalf("the host's writes ended (%v) while a member counted in sync was silent", err)
 	case <-time.After(time.Second):
 	}
-	raid := "raid_" + volume
-	held := bytesWritten(ctx, t, lab.Targets[0].Client, raid)
+	held := bytesWritten(ctx, t, lab.Targets[0].Client, "raid_"+volume)
 	disabled := time.Now()
 	disableController(ctx, t, lab.Targets[2].Client.Socket(), "hv")
-	var raids []types.RaidBdev
-	for {
-		var err error
-		raids, err = lab.Targets[0].Client.BdevRaidGetBdevs(ctx, types.RaidCategoryAll)
-		must(t, err)
-		if len(raids) == 1 && len(raids[0].Members()) == 1 {
-			break
-		}
-		if time.Since(disabled) > time.Minute {
-			t.Fatalf("a minute after the host disabled its controller the target's raids are %+v, want the local replica alone: SPDK no longer drops the held member on its own; revise docs/volumes.md", raids)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("SPDK dropped the silent member %.1fs after the host disabled its controller", time.Since(disabled).Seconds())
-	if after := bytesWritten(ctx, t, lab.Targets[0].Client, raid); after <= held {
-		t.Errorf("the raid completed no write once the member was dropped (%d bytes written, %d before)", after, held)
-	} else {
-		t.Logf("the raid completed %d KiB of held writes without the member, which the caller still counts in sync", (after-held)>>10)
-	}
-	st, err := osds[0].EnsureTarget(ctx, spec)
-	must(t, err)
-	if got := st.Members[1].State; got != agentv1.MemberState_MEMBER_STATE_MISSING {
-		t.Errorf("the member SPDK dropped reads %s, want MISSING: the operator records only that as Faulted", got)
-	}
-	t.Logf("the dropped member reads %s", st.Members[1].State)
+	return osds, spec, held, disabled
 }
 
 // twoReplicas starts the lab's SPDKs as OSDs and serves volume from

@@ -38,7 +38,7 @@ import (
 func TestTargetLossMovesTheTarget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	member := func(i, target int, inSync bool) storage.MemberSpec {
 		return exportTo(ctx, t, osds, i, target, inSync, storage.Keys{})
@@ -100,7 +100,7 @@ func TestTargetLossMovesTheTarget(t *testing.T) {
 func TestAMemberDroppedBeforeAPlannedMoveIsRebuilt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	names := []string{"osd-0", "osd-1", "osd-2"}
 	member := func(i, target int, inSync bool) storage.MemberSpec {

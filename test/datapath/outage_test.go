@@ -57,7 +57,7 @@ const (
 func TestATargetOutlivesItsOperatorUntilItIsCut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 2)
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
 	// The agents keep their state in files, as in their pods, so that the
 	// target's can restart.
 	var targetConfig storage.Config

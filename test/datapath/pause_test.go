@@ -40,7 +40,7 @@ const pauseFor = 400 * time.Millisecond
 func TestAPauseKeepsTheHostConnected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	if !lab.Real {
 		t.Skip("the double has no host: run with FLINT_SPDK_DIR (make test-spdk)")
 	}

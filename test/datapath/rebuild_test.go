@@ -35,7 +35,7 @@ func TestARebuildKeepsItsBandwidthCap(t *testing.T) {
 	const capMiBps = 8
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 2)
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	replica := exportTo(ctx, t, osds, 1, 0, false, storage.Keys{})
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN}, RebuildMaxMiBPerSec: capMiBps,

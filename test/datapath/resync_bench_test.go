@@ -40,21 +40,30 @@ import (
 const (
 	resyncVolume = 1 << 30
 	resyncOut    = 10 * time.Second
-	resyncBlock  = 4096
-	resyncDepth  = 8
-	resyncMark   = "resync-mark"
+	// resyncShort is a shorter outage, for what a delta saves when the
+	// writes touch a smaller part of the Volume.
+	resyncShort = time.Second
+	resyncBlock = 4096
+	resyncDepth = 8
+	resyncMark  = "resync-mark"
 )
 
 // BenchmarkResync measures what a replica that comes back with its lvol
-// intact costs, on real SPDK (make bench-resync): two replicas, the second
-// leaves (a planned stop) while spdk_nvme_perf writes to the Volume over
-// NVMe/TCP, then returns and is rebuilt. Printed: the bytes SPDK's raid1
-// rebuild writes to it (its lvol's counters) and the time from its return
-// to in sync; beside them, what a delta would have to copy. At the
-// lvstore's cluster grain that is measured: a snapshot of the in-sync
-// replica taken at the drop, and the clusters its live lvol allocates
-// after it (bdev_lvol_start_shallow_copy's unit). At a 4 KiB grain it is
-// the distinct blocks the writes touched, expected from their count.
+// intact costs, on real SPDK (make bench-resync): two replicas on
+// flint_tgt, the OSD's SPDK; while spdk_nvme_perf writes to the Volume
+// over NVMe/TCP the second is out, then returns. Twice:
+//   - full: it leaves as planned (no map: what a target restart or move
+//     leaves), and the raid rebuilds it whole;
+//   - delta: its connection drops, the caller records it out of sync, the
+//     target lets it go with a map (resync.go), and it catches up by that;
+//     then again after a shorter outage (resyncShort).
+//
+// Printed for each: the bytes written to its lvol (its counters) and the
+// time from its return to in sync. Beside them, what a delta at other
+// grains would copy: at the lvstore's cluster grain measured (a snapshot
+// of the in-sync replica taken at the drop, and the clusters its live
+// lvol allocates after it: bdev_lvol_start_shallow_copy's unit); at a
+// 64 KiB grain expected from the write count.
 func BenchmarkResync(b *testing.B) {
 	spdkDir := os.Getenv("FLINT_SPDK_DIR")
 	if spdkDir == "" {
@@ -62,7 +71,7 @@ func BenchmarkResync(b *testing.B) {
 	}
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
-	lab := spdklab.New(b, 2)
+	lab := spdklab.NewOf(b, 2, spdklab.FlintTgt)
 	osds := startOSDsSized(ctx, b, lab, resyncVolume)
 	kept, returning := lab.Targets[0].Client, lab.Targets[1].Client
 	replica := exportTo(ctx, b, osds, 1, 0, true, storage.Keys{})
@@ -97,6 +106,9 @@ func BenchmarkResync(b *testing.B) {
 		b.Errorf("the rebuild wrote %d bytes to the returning replica, under the Volume's %d: not a whole copy", copied, resyncVolume)
 	}
 
+	deltaIOPS, deltaCopied, deltaTook := deltaResync(ctx, b, spdkDir, lab, osds, spec, target, resyncOut)
+	shortIOPS, shortCopied, shortTook := deltaResync(ctx, b, spdkDir, lab, osds, spec, target, resyncShort)
+
 	writes := iops * resyncOut.Seconds()
 	clusterBytes := float64(clusters * clusterSize)
 	mib := func(bytes float64) float64 { return bytes / (1 << 20) }
@@ -109,14 +121,58 @@ func BenchmarkResync(b *testing.B) {
 	b.ReportMetric(mib(float64(copied)), "full-MiB")
 	b.ReportMetric(took.Seconds(), "full-s")
 	b.ReportMetric(mib(clusterBytes), "cluster-delta-MiB")
-	// A write-intent map of a finer grain copies the regions the writes
-	// touched: N(1-(1-1/N)^writes) of N, for writes spread at random.
+	// A map copies the regions the writes touched: N(1-(1-1/N)^writes)
+	// of N, for writes spread at random.
+	deltaWrites := deltaIOPS * resyncOut.Seconds()
 	for _, grain := range []int{resyncBlock, 64 << 10} {
 		regions := float64(resyncVolume / grain)
 		bytes := regions * (1 - math.Pow(1-1/regions, writes)) * float64(grain)
-		b.Logf("delta at a %d KiB grain: %.0f MiB, %.0f%% of full (expected from the write count)", grain>>10, mib(bytes), 100*bytes/float64(copied))
+		b.Logf("delta at a %d KiB grain: %.0f MiB, %.0f%% of full (expected from the full run's write count)", grain>>10, mib(bytes), 100*bytes/float64(copied))
 		b.ReportMetric(mib(bytes), fmt.Sprintf("delta-%dKiB-MiB", grain>>10))
 	}
+	regions := float64(resyncVolume / resyncBlock)
+	expected := regions * (1 - math.Pow(1-1/regions, deltaWrites)) * resyncBlock
+	b.Logf("delta (the flint_volume's 4 KiB map, what runs now): %.0f writes while out (%.0f IOPS); %.0f MiB copied, %.0f%% of full (%.0f MiB expected from the write count), in sync %.1f s after the return",
+		deltaWrites, deltaIOPS, mib(float64(deltaCopied)), 100*float64(deltaCopied)/float64(copied), mib(expected), deltaTook.Seconds())
+	b.ReportMetric(mib(float64(deltaCopied)), "delta-MiB")
+	b.ReportMetric(deltaTook.Seconds(), "delta-s")
+	shortWrites := shortIOPS * resyncShort.Seconds()
+	b.Logf("delta after a shorter outage (%v of the same writes: %.0f writes, %.0f IOPS): %.0f MiB copied, %.0f%% of full, in sync %.1f s after the return",
+		resyncShort, shortWrites, shortIOPS, mib(float64(shortCopied)), 100*float64(shortCopied)/float64(copied), shortTook.Seconds())
+	b.ReportMetric(mib(float64(shortCopied)), "short-delta-MiB")
+	b.ReportMetric(shortTook.Seconds(), "short-delta-s")
+	if deltaCopied >= copied {
+		b.Errorf("the delta resync wrote %d bytes to the returning replica, no fewer than the full rebuild's %d", deltaCopied, copied)
+	}
+}
+
+// deltaResync takes the in-sync second replica of spec out as a lost
+// connection does (its listener removed), records it out of sync so the
+// target lets it go with a map, writes at random for out, and
+// brings it back. It returns the writer's IOPS, the bytes written to the
+// replica until it was in sync, and how long that took from its return.
+func deltaResync(ctx context.Context, b *testing.B, spdkDir string, lab *spdklab.Lab, osds []*storage.Engine, spec storage.TargetSpec, target storage.Subsystem, out time.Duration) (float64, uint64, time.Duration) {
+	b.Helper()
+	returning, replica := lab.Targets[1].Client, spec.Members[1]
+	replica.InSync = true
+	spec.Members[1] = replica
+	listener := types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: replica.Export.Address, Trsvcid: strconv.Itoa(replica.Export.Port)}
+	must(b, returning.NvmfSubsystemRemoveListener(ctx, replica.Export.NQN, listener))
+	ensureUntil(ctx, b, osds[0], spec, "the cut replica holding writes", func(st storage.Target) bool {
+		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD
+	})
+	spec.Members[1].InSync = false
+	ensureUntil(ctx, b, osds[0], spec, "the cut replica let go", func(st storage.Target) bool {
+		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_MISSING
+	})
+	iops := randomWrites(ctx, b, spdkDir, target, out)
+
+	returningLvol := agentv1.LvstoreName("osd-1") + "/" + volume
+	before := bytesWritten(ctx, b, returning, returningLvol)
+	must(b, returning.NvmfSubsystemAddListener(ctx, replica.Export.NQN, listener))
+	start := time.Now()
+	ensureUntil(ctx, b, osds[0], spec, "the returning replica in sync", func(st storage.Target) bool { return !st.Degraded() })
+	return iops, bytesWritten(ctx, b, returning, returningLvol) - before, time.Since(start)
 }
 
 // perfTotal is spdk_nvme_perf's summary line: IOPS, MiB/s, average µs.

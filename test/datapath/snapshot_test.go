@@ -57,7 +57,7 @@ type hostWrite struct {
 func TestASnapshotUnderAWriterRestoresWhatWasAcknowledged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.New(t, 3)
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
 	osds := startOSDs(ctx, t, lab)
 	spec := threeReplicaSpec(ctx, t, osds)
 	_, err := osds[0].EnsureTarget(ctx, spec)

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -297,7 +298,9 @@ func injectStormFault(t *testing.T, clients *kubernetes.Clientset, c client.Clie
 		t.Fatal(err)
 	}
 	desc = fmt.Sprintf("%s on the %s's OSD %s", kind, role, osd)
-	isSPDK := func(argv []string) bool { return filepath.Base(argv[0]) == "nvmf_tgt" }
+	isSPDK := func(argv []string) bool {
+		return slices.Contains([]string{"flint_tgt", "nvmf_tgt"}, filepath.Base(argv[0]))
+	}
 	switch kind {
 	case stormKillSPDK:
 		signal(t, podProcess(t, pod, isSPDK), syscall.SIGKILL)

@@ -42,9 +42,10 @@ import (
 )
 
 // The OSD image runs as an OSD pod's two containers do, here in one
-// container: exec-spdk starts nvmf_tgt (--no-huge, on the one core the
-// container gets, in interrupt mode), and the agent bootstraps a malloc
-// device on it and reports Ready with SPDK's version.
+// container: exec-spdk starts flint_tgt (its default, as the pod's; with
+// --no-huge, on the one core the container gets, in interrupt mode), and
+// the agent bootstraps a malloc device on it and reports Ready with
+// SPDK's version.
 func TestOSDImageServes(t *testing.T) {
 	dir, ver := os.Getenv("FLINT_IMAGES_DIR"), os.Getenv("FLINT_IMAGES_VERSION")
 	if dir == "" || ver == "" {

@@ -18,7 +18,7 @@ limitations under the License.
 // kube-apiserver and etcd (KUBEBUILDER_ASSETS) with Flint's CRDs, nodes
 // as a kubelet would report them, the operator in this process, and the
 // OSD pods of chosen Pools run by localnode (osd-agent processes over the
-// SPDK double, or over real nvmf_tgt). `make run` and the benchmarks use
+// SPDK double, or over real flint_tgt). `make run` and the benchmarks use
 // it.
 package localcluster
 

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package localnode plays the kubelet for OSD pods on this machine, where
 // there is no kubelet: every OSD pod's agent runs as a real osd-agent
-// process, its SPDK as a Target of the SPDK double or a real nvmf_tgt, on a
+// process, its SPDK as a Target of the SPDK double or a real flint_tgt, on a
 // loopback address of its own; the pod's status is set as a kubelet would. Pods that are
 // deleted have their processes stopped and are then removed. The envtest
 // suites and `make run` use it.
@@ -140,15 +140,23 @@ func (b *besideFence) Stop() {
 	b.Kill()
 }
 
-// RealSPDK starts the SPDK application of the build tree spdkDir as the
-// pod's container does (osd-agent exec-spdk with the pod's arguments, which
-// also starts the fence probe's server), on the pod's cores, with a
+// RealSPDK starts the build tree spdkDir's SPDK application of the pod's
+// name (flint_tgt, or nvmf_tgt) as the pod's container does (osd-agent
+// exec-spdk with the pod's arguments, which also starts the fence probe's
+// server), on the pod's cores, with a
 // /var/tmp of its own as a container has: SPDK locks its cores there, and
 // pods that share a core here (more OSDs than cores) must not see each
 // other's locks. Needs root, for the mount.
 func RealSPDK(spdkDir string) func(Launch) (SPDK, error) {
 	return func(l Launch) (SPDK, error) {
-		bin, err := spdklab.Binary(spdkDir)
+		// The build's application of the name the pod runs.
+		app := spdklab.NvmfTgt
+		for _, a := range l.Command {
+			if v, ok := strings.CutPrefix(a, "--spdk-binary="); ok {
+				app = spdklab.App(filepath.Base(v))
+			}
+		}
+		bin, err := spdklab.AppBinary(spdkDir, app)
 		if err != nil {
 			return nil, err
 		}

@@ -33,7 +33,7 @@ import (
 	"github.com/flint-io/flint/osd-image/agent/storage"
 )
 
-// rig is one SPDK (the double, or a real nvmf_tgt under FLINT_SPDK_DIR)
+// rig is one SPDK (the double, or a real flint_tgt under FLINT_SPDK_DIR)
 // with an aio device file.
 type rig struct {
 	spdk   *spdklab.Target
@@ -41,7 +41,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T) *rig {
-	l := spdklab.New(t, 1)
+	l := spdklab.NewOf(t, 1, spdklab.FlintTgt)
 	return &rig{spdk: l.Targets[0], device: l.Image(t, "dev", 1<<30)}
 }
 

@@ -95,7 +95,7 @@ func (e *Engine) Inventory(ctx context.Context) (Inventory, error) {
 		case !ok:
 		case len(sub.Namespaces) == 0:
 			inv.Targets = append(inv.Targets, TargetSummary{Volume: volume, State: agentv1.TargetStateStandby, RebuildPercent: -1})
-		case len(sub.Namespaces) == 1 && sub.Namespaces[0].BdevName != raidName(volume):
+		case len(sub.Namespaces) == 1 && sub.Namespaces[0].BdevName != raidName(volume) && sub.Namespaces[0].BdevName != volumeBdevName(volume):
 			inv.Targets = append(inv.Targets, TargetSummary{Volume: volume, State: types.RaidStateOnline, Members: 1, Online: 1, RebuildPercent: -1})
 		}
 	}

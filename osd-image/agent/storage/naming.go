@@ -60,6 +60,10 @@ func VolumeSerial(volume string) string {
 // raidName is the raid1 bdev of a volume on its target.
 func raidName(volume string) string { return "raid_" + volume }
 
+// volumeBdevName is the flint_volume bdev over a volume's raid on its
+// target, which its namespace exports when SPDK is flint_tgt.
+func volumeBdevName(volume string) string { return "volume_" + volume }
+
 // remoteName is the controller a target attaches a remote replica with;
 // its bdev is remoteBdev.
 func remoteName(volume, osdUID string) string {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,6 +132,9 @@ type Engine struct {
 
 	mu         sync.Mutex
 	writeCache WriteCache
+	// volumeBdev says whether SPDK is flint_tgt, with the flint_volume
+	// module: read at every Bootstrap.
+	volumeBdev bool
 	epochs     exportEpochs
 	// keys are the secrets registered in SPDK's keyring since it
 	// started, by key name.
@@ -147,6 +151,46 @@ type Engine struct {
 	pauses     map[string]uint64
 	// members are the targets' remote members and their answers (hold.go).
 	members memberAnswers
+	// targets serialises the calls that change one volume's target: a
+	// call its caller gave up on still runs here, and a delta resync's
+	// join must meet no other call's resume of the volume (resync.go).
+	targets keyedLocks
+}
+
+// keyedLocks are mutexes by key, made on first use and dropped when no
+// caller holds or waits for them.
+type keyedLocks struct {
+	mu   sync.Mutex
+	held map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.held == nil {
+		k.held = map[string]*keyedLock{}
+	}
+	l := k.held[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.held[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.held, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.
@@ -170,6 +214,13 @@ func (e *Engine) Bootstrap(ctx context.Context) (types.Lvstore, error) {
 	if err := e.ensureNvmeOptions(ctx); err != nil {
 		return types.Lvstore{}, err
 	}
+	methods, err := e.spdk.RPCGetMethods(ctx)
+	if err != nil {
+		return types.Lvstore{}, fmt.Errorf("list SPDK's methods: %w", err)
+	}
+	e.mu.Lock()
+	e.volumeBdev = slices.Contains(methods, "flint_volume_create")
+	e.mu.Unlock()
 	base, err := e.claimDevice(ctx)
 	if err != nil {
 		return types.Lvstore{}, err

@@ -24,6 +24,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -131,6 +132,7 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.checkTargetSpec(spec); err != nil {
 		return Target{}, err
 	}
+	defer e.targets.lock(spec.Volume)()
 	if err := e.members.count(spec, e.cfg.UID); err != nil {
 		return Target{}, err
 	}
@@ -187,23 +189,29 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 			bdevs[m.OSD] = b
 		}
 	}
-	raid, err := e.ensureRaid(ctx, spec, bdevs, localBdev.SizeBytes()/BlockSize)
+	blocks := localBdev.SizeBytes() / BlockSize
+	raid, err := e.ensureRaid(ctx, spec, bdevs, blocks)
+	if err != nil {
+		return Target{}, err
+	}
+	bdev, err := e.ensureVolumeBdev(ctx, spec.Volume)
 	if err != nil {
 		return Target{}, err
 	}
 	if raid, err = e.letGo(ctx, spec, raid, bdevs, held); err != nil {
 		return Target{}, err
 	}
-	if err := e.startNextRebuild(ctx, spec, raid, bdevs); err != nil {
+	copied, err := e.resync(ctx, spec, raid, bdevs, held, blocks)
+	if err != nil {
 		return Target{}, err
 	}
 	nqn := agentv1.VolumeNQN(spec.Volume)
-	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, raidName(spec.Volume)).admitting(spec.Hosts, hostKeys)); err != nil {
+	if err := e.ensureSubsystem(ctx, volumeSubsystem(spec, bdev).admitting(spec.Hosts, hostKeys)); err != nil {
 		return Target{}, err
 	}
-	exported, err := e.spdk.BdevGetBdevs(ctx, raidName(spec.Volume))
+	exported, err := e.spdk.BdevGetBdevs(ctx, bdev)
 	if err != nil {
-		return Target{}, fmt.Errorf("read raid %s: %w", raidName(spec.Volume), err)
+		return Target{}, fmt.Errorf("read bdev %s: %w", bdev, err)
 	}
 	qos, err := e.ensureQoS(ctx, exported[0], spec.QoS)
 	if err != nil {
@@ -213,7 +221,7 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
-	st, err := e.targetStatus(ctx, spec, exported[0], bdevs, held)
+	st, err := e.targetStatus(ctx, spec, exported[0], bdevs, held, copied)
 	st.AllowedHosts, st.QoS = allowed, qos
 	return st, err
 }
@@ -234,6 +242,64 @@ func (e *Engine) ensureQoS(ctx context.Context, b types.Bdev, want types.QosLimi
 		return types.QosLimits{}, fmt.Errorf("set the QoS limits of %s to %+v: %w", b.Name, want, err)
 	}
 	return want.Applied(), nil
+}
+
+// ensureVolumeBdev returns the bdev the volume's namespace exports over
+// its raid: a flint_volume when SPDK is flint_tgt, so that a host's
+// controller reset stops there and never reaches the raid (docs/spdk.md),
+// else the raid itself. A namespace added already keeps its bdev: the
+// namespace cannot change under connected hosts.
+func (e *Engine) ensureVolumeBdev(ctx context.Context, volume string) (string, error) {
+	raid, fv := raidName(volume), volumeBdevName(volume)
+	subs, err := e.spdk.NvmfGetSubsystems(ctx, agentv1.VolumeNQN(volume))
+	if err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+		return "", fmt.Errorf("read subsystem of %s: %w", volume, err)
+	}
+	if err == nil && len(subs[0].Namespaces) > 0 {
+		if b := subs[0].Namespaces[0].BdevName; b == raid || b == fv {
+			return b, nil
+		}
+	}
+	info, found, err := e.volumeBdevInfo(ctx, volume)
+	if err != nil {
+		return "", err
+	}
+	if found {
+		return fv, e.restoreVolumeBdev(ctx, volume, info)
+	}
+	e.mu.Lock()
+	volumeBdev := e.volumeBdev
+	e.mu.Unlock()
+	if !volumeBdev {
+		return raid, nil
+	}
+	if err := e.spdk.FlintVolumeCreate(ctx, types.FlintVolumeCreateRequest{Name: fv, BaseBdev: raid}); err != nil {
+		return "", fmt.Errorf("create flint_volume %s over %s: %w", fv, raid, err)
+	}
+	return fv, nil
+}
+
+// restoreVolumeBdev puts right a flint_volume that a delta resync's join
+// left paused, or without its raid (joinAfterDelta): the raid, made again
+// by ensureRaid, is attached, and host I/O goes on. Nothing else pauses a
+// flint_volume.
+func (e *Engine) restoreVolumeBdev(ctx context.Context, volume string, info types.FlintVolumeInfo) error {
+	fv := volumeBdevName(volume)
+	if info.BaseBdev == "" {
+		if err := e.spdk.FlintVolumePause(ctx, fv); err != nil {
+			return fmt.Errorf("pause %s, which lost its raid: %w", fv, err)
+		}
+		if err := e.spdk.FlintVolumeAttach(ctx, types.FlintVolumeAttachRequest{Name: fv, BaseBdev: raidName(volume)}); err != nil {
+			return fmt.Errorf("attach %s to its raid: %w", fv, err)
+		}
+		info.Paused = true
+	}
+	if info.Paused {
+		if err := e.spdk.FlintVolumeResume(ctx, fv); err != nil {
+			return fmt.Errorf("resume %s: %w", fv, err)
+		}
+	}
+	return nil
 }
 
 // volumeSubsystem is the subsystem hosts reach spec's volume by, exporting
@@ -486,37 +552,58 @@ func (e *Engine) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[stri
 		return r, err
 	}
 	if spec.Resume {
-		return types.RaidBdev{}, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume)
+		// A flint_volume left without its raid means SPDK did not
+		// restart: a delta resync's join was cut short (joinAfterDelta).
+		if _, found, err := e.volumeBdevInfo(ctx, spec.Volume); err != nil || !found {
+			return types.RaidBdev{}, cmp.Or(err, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume))
+		}
 	}
-	var bases, placeholders []string
+	slots := make([]string, len(spec.Members))
 	for i, m := range e.localFirst(spec.Members) {
 		if b, ok := bdevs[m.OSD]; ok && m.InSync {
-			bases = append(bases, b)
-			continue
+			slots[i] = b
 		}
-		ph := placeholderName(spec.Volume, i)
-		if _, err := e.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: BlockSize}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
-			return types.RaidBdev{}, fmt.Errorf("create placeholder %s: %w", ph, err)
-		}
-		bases = append(bases, ph)
-		placeholders = append(placeholders, ph)
 	}
-	if len(placeholders) == len(bases) {
+	if !slices.ContainsFunc(slots, func(b string) bool { return b != "" }) {
 		return types.RaidBdev{}, fmt.Errorf("%w: no replica of %s that the caller knows in sync is reachable to assemble its raid from", ErrNotFound, spec.Volume)
 	}
-	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: agentv1.VolumeIdentity(spec.Volume).RaidUUID}
+	if err := e.createRaid(ctx, spec.Volume, slots, blocks); err != nil {
+		return types.RaidBdev{}, err
+	}
+	return e.raid(ctx, name)
+}
+
+// createRaid makes the volume's raid1 with slots (in localFirst order),
+// online at once: a slot named "" is left empty for a rebuild to fill,
+// held by a placeholder of blocks while the raid is made.
+func (e *Engine) createRaid(ctx context.Context, volume string, slots []string, blocks uint64) error {
+	name := raidName(volume)
+	bases := slices.Clone(slots)
+	var placeholders []string
+	for i, b := range bases {
+		if b != "" {
+			continue
+		}
+		ph := placeholderName(volume, i)
+		if _, err := e.spdk.BdevNullCreate(ctx, types.BdevNullCreateRequest{Name: ph, NumBlocks: blocks, BlockSize: BlockSize}); err != nil && !errors.Is(err, jsonrpc.ErrExists) {
+			return fmt.Errorf("create placeholder %s: %w", ph, err)
+		}
+		bases[i] = ph
+		placeholders = append(placeholders, ph)
+	}
+	raid := types.BdevRaidCreateRequest{Name: name, RaidLevel: "raid1", BaseBdevs: bases, Superblock: false, UUID: agentv1.VolumeIdentity(volume).RaidUUID}
 	if err := e.spdk.BdevRaidCreate(ctx, raid); err != nil {
-		return types.RaidBdev{}, fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
+		return fmt.Errorf("create raid1 %s over %v: %w", name, bases, err)
 	}
 	for _, ph := range placeholders {
 		if err := e.spdk.BdevRaidRemoveBaseBdev(ctx, ph); err != nil {
-			return types.RaidBdev{}, fmt.Errorf("free the slot held by %s: %w", ph, err)
+			return fmt.Errorf("free the slot held by %s: %w", ph, err)
 		}
 		if err := e.spdk.BdevNullDelete(ctx, ph); err != nil {
-			return types.RaidBdev{}, fmt.Errorf("delete placeholder %s: %w", ph, err)
+			return fmt.Errorf("delete placeholder %s: %w", ph, err)
 		}
 	}
-	return e.raid(ctx, name)
+	return nil
 }
 
 // localFirst orders members for the raid's slots: this OSD's replica
@@ -582,6 +669,9 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 	in := r.Members()
 	changed := false
 	leave := func(b heldBdev) error {
+		if err := e.markBeforeLetGo(ctx, spec, b.name); err != nil {
+			return err
+		}
 		if err := e.detachMember(ctx, r, b); err != nil {
 			return err
 		}
@@ -687,7 +777,7 @@ func (e *Engine) startRebuild(ctx context.Context, raid, base string, maxMiBPerS
 }
 
 // targetStatus is the target of spec, whose raid's bdev is exported.
-func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported types.Bdev, bdevs map[string]string, held map[string]heldBdev) (Target, error) {
+func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported types.Bdev, bdevs map[string]string, held map[string]heldBdev, copied map[string]int32) (Target, error) {
 	r, err := e.raid(ctx, raidName(spec.Volume))
 	if err != nil {
 		return Target{}, err
@@ -697,9 +787,13 @@ func (e *Engine) targetStatus(ctx context.Context, spec TargetSpec, exported typ
 	for _, m := range spec.Members {
 		ms := TargetMember{OSD: m.OSD, State: agentv1.MemberState_MEMBER_STATE_MISSING}
 		b, reachable := bdevs[m.OSD]
+		percent, deltaCopying := copied[m.OSD]
 		switch {
 		case reachable && rebuilding(r, b):
 			ms.State, ms.RebuildPercent = agentv1.MemberState_MEMBER_STATE_REBUILDING, r.Process.Progress.Percent
+		case reachable && deltaCopying:
+			// Caught up by its map (resync).
+			ms.State, ms.RebuildPercent = agentv1.MemberState_MEMBER_STATE_REBUILDING, int(percent)
 		case reachable && slices.Contains(in, b):
 			ms.State = agentv1.MemberState_MEMBER_STATE_ONLINE
 		case reachable:
@@ -744,6 +838,7 @@ func (e *MembersHeldError) Error() string {
 // for its writes for ever, and letting it go would acknowledge writes it
 // lacks while the caller still counts it in sync.
 func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOfSync []string) (Stopped, error) {
+	defer e.targets.lock(volume)()
 	held, err := e.heldMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
@@ -766,6 +861,9 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	if err != nil {
 		return Stopped{}, err
 	}
+	if err := e.deleteVolumeBdev(ctx, volume); err != nil {
+		return Stopped{}, err
+	}
 	if err := e.spdk.BdevRaidDelete(ctx, raidName(volume)); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return Stopped{}, fmt.Errorf("delete raid %s: %w", raidName(volume), err)
 	}
@@ -783,6 +881,36 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 		}
 	}
 	return stopped, nil
+}
+
+// deleteVolumeBdev deletes the volume's flint_volume, if it has one:
+// resumed first, and after the copies from it stopped, which SPDK stops
+// at their next run.
+func (e *Engine) deleteVolumeBdev(ctx context.Context, volume string) error {
+	info, found, err := e.volumeBdevInfo(ctx, volume)
+	if err != nil || !found {
+		return err
+	}
+	fv := volumeBdevName(volume)
+	if info.Paused {
+		if err := e.spdk.FlintVolumeResume(ctx, fv); err != nil {
+			return fmt.Errorf("resume %s to delete it: %w", fv, err)
+		}
+	}
+	for {
+		err := e.spdk.FlintVolumeDelete(ctx, fv)
+		if jsonrpc.CodeOf(err) != jsonrpc.CodeBusy {
+			if err != nil {
+				return fmt.Errorf("delete flint_volume %s: %w", fv, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("delete flint_volume %s: %w (%w)", fv, ctx.Err(), err)
+		case <-time.After(copyPoll):
+		}
+	}
 }
 
 // heldMembers maps the OSDs among memberOSDs whose replicas are members
