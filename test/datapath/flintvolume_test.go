@@ -203,53 +203,8 @@ func firstDifference(a, b []byte) string {
 func TestAReplicaBackFromAnOutageCatchesUpByItsMap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
-	defer lab.Targets[1].Freeze(false)
-	osds, spec := twoReplicas(ctx, t, lab)
-	dd := newHost(t, lab)
-	target := osds[0].Endpoint()
-	target.NQN = agentv1.VolumeNQN(volume)
-	want := make([]byte, volSize)
-	write := func(data []byte, offset int) {
-		t.Helper()
-		dd.write(target, hostNQN, data, offset)
-		copy(want[offset:], data)
-	}
-	write(randomChunk(t), 0)
-
-	// The replica's SPDK freezes; a write waits for it until the caller
-	// records it out of sync, and the target lets it go.
-	lab.Targets[1].Freeze(true)
-	held := randomChunk(t)
-	wrote := make(chan error, 1)
-	go func() { wrote <- dd.tryWrite(target, hostNQN, held, chunk) }()
-	ensureUntil(ctx, t, osds[0], spec, "the frozen replica holding writes", func(st storage.Target) bool {
-		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD
-	})
-	select {
-	case err := <-wrote:
-		t.Fatalf("a write completed (%v) while a member counted in sync was frozen", err)
-	default:
-	}
-	spec.Members[1].InSync = false
-	ensureUntil(ctx, t, osds[0], spec, "the frozen replica let go", func(st storage.Target) bool {
-		return st.Members[1].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[1].State != agentv1.MemberState_MEMBER_STATE_ONLINE
-	})
-	select {
-	case err := <-wrote:
-		must(t, err)
-	case <-time.After(time.Minute):
-		t.Fatal("the held write did not complete within a minute of the replica's let-go")
-	}
-	copy(want[chunk:], held)
-	info := flintVolumeInfo(ctx, t, lab.Targets[0].Client, "volume_"+volume)
-	if len(info.Maps) != 1 || !strings.HasPrefix(info.Maps[0].Member, "osd-1/") {
-		t.Fatalf("the flint_volume's maps are %+v, want one of osd-1's replica", info.Maps)
-	}
-	write(randomChunk(t), 2*chunk)
+	o := outage(ctx, t)
+	lab, osds, spec := o.lab, o.osds, o.spec
 
 	// Back, with its lvol as it was: caught up by the map.
 	lab.Targets[1].Freeze(false)
@@ -272,14 +227,113 @@ func TestAReplicaBackFromAnOutageCatchesUpByItsMap(t *testing.T) {
 	if info := flintVolumeInfo(ctx, t, lab.Targets[0].Client, "volume_"+volume); len(info.Maps) != 0 || info.Paused || info.BaseBdev != "raid_"+volume {
 		t.Errorf("after the join the flint_volume reads %+v, want its raid, no map, not paused", info)
 	}
-	write(randomChunk(t), 3*chunk)
-	if got := dd.read(target, hostNQN, volSize); !bytes.Equal(got, want) {
+	o.write(randomChunk(t), 3*chunk)
+	o.check(ctx)
+}
+
+// A replica made anew on the same OSD while it was out (empty, the same
+// name) is no longer the one its map was made for: it is rebuilt whole,
+// and the stale map is dropped.
+func TestAReplicaMadeAnewIsRebuiltWholeNotFromItsMap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o := outage(ctx, t)
+	lab, osds, spec := o.lab, o.osds, o.spec
+
+	lab.Targets[1].Freeze(false)
+	must(t, osds[1].DeleteReplica(ctx, volume))
+	_, err := osds[1].CreateReplica(ctx, volume, volSize)
+	must(t, err)
+	spec.Members[1] = exportTo(ctx, t, osds, 1, 0, false, storage.Keys{})
+	lvol := agentv1.LvstoreName("osd-1") + "/" + volume
+	before := bytesWritten(ctx, t, lab.Targets[1].Client, lvol)
+	ensureUntil(ctx, t, osds[0], spec, "the new replica in sync", func(st storage.Target) bool { return !st.Degraded() })
+	if copied := bytesWritten(ctx, t, lab.Targets[1].Client, lvol) - before; copied < volSize {
+		t.Errorf("the new replica took %d KiB, want the whole volume's %d KiB: a map of the old one must not serve it", copied>>10, volSize>>10)
+	}
+	if info := flintVolumeInfo(ctx, t, lab.Targets[0].Client, "volume_"+volume); len(info.Maps) != 0 {
+		t.Errorf("after the rebuild the flint_volume keeps maps %+v, want none", info.Maps)
+	}
+	o.check(ctx)
+}
+
+// anOutage is a volume of two replicas whose second was frozen under a
+// write, recorded out of sync and let go with a map, and written while
+// out; its SPDK is still frozen.
+type anOutage struct {
+	t      *testing.T
+	lab    *spdklab.Lab
+	osds   []*storage.Engine
+	spec   storage.TargetSpec
+	dd     *host
+	target storage.Subsystem
+	want   []byte
+}
+
+func outage(ctx context.Context, t *testing.T) *anOutage {
+	t.Helper()
+	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
+	if !lab.Real {
+		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	t.Cleanup(func() { lab.Targets[1].Freeze(false) })
+	osds, spec := twoReplicas(ctx, t, lab)
+	o := &anOutage{t: t, lab: lab, osds: osds, spec: spec, dd: newHost(t, lab), target: osds[0].Endpoint(), want: make([]byte, volSize)}
+	o.target.NQN = agentv1.VolumeNQN(volume)
+	o.write(randomChunk(t), 0)
+
+	// The replica's SPDK freezes; a write waits for it until the caller
+	// records it out of sync, and the target lets it go.
+	lab.Targets[1].Freeze(true)
+	held := randomChunk(t)
+	wrote := make(chan error, 1)
+	go func() { wrote <- o.dd.tryWrite(o.target, hostNQN, held, chunk) }()
+	ensureUntil(ctx, t, osds[0], o.spec, "the frozen replica holding writes", func(st storage.Target) bool {
+		return st.Members[1].State == agentv1.MemberState_MEMBER_STATE_HELD
+	})
+	select {
+	case err := <-wrote:
+		t.Fatalf("a write completed (%v) while a member counted in sync was frozen", err)
+	default:
+	}
+	o.spec.Members[1].InSync = false
+	ensureUntil(ctx, t, osds[0], o.spec, "the frozen replica let go", func(st storage.Target) bool {
+		return st.Members[1].State != agentv1.MemberState_MEMBER_STATE_HELD && st.Members[1].State != agentv1.MemberState_MEMBER_STATE_ONLINE
+	})
+	select {
+	case err := <-wrote:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the held write did not complete within a minute of the replica's let-go")
+	}
+	copy(o.want[chunk:], held)
+	info := flintVolumeInfo(ctx, t, lab.Targets[0].Client, "volume_"+volume)
+	if len(info.Maps) != 1 || !strings.HasPrefix(info.Maps[0].Member, "osd-1/") {
+		t.Fatalf("the flint_volume's maps are %+v, want one of osd-1's replica", info.Maps)
+	}
+	o.write(randomChunk(t), 2*chunk)
+	return o
+}
+
+// write writes data at offset through the target, acknowledged.
+func (o *anOutage) write(data []byte, offset int) {
+	o.t.Helper()
+	o.dd.write(o.target, hostNQN, data, offset)
+	copy(o.want[offset:], data)
+}
+
+// check reads the volume back, stops the target with both replicas in
+// sync, and checksums both against every acknowledged write.
+func (o *anOutage) check(ctx context.Context) {
+	t := o.t
+	t.Helper()
+	if got := o.dd.read(o.target, hostNQN, volSize); !bytes.Equal(got, o.want) {
 		t.Error("the volume does not read back what was acknowledged")
 	}
-	stopped, err := osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1"}, nil)
+	stopped, err := o.osds[0].DeleteTarget(ctx, volume, []string{"osd-0", "osd-1"}, nil)
 	must(t, err)
 	if !slices.Equal(stopped.InSync, []string{"osd-0", "osd-1"}) {
 		t.Errorf("the stopped target had %v in sync, want both", stopped.InSync)
 	}
-	expectReplicas(ctx, t, dd, osds, []int{0, 1}, want)
+	expectReplicas(ctx, t, o.dd, o.osds, []int{0, 1}, o.want)
 }

@@ -119,7 +119,7 @@ func TestAHostResetWhileWritesAreHeldStopsAtTheFlintVolume(t *testing.T) {
 		t.Fatalf("the raid completed %d bytes of writes while a member was silent", after-held)
 	}
 	lab.Targets[1].Freeze(false)
-	st := ensureUntil(ctx, t, osds[0], spec, "the held writes completed with both members", func(st storage.Target) bool {
+	st := ensureUntil(ctx, t, osds[0], spec, "the held writes completed with both members", func(storage.Target) bool {
 		return bytesWritten(ctx, t, lab.Targets[0].Client, "raid_"+volume) > held
 	})
 	if got := st.Members[1].State; got != agentv1.MemberState_MEMBER_STATE_ONLINE {

@@ -231,7 +231,7 @@ func entry(cache string, spdk, dpdk upstream.Source) (string, error) {
 			return err
 		}
 		data, err := flinttgt.Sources.ReadFile(path)
-		fmt.Fprintf(h, "%s %d\n", path, len(data))
+		_, _ = fmt.Fprintf(h, "%s %d\n", path, len(data))
 		h.Write(data)
 		return err
 	})

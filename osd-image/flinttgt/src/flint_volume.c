@@ -681,6 +681,22 @@ struct op {
 	struct flint_volume *vol;
 };
 
+/* op_new is the context of an operation that answers done(ctx, ...). */
+static struct op *
+op_new(struct flint_volume *vol, flint_volume_done done, void *ctx)
+{
+	struct op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL) {
+		done(ctx, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	op->done = done;
+	op->ctx = ctx;
+	op->vol = vol;
+	return op;
+}
+
 static void
 unregistered(void *arg, int rc)
 {
@@ -714,13 +730,10 @@ flint_volume_delete(const char *name, flint_volume_done done, void *ctx)
 		done(ctx, -EBUSY, "the flint_volume is paused; resume it first");
 		return;
 	}
-	op = calloc(1, sizeof(*op));
+	op = op_new(vol, done, ctx);
 	if (op == NULL) {
-		done(ctx, -ENOMEM, "out of memory");
 		return;
 	}
-	op->done = done;
-	op->ctx = ctx;
 	vol->deleting = true;
 	spdk_bdev_unregister(&vol->bdev, unregistered, op);
 }
@@ -758,14 +771,10 @@ pause_or_resume(struct flint_volume *vol, bool pause, flint_volume_done done, vo
 		done(ctx, -EBUSY, "the flint_volume is being deleted");
 		return;
 	}
-	op = calloc(1, sizeof(*op));
+	op = op_new(vol, done, ctx);
 	if (op == NULL) {
-		done(ctx, -ENOMEM, "out of memory");
 		return;
 	}
-	op->done = done;
-	op->ctx = ctx;
-	op->vol = vol;
 	vol->quiescing = true;
 	if (pause) {
 		rc = spdk_bdev_quiesce(&vol->bdev, &flint_volume_module, quiesced, op);
