@@ -157,7 +157,7 @@ type Engine struct {
 	targets keyedLocks
 }
 
-// keyedLocks are mutexes by key, made on first use and dropped when no
+// keyedLocks are locks by key, made on first use and dropped when no
 // caller holds or waits for them.
 type keyedLocks struct {
 	mu   sync.Mutex
@@ -165,31 +165,38 @@ type keyedLocks struct {
 }
 
 type keyedLock struct {
-	sync.Mutex
+	token chan struct{} // holds one token while the lock is held
 	users int
 }
 
-// lock locks key's mutex and returns its unlock.
-func (k *keyedLocks) lock(key string) (unlock func()) {
+// lock takes key's lock and returns its unlock, or fails when ctx ends
+// first: a caller waits no longer than its own deadline (it may hold the
+// lease's read lock meanwhile, which the fence waits for).
+func (k *keyedLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
 	k.mu.Lock()
 	if k.held == nil {
 		k.held = map[string]*keyedLock{}
 	}
 	l := k.held[key]
 	if l == nil {
-		l = &keyedLock{}
+		l = &keyedLock{token: make(chan struct{}, 1)}
 		k.held[key] = l
 	}
 	l.users++
 	k.mu.Unlock()
-	l.Lock()
-	return func() {
-		l.Unlock()
+	release := func() {
 		k.mu.Lock()
 		if l.users--; l.users == 0 {
 			delete(k.held, key)
 		}
 		k.mu.Unlock()
+	}
+	select {
+	case l.token <- struct{}{}:
+		return func() { <-l.token; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("wait for another call on %s to end: %w", key, ctx.Err())
 	}
 }
 

@@ -87,28 +87,29 @@ func (e *Engine) replicaUUID(ctx context.Context, bdev string) (string, error) {
 }
 
 // markBeforeLetGo starts the map of the member whose replica is bdev,
-// when the target has a flint_volume and the spec keeps the member (not
-// leaving): from here on its blocks are written without it. The writes
-// held for it are still in flight through the flint_volume, and the mark
-// covers them too.
-func (e *Engine) markBeforeLetGo(ctx context.Context, spec TargetSpec, bdev string) error {
+// when the target has a flint_volume, the spec keeps the member (not
+// leaving), and the member is in raid r, configured and not being
+// rebuilt: only then does it hold every write acknowledged so far, so
+// that the blocks written from here on are all it misses. The writes held
+// for it are still in flight through the flint_volume, and the mark covers
+// them too. Anything else gets no map and is rebuilt whole, and so does a
+// member whose mark fails: the map only ever saves a copy, so its absence
+// never holds the let-go up.
+func (e *Engine) markBeforeLetGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdev string) {
 	i := slices.IndexFunc(spec.Members, func(m MemberSpec) bool {
 		return m.OSD != e.cfg.UID && !m.Leaving && remoteBdev(spec.Volume, m.OSD) == bdev
 	})
-	if i < 0 {
-		return nil
+	if i < 0 || !slices.Contains(r.Members(), bdev) || rebuilding(r, bdev) {
+		return
 	}
 	if _, found, err := e.volumeBdevInfo(ctx, spec.Volume); err != nil || !found {
-		return err
+		return
 	}
 	uuid, err := e.replicaUUID(ctx, bdev)
 	if err != nil || uuid == "" {
-		return err // no identity to key a map by: it resyncs whole
+		return // no identity to key a map by
 	}
-	if err := e.spdk.FlintVolumeMark(ctx, volumeBdevName(spec.Volume), memberKey(spec.Members[i].OSD, uuid)); err != nil {
-		return fmt.Errorf("mark the blocks OSD %s misses from now on: %w", spec.Members[i].OSD, err)
-	}
-	return nil
+	_ = e.spdk.FlintVolumeMark(ctx, volumeBdevName(spec.Volume), memberKey(spec.Members[i].OSD, uuid))
 }
 
 // resync brings back the spec's reachable members that are not in raid r,

@@ -132,7 +132,11 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.checkTargetSpec(spec); err != nil {
 		return Target{}, err
 	}
-	defer e.targets.lock(spec.Volume)()
+	unlock, err := e.targets.lock(ctx, spec.Volume)
+	if err != nil {
+		return Target{}, err
+	}
+	defer unlock()
 	if err := e.members.count(spec, e.cfg.UID); err != nil {
 		return Target{}, err
 	}
@@ -255,10 +259,8 @@ func (e *Engine) ensureVolumeBdev(ctx context.Context, volume string) (string, e
 	if err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
 		return "", fmt.Errorf("read subsystem of %s: %w", volume, err)
 	}
-	if err == nil && len(subs[0].Namespaces) > 0 {
-		if b := subs[0].Namespaces[0].BdevName; b == raid || b == fv {
-			return b, nil
-		}
+	if err == nil && len(subs[0].Namespaces) > 0 && subs[0].Namespaces[0].BdevName == raid {
+		return raid, nil
 	}
 	info, found, err := e.volumeBdevInfo(ctx, volume)
 	if err != nil {
@@ -281,8 +283,9 @@ func (e *Engine) ensureVolumeBdev(ctx context.Context, volume string) (string, e
 
 // restoreVolumeBdev puts right a flint_volume that a delta resync's join
 // left paused, or without its raid (joinAfterDelta): the raid, made again
-// by ensureRaid, is attached, and host I/O goes on. Nothing else pauses a
-// flint_volume.
+// by ensureRaid once the operator re-assembles the target (a resuming call
+// finds it lost), is attached, and host I/O goes on. Nothing else pauses
+// a flint_volume.
 func (e *Engine) restoreVolumeBdev(ctx context.Context, volume string, info types.FlintVolumeInfo) error {
 	fv := volumeBdevName(volume)
 	if info.BaseBdev == "" {
@@ -552,11 +555,7 @@ func (e *Engine) ensureRaid(ctx context.Context, spec TargetSpec, bdevs map[stri
 		return r, err
 	}
 	if spec.Resume {
-		// A flint_volume left without its raid means SPDK did not
-		// restart: a delta resync's join was cut short (joinAfterDelta).
-		if _, found, err := e.volumeBdevInfo(ctx, spec.Volume); err != nil || !found {
-			return types.RaidBdev{}, cmp.Or(err, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume))
-		}
+		return types.RaidBdev{}, fmt.Errorf("%w: the raid of %s is gone (SPDK restarted, or a resync's join was cut short): re-assemble it from one replica and resynchronise the others", ErrTargetLost, spec.Volume)
 	}
 	slots := make([]string, len(spec.Members))
 	for i, m := range e.localFirst(spec.Members) {
@@ -669,9 +668,7 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 	in := r.Members()
 	changed := false
 	leave := func(b heldBdev) error {
-		if err := e.markBeforeLetGo(ctx, spec, b.name); err != nil {
-			return err
-		}
+		e.markBeforeLetGo(ctx, spec, r, b.name)
 		if err := e.detachMember(ctx, r, b); err != nil {
 			return err
 		}
@@ -838,7 +835,11 @@ func (e *MembersHeldError) Error() string {
 // for its writes for ever, and letting it go would acknowledge writes it
 // lacks while the caller still counts it in sync.
 func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOfSync []string) (Stopped, error) {
-	defer e.targets.lock(volume)()
+	unlock, err := e.targets.lock(ctx, volume)
+	if err != nil {
+		return Stopped{}, err
+	}
+	defer unlock()
 	held, err := e.heldMembers(ctx, volume, memberOSDs)
 	if err != nil {
 		return Stopped{}, err
@@ -861,6 +862,9 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 	if err != nil {
 		return Stopped{}, err
 	}
+	if err := e.detachCopiedTo(ctx, volume, memberOSDs); err != nil {
+		return Stopped{}, err
+	}
 	if err := e.deleteVolumeBdev(ctx, volume); err != nil {
 		return Stopped{}, err
 	}
@@ -881,6 +885,30 @@ func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, ou
 		}
 	}
 	return stopped, nil
+}
+
+// detachCopiedTo detaches, disabled first, the controllers of the remote
+// replicas among memberOSDs that are not in the volume's raid: a delta
+// resync's copy may be writing to one, and on a lost connection its writes
+// wait for ever, which would hold the flint_volume's deletion; detached,
+// they fail and the copy ends.
+func (e *Engine) detachCopiedTo(ctx context.Context, volume string, memberOSDs []string) error {
+	r, err := e.raid(ctx, raidName(volume))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, m := range memberOSDs {
+		if m == e.cfg.UID || slices.Contains(r.Members(), remoteBdev(volume, m)) {
+			continue
+		}
+		if err := e.detachController(ctx, remoteName(volume, m), true); err != nil && !errors.Is(err, jsonrpc.ErrNotFound) {
+			return fmt.Errorf("detach the replica of %s on OSD %s: %w", volume, m, err)
+		}
+	}
+	return nil
 }
 
 // deleteVolumeBdev deletes the volume's flint_volume, if it has one:

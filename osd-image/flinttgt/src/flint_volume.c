@@ -260,8 +260,10 @@ pass_on(struct spdk_io_channel *_ch, struct spdk_bdev_io *io)
 	int rc;
 
 	if (ch->base_ch == NULL) {
-		/* No base: the raid was deleted without a pause. */
+		/* No base: the raid was deleted without a pause. A write that
+		 * waited for memory may be tracked already. */
 		SPDK_ERRLOG("flint_volume %s has no base: I/O failed\n", vol->bdev.name);
+		untrack(ch, io);
 		spdk_bdev_io_complete(io, SPDK_BDEV_IO_STATUS_FAILED);
 		return;
 	}
@@ -966,8 +968,11 @@ flint_volume_map(struct flint_volume *vol, const char *member, struct flint_volu
 	st->copied_blocks = m->copied;
 	st->copy_rc = m->copy_rc;
 	st->copy_msg = m->copy_msg;
-	/* Runs of set bits, read without clearing them. */
-	while (b <= count) {
+	for (uint64_t i = 0; i < m->nwords; i++) {
+		st->dirty_blocks += __builtin_popcountll(__atomic_load_n(&m->words[i], __ATOMIC_ACQUIRE));
+	}
+	/* Runs of set bits, read without clearing them, while fn wants them. */
+	while (more && b <= count) {
 		uint64_t w = b < count ? __atomic_load_n(&m->words[b / 64], __ATOMIC_ACQUIRE) : 0;
 		bool set = (w >> (b % 64)) & 1;
 
@@ -975,15 +980,10 @@ flint_volume_map(struct flint_volume *vol, const char *member, struct flint_volu
 			b += 64;
 			continue;
 		}
-		if (set) {
-			st->dirty_blocks++;
-			if (start == UINT64_MAX) {
-				start = b;
-			}
-		} else if (start != UINT64_MAX) {
-			if (more) {
-				more = fn(ctx, start, b - start);
-			}
+		if (set && start == UINT64_MAX) {
+			start = b;
+		} else if (!set && start != UINT64_MAX) {
+			more = fn(ctx, start, b - start);
 			start = UINT64_MAX;
 		}
 		b++;
@@ -1017,6 +1017,7 @@ struct copy {
 	uint64_t in_flight;        /* blocks */
 	int runs;                  /* in flight */
 	bool exhausted;            /* the map was gone over */
+	bool member_gone;          /* the member's bdev is being removed */
 	int rc;                    /* the first failure */
 	const char *msg;
 	uint64_t max_bytes_per_sec;
@@ -1029,7 +1030,13 @@ static void copy_fill(struct copy *c);
 static void
 member_event(enum spdk_bdev_event_type type, struct spdk_bdev *bdev, void *arg)
 {
-	/* The copy ends on its next I/O's error; the close follows. */
+	struct copy *c = arg;
+
+	/* Its controller is being detached: the runs in flight fail, no
+	 * other starts, and the copy's end closes it. */
+	if (type == SPDK_BDEV_EVENT_REMOVE) {
+		c->member_gone = true;
+	}
 }
 
 static void
@@ -1166,6 +1173,9 @@ copy_fill(struct copy *c)
 		}
 		if (c->rc == 0 && c->vol->stop_copies) {
 			copy_fail(c, -ECANCELED, "the flint_volume is being deleted");
+		}
+		if (c->rc == 0 && c->member_gone) {
+			copy_fail(c, -ENODEV, "the member's bdev was removed during the copy");
 		}
 		if (c->rc != 0 || c->exhausted || held_to_rate(c)) {
 			break;
