@@ -52,6 +52,10 @@ const copyPoll = 5 * time.Millisecond
 // up and lets the hosts go on.
 const joinPause = 2 * time.Second
 
+// joinBound bounds a whole join: its pause's two waits and the raid made
+// again, which take milliseconds.
+const joinBound = 10 * time.Second
+
 // memberKey names a member's map: its OSD and the uuid of its replica's
 // bdev as the target sees it (the lvol's), so that a replica made anew on
 // the same OSD, empty, is never caught up from a map of the old one.
@@ -95,11 +99,11 @@ func (e *Engine) replicaUUID(ctx context.Context, bdev string) (string, error) {
 // them too. Anything else gets no map and is rebuilt whole, and so does a
 // member whose mark fails: the map only ever saves a copy, so its absence
 // never holds the let-go up.
-func (e *Engine) markBeforeLetGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdev string) {
+func (e *Engine) markBeforeLetGo(ctx context.Context, spec TargetSpec, bdev string) {
 	i := slices.IndexFunc(spec.Members, func(m MemberSpec) bool {
 		return m.OSD != e.cfg.UID && !m.Leaving && remoteBdev(spec.Volume, m.OSD) == bdev
 	})
-	if i < 0 || !slices.Contains(r.Members(), bdev) || rebuilding(r, bdev) {
+	if i < 0 || !e.holdsEveryWrite(ctx, spec.Volume, bdev) {
 		return
 	}
 	if _, found, err := e.volumeBdevInfo(ctx, spec.Volume); err != nil || !found {
@@ -109,7 +113,23 @@ func (e *Engine) markBeforeLetGo(ctx context.Context, spec TargetSpec, r types.R
 	if err != nil || uuid == "" {
 		return // no identity to key a map by
 	}
-	_ = e.spdk.FlintVolumeMark(ctx, volumeBdevName(spec.Volume), memberKey(spec.Members[i].OSD, uuid))
+	fv, key := volumeBdevName(spec.Volume), memberKey(spec.Members[i].OSD, uuid)
+	if e.spdk.FlintVolumeMark(ctx, fv, key) != nil {
+		return
+	}
+	// SPDK's raid1 drops a member on a failed write on its own: one
+	// dropped before the mark answered may lack a write the map missed.
+	if !e.holdsEveryWrite(ctx, spec.Volume, bdev) {
+		_ = e.spdk.FlintVolumeForget(ctx, fv, key)
+	}
+}
+
+// holdsEveryWrite says whether bdev is a configured member of the volume's
+// raid, as read now, and not being rebuilt: it took every write the raid
+// acknowledged.
+func (e *Engine) holdsEveryWrite(ctx context.Context, volume, bdev string) bool {
+	r, err := e.raid(ctx, raidName(volume))
+	return err == nil && slices.Contains(r.Members(), bdev) && !rebuilding(r, bdev)
 }
 
 // resync brings back the spec's reachable members that are not in raid r,
@@ -132,6 +152,15 @@ func (e *Engine) resync(ctx context.Context, spec TargetSpec, r types.RaidBdev, 
 		return nil, err
 	}
 	fv := volumeBdevName(spec.Volume)
+	// A join makes the raid again, which stops every copy from it: it
+	// waits for the others to end.
+	copying := map[string]bool{}
+	for _, mp := range info.Maps {
+		st, err := e.spdk.FlintVolumeGetDirty(ctx, types.FlintVolumeGetDirtyRequest{Name: fv, Member: mp.Member, MaxRanges: 1})
+		if err == nil && st.Copying {
+			copying[mp.Member] = true
+		}
+	}
 	progress := map[string]int32{}
 	for _, m := range spec.Members {
 		b, ok := bdevs[m.OSD]
@@ -149,14 +178,9 @@ func (e *Engine) resync(ctx context.Context, spec TargetSpec, r types.RaidBdev, 
 				return nil, fmt.Errorf("forget the map of OSD %s: %w", m.OSD, err)
 			}
 			continue
-		case !st.Copying && st.DirtyBlocks <= finalRoundBlocks && r.Process == nil && len(held) == 0:
-			if err := e.joinAfterDelta(ctx, spec, r, bdevs, m.OSD, keys[m.OSD], blocks); err != nil {
-				return nil, err
-			}
-			if r, err = e.raid(ctx, r.Name); err != nil {
-				return nil, err
-			}
-			continue
+		case !st.Copying && st.DirtyBlocks <= finalRoundBlocks && r.Process == nil && len(held) == 0 && len(copying) == 0:
+			// Joined: the next call goes on with the others.
+			return nil, e.joinAfterDelta(ctx, spec, bdevs, m.OSD, keys[m.OSD], blocks)
 		case !st.Copying && st.DirtyBlocks > 0:
 			req := types.FlintVolumeCopyRequest{Name: fv, Member: keys[m.OSD], MemberBdev: b, MaxMiBPerSec: uint64(spec.RebuildMaxMiBPerSec)}
 			if err := e.spdk.FlintVolumeCopy(ctx, req); err != nil {
@@ -208,7 +232,8 @@ func (e *Engine) forgetStaleMaps(ctx context.Context, spec TargetSpec, info type
 		if key, attached := keys[osd]; listed && (!attached || key == mp.Member) {
 			continue
 		}
-		if err := e.spdk.FlintVolumeForget(ctx, volumeBdevName(spec.Volume), mp.Member); err != nil {
+		// A map being copied from is forgotten once its copy ends.
+		if err := e.spdk.FlintVolumeForget(ctx, volumeBdevName(spec.Volume), mp.Member); err != nil && jsonrpc.CodeOf(err) != jsonrpc.CodeBusy {
 			return fmt.Errorf("forget the map %s: %w", mp.Member, err)
 		}
 	}
@@ -219,15 +244,20 @@ func (e *Engine) forgetStaleMaps(ctx context.Context, spec TargetSpec, info type
 // replica back in the raid: with the volume paused (no host write in
 // flight or admitted) the map's last blocks are copied, so the replica
 // then equals the raid block for block, and the raid is made again with
-// it, online at once (no superblock, no rebuild). An error before the
-// raid's deletion resumes the volume; one after leaves it paused without
-// its raid, which the next call puts right (ensureRaid makes the raid from
-// the members the caller counts in sync, restoreVolumeBdev attaches and
-// resumes it).
-func (e *Engine) joinAfterDelta(ctx context.Context, spec TargetSpec, r types.RaidBdev, bdevs map[string]string, osd, key string, blocks uint64) (err error) {
-	fv := volumeBdevName(spec.Volume)
-	pauseCtx, cancel := context.WithTimeout(ctx, joinPause)
+// it, online at once (no superblock, no rebuild), from the members the
+// raid has once paused (none is dropped while nothing is written). It
+// runs on a context of its own, bounded by joinBound, so its caller's
+// deadline cannot cut it between the raid's deletion and its making. An
+// error before the deletion resumes the volume; one after leaves it
+// paused without its raid: the next resuming call finds the target lost,
+// and the operator's re-assembly gets the flint_volume attached and
+// resumed (restoreVolumeBdev).
+func (e *Engine) joinAfterDelta(ctx context.Context, spec TargetSpec, bdevs map[string]string, osd, key string, blocks uint64) (err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), joinBound)
 	defer cancel()
+	fv := volumeBdevName(spec.Volume)
+	pauseCtx, cancelPause := context.WithTimeout(ctx, joinPause)
+	defer cancelPause()
 	if err := e.spdk.FlintVolumePause(pauseCtx, fv); err != nil {
 		// A pause that did not drain in time completes later: the next
 		// call resumes it (restoreVolumeBdev).
@@ -240,6 +270,13 @@ func (e *Engine) joinAfterDelta(ctx context.Context, spec TargetSpec, r types.Ra
 			err = errors.Join(err, e.spdk.FlintVolumeResume(ctx, fv))
 		}
 	}()
+	r, err := e.raid(ctx, raidName(spec.Volume))
+	if err != nil {
+		return err
+	}
+	if r.Process != nil {
+		return fmt.Errorf("the raid of %s started a rebuild before OSD %s's join: tried again", spec.Volume, osd)
+	}
 	if err := e.spdk.FlintVolumeCopy(ctx, types.FlintVolumeCopyRequest{Name: fv, Member: key, MemberBdev: bdevs[osd]}); err != nil {
 		return fmt.Errorf("copy to OSD %s the last of what it missed: %w", osd, err)
 	}
@@ -261,11 +298,7 @@ func (e *Engine) joinAfterDelta(ctx context.Context, spec TargetSpec, r types.Ra
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the last round of OSD %s's resync ran over %v: the hosts go on, and it is tried again", osd, joinPause)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for the last round of OSD %s's resync: %w", osd, ctx.Err())
-		case <-time.After(copyPoll):
-		}
+		time.Sleep(copyPoll)
 	}
 	slots := make([]string, len(spec.Members))
 	for i, m := range e.localFirst(spec.Members) {

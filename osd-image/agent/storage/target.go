@@ -198,12 +198,14 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err != nil {
 		return Target{}, err
 	}
-	bdev, err := e.ensureVolumeBdev(ctx, spec.Volume)
-	if err != nil {
-		return Target{}, err
-	}
+	// Held members are let go even when the flint_volume cannot be put
+	// right: the writes held for them wait on nothing else.
+	bdev, volumeErr := e.ensureVolumeBdev(ctx, spec.Volume)
 	if raid, err = e.letGo(ctx, spec, raid, bdevs, held); err != nil {
-		return Target{}, err
+		return Target{}, errors.Join(err, volumeErr)
+	}
+	if volumeErr != nil {
+		return Target{}, volumeErr
 	}
 	copied, err := e.resync(ctx, spec, raid, bdevs, held, blocks)
 	if err != nil {
@@ -668,7 +670,7 @@ func (e *Engine) letGo(ctx context.Context, spec TargetSpec, r types.RaidBdev, b
 	in := r.Members()
 	changed := false
 	leave := func(b heldBdev) error {
-		e.markBeforeLetGo(ctx, spec, r, b.name)
+		e.markBeforeLetGo(ctx, spec, b.name)
 		if err := e.detachMember(ctx, r, b); err != nil {
 			return err
 		}
@@ -920,12 +922,13 @@ func (e *Engine) deleteVolumeBdev(ctx context.Context, volume string) error {
 		return err
 	}
 	fv := volumeBdevName(volume)
-	if info.Paused {
-		if err := e.spdk.FlintVolumeResume(ctx, fv); err != nil {
-			return fmt.Errorf("resume %s to delete it: %w", fv, err)
-		}
-	}
 	for {
+		// A pause that was still draining may have completed since.
+		if info.Paused {
+			if err := e.spdk.FlintVolumeResume(ctx, fv); err != nil && jsonrpc.CodeOf(err) != jsonrpc.CodeBusy {
+				return fmt.Errorf("resume %s to delete it: %w", fv, err)
+			}
+		}
 		err := e.spdk.FlintVolumeDelete(ctx, fv)
 		if jsonrpc.CodeOf(err) != jsonrpc.CodeBusy {
 			if err != nil {
@@ -937,6 +940,9 @@ func (e *Engine) deleteVolumeBdev(ctx context.Context, volume string) error {
 		case <-ctx.Done():
 			return fmt.Errorf("delete flint_volume %s: %w (%w)", fv, ctx.Err(), err)
 		case <-time.After(copyPoll):
+		}
+		if info, found, err = e.volumeBdevInfo(ctx, volume); err != nil || !found {
+			return err
 		}
 	}
 }
