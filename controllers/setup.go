@@ -18,7 +18,7 @@ limitations under the License.
 // Pool → OSDs (package pool), OSD → pod and status (package osd), with the
 // agent API's certificates (package certs), Volumes (package volume),
 // Snapshots (package snapshot), one at a time per Volume with the Volume
-// controller (package volumelock), and the OSD pods' NetworkPolicy
+// controller (internal/keylock), and the OSD pods' NetworkPolicy
 // (package netpolicy).
 package controllers
 
@@ -44,7 +44,7 @@ import (
 	"github.com/flint-io/flint/controllers/pool"
 	"github.com/flint-io/flint/controllers/snapshot"
 	"github.com/flint-io/flint/controllers/volume"
-	"github.com/flint-io/flint/controllers/volumelock"
+	"github.com/flint-io/flint/internal/keylock"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -204,7 +204,7 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := mgr.Add(renewer); err != nil {
 		return fmt.Errorf("set up the lease renewer: %w", err)
 	}
-	locks := &volumelock.Locks{}
+	locks := &keylock.Locks{}
 	if err := (&volume.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace, Recorder: mgr.GetEventRecorder("flint-volume"), Agents: agents, Leases: leases,
 		ReplicaGrace: o.ReplicaGrace, TargetGrace: o.TargetGrace, StandbyWait: o.StandbyWait, HoldWait: o.HoldWait(), LeaseBound: o.AgentLease + o.AgentLease/4, Resync: o.Resync, Workers: o.VolumeWorkers,

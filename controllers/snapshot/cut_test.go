@@ -40,7 +40,7 @@ import (
 
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
-	"github.com/flint-io/flint/controllers/volumelock"
+	"github.com/flint-io/flint/internal/keylock"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -71,7 +71,7 @@ func TestStaleCutIsNotUndone(t *testing.T) {
 	}})
 	r := &Reconciler{
 		Client: cached, APIReader: live, Recorder: events.NewFakeRecorder(10),
-		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint", Leases: &agentclient.Leases{}}, Locks: &volumelock.Locks{},
+		Agents: &agentclient.Agents{Reader: pods, Namespace: "flint", Leases: &agentclient.Leases{}}, Locks: &keylock.Locks{},
 	}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "s"}}); err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestAVolumesSnapshotsGoOneAtATime(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(deleted("of-v", "v"), deleted("of-w", "w")).
 		WithStatusSubresource(&flintv1.Snapshot{}).Build()
-	locks := &volumelock.Locks{}
+	locks := &keylock.Locks{}
 	r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10), Locks: locks}
 	reconcile := func(ctx context.Context, name string) (gone bool, err error) {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {

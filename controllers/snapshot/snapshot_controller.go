@@ -40,7 +40,7 @@ import (
 	flintv1 "github.com/flint-io/flint/api/v1alpha1"
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/patch"
-	"github.com/flint-io/flint/controllers/volumelock"
+	"github.com/flint-io/flint/internal/keylock"
 )
 
 // Field indexes of Snapshots.
@@ -65,7 +65,7 @@ type Reconciler struct {
 	// the Volume while a Snapshot of it is cut or removed: a cut pauses
 	// the target, and SPDK refuses a snapshot of an lvol whose other
 	// snapshot it is deleting.
-	Locks *volumelock.Locks
+	Locks *keylock.Locks
 	// Workers is how many Snapshots reconcile at once.
 	Workers int
 	// Resync is how soon a deletion SPDK refuses is tried again. A taken

@@ -49,7 +49,7 @@ import (
 	"github.com/flint-io/flint/controllers/agentclient"
 	"github.com/flint-io/flint/controllers/metrics"
 	"github.com/flint-io/flint/controllers/patch"
-	"github.com/flint-io/flint/controllers/volumelock"
+	"github.com/flint-io/flint/internal/keylock"
 	agentv1 "github.com/flint-io/flint/osd-image/agent/api/v1"
 )
 
@@ -103,7 +103,7 @@ type Reconciler struct {
 	Observe <-chan event.GenericEvent
 	// Locks keeps a reconcile off a Volume whose target another controller
 	// acts on (a snapshot's cut pauses it).
-	Locks *volumelock.Locks
+	Locks *keylock.Locks
 	// Now is the clock; tests move it.
 	Now func() time.Time
 	// Interrupt, when set, is called at each Point of a reconcile; it may

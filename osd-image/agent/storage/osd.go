@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flint-io/flint/internal/keylock"
 	"github.com/flint-io/flint/internal/spdk/client"
 	"github.com/flint-io/flint/internal/spdk/jsonrpc"
 	"github.com/flint-io/flint/internal/spdk/types"
@@ -154,50 +155,7 @@ type Engine struct {
 	// targets serialises the calls that change one volume's target: a
 	// call its caller gave up on still runs here, and a delta resync's
 	// join must meet no other call's resume of the volume (resync.go).
-	targets keyedLocks
-}
-
-// keyedLocks are locks by key, made on first use and dropped when no
-// caller holds or waits for them.
-type keyedLocks struct {
-	mu   sync.Mutex
-	held map[string]*keyedLock
-}
-
-type keyedLock struct {
-	token chan struct{} // holds one token while the lock is held
-	users int
-}
-
-// lock takes key's lock and returns its unlock, or fails when ctx ends
-// first: a caller waits no longer than its own deadline (it may hold the
-// lease's read lock meanwhile, which the fence waits for).
-func (k *keyedLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
-	k.mu.Lock()
-	if k.held == nil {
-		k.held = map[string]*keyedLock{}
-	}
-	l := k.held[key]
-	if l == nil {
-		l = &keyedLock{token: make(chan struct{}, 1)}
-		k.held[key] = l
-	}
-	l.users++
-	k.mu.Unlock()
-	release := func() {
-		k.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(k.held, key)
-		}
-		k.mu.Unlock()
-	}
-	select {
-	case l.token <- struct{}{}:
-		return func() { <-l.token; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, fmt.Errorf("wait for another call on %s to end: %w", key, ctx.Err())
-	}
+	targets keylock.Locks
 }
 
 // New returns the Engine of the OSD of cfg, driving the SPDK behind spdk.

@@ -132,9 +132,9 @@ func (e *Engine) EnsureTarget(ctx context.Context, spec TargetSpec) (Target, err
 	if err := e.checkTargetSpec(spec); err != nil {
 		return Target{}, err
 	}
-	unlock, err := e.targets.lock(ctx, spec.Volume)
+	unlock, err := e.targets.Lock(ctx, spec.Volume)
 	if err != nil {
-		return Target{}, err
+		return Target{}, fmt.Errorf("wait for another call on volume %s to end: %w", spec.Volume, err)
 	}
 	defer unlock()
 	if err := e.members.count(spec, e.cfg.UID); err != nil {
@@ -837,9 +837,9 @@ func (e *MembersHeldError) Error() string {
 // for its writes for ever, and letting it go would acknowledge writes it
 // lacks while the caller still counts it in sync.
 func (e *Engine) DeleteTarget(ctx context.Context, volume string, memberOSDs, outOfSync []string) (Stopped, error) {
-	unlock, err := e.targets.lock(ctx, volume)
+	unlock, err := e.targets.Lock(ctx, volume)
 	if err != nil {
-		return Stopped{}, err
+		return Stopped{}, fmt.Errorf("wait for another call on volume %s to end: %w", volume, err)
 	}
 	defer unlock()
 	held, err := e.heldMembers(ctx, volume, memberOSDs)

@@ -14,43 +14,46 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package volumelock lets one controller at a time act on a Volume's
-// target. controller-runtime never reconciles one object twice at once,
-// but the Volume and Snapshot controllers both act on a Volume's target:
-// a Volume reconcile that re-drove the target while a snapshot paused it
-// would let hosts write in the middle of the cut, and one that moved the
-// target would pause nothing.
-package volumelock
+// Package keylock holds one lock per key, taken with a context: callers
+// that act on one object's state wait for each other, callers on other
+// keys do not. The operator's Volume and Snapshot controllers both act on
+// a Volume's target (controller-runtime never reconciles one object twice
+// at once, but a Volume reconcile that re-drove the target while a
+// snapshot paused it would let hosts write in the middle of the cut), and
+// the OSD agent's target calls for one Volume run one at a time (a call
+// whose caller gave up still runs, and a delta resync's join must meet no
+// other call's resume of the volume).
+package keylock
 
 import (
 	"context"
 	"sync"
 )
 
-// Locks holds one lock per Volume name. The zero value is ready.
+// Locks holds one lock per key. The zero value is ready.
 type Locks struct {
 	mu   sync.Mutex
 	keys map[string]*key
 }
 
-// key is the lock of one name: a semaphore of one, and how many hold it
+// key is the lock of one key: a semaphore of one, and how many hold it
 // or wait for it (the key goes when none does).
 type key struct {
 	sem   chan struct{}
 	users int
 }
 
-// Lock takes the lock of volume, waiting until it is free or ctx ends;
+// Lock takes the lock of name, waiting until it is free or ctx ends;
 // the returned function releases it.
-func (l *Locks) Lock(ctx context.Context, volume string) (unlock func(), err error) {
+func (l *Locks) Lock(ctx context.Context, name string) (unlock func(), err error) {
 	l.mu.Lock()
 	if l.keys == nil {
 		l.keys = map[string]*key{}
 	}
-	k := l.keys[volume]
+	k := l.keys[name]
 	if k == nil {
 		k = &key{sem: make(chan struct{}, 1)}
-		l.keys[volume] = k
+		l.keys[name] = k
 	}
 	k.users++
 	l.mu.Unlock()
@@ -58,18 +61,18 @@ func (l *Locks) Lock(ctx context.Context, volume string) (unlock func(), err err
 	case k.sem <- struct{}{}:
 		return func() {
 			<-k.sem
-			l.release(volume, k)
+			l.release(name, k)
 		}, nil
 	case <-ctx.Done():
-		l.release(volume, k)
+		l.release(name, k)
 		return nil, ctx.Err()
 	}
 }
 
-func (l *Locks) release(volume string, k *key) {
+func (l *Locks) release(name string, k *key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if k.users--; k.users == 0 {
-		delete(l.keys, volume)
+		delete(l.keys, name)
 	}
 }
