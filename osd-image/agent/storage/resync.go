@@ -141,7 +141,7 @@ func (e *Engine) resync(ctx context.Context, spec TargetSpec, r types.RaidBdev, 
 	if err != nil {
 		return nil, err
 	}
-	if !found {
+	if !found || len(info.Maps) == 0 {
 		return nil, e.startNextRebuild(ctx, spec, r, bdevs)
 	}
 	keys, err := e.memberKeys(ctx, spec, bdevs)
@@ -152,24 +152,27 @@ func (e *Engine) resync(ctx context.Context, spec TargetSpec, r types.RaidBdev, 
 		return nil, err
 	}
 	fv := volumeBdevName(spec.Volume)
-	// A join makes the raid again, which stops every copy from it: it
-	// waits for the others to end.
-	copying := map[string]bool{}
+	// Each map read once. A join makes the raid again, which stops every
+	// copy from it: it waits for them all to end.
+	states := map[string]types.FlintVolumeDirty{}
+	copying := false
 	for _, mp := range info.Maps {
 		st, err := e.spdk.FlintVolumeGetDirty(ctx, types.FlintVolumeGetDirtyRequest{Name: fv, Member: mp.Member, MaxRanges: 1})
-		if err == nil && st.Copying {
-			copying[mp.Member] = true
+		if errors.Is(err, jsonrpc.ErrNotFound) {
+			continue // forgotten as stale just now
 		}
+		if err != nil {
+			return nil, fmt.Errorf("read the map %s: %w", mp.Member, err)
+		}
+		states[mp.Member] = st
+		copying = copying || st.Copying
 	}
 	progress := map[string]int32{}
 	for _, m := range spec.Members {
 		b, ok := bdevs[m.OSD]
-		if !ok || m.WaitRebuild || slices.Contains(r.Members(), b) || !slices.ContainsFunc(info.Maps, func(mp types.FlintVolumeMap) bool { return mp.Member == keys[m.OSD] }) {
+		st, mapped := states[keys[m.OSD]]
+		if !ok || m.WaitRebuild || slices.Contains(r.Members(), b) || !mapped {
 			continue
-		}
-		st, err := e.spdk.FlintVolumeGetDirty(ctx, types.FlintVolumeGetDirtyRequest{Name: fv, Member: keys[m.OSD], MaxRanges: 1})
-		if err != nil {
-			return nil, fmt.Errorf("read the map of OSD %s: %w", m.OSD, err)
 		}
 		switch {
 		case st.Grown || st.CopyError != "":
@@ -178,7 +181,7 @@ func (e *Engine) resync(ctx context.Context, spec TargetSpec, r types.RaidBdev, 
 				return nil, fmt.Errorf("forget the map of OSD %s: %w", m.OSD, err)
 			}
 			continue
-		case !st.Copying && st.DirtyBlocks <= finalRoundBlocks && r.Process == nil && len(held) == 0 && len(copying) == 0:
+		case !copying && st.DirtyBlocks <= finalRoundBlocks && r.Process == nil && len(held) == 0:
 			// Joined: the next call goes on with the others.
 			return nil, e.joinAfterDelta(ctx, spec, bdevs, m.OSD, keys[m.OSD], blocks)
 		case !st.Copying && st.DirtyBlocks > 0:

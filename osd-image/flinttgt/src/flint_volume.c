@@ -168,6 +168,17 @@ map_take(struct map *m, uint64_t *offset, uint64_t limit, uint64_t max)
 	return end - first;
 }
 
+static uint64_t
+map_dirty_blocks(struct map *m)
+{
+	uint64_t blocks = 0;
+
+	for (uint64_t i = 0; i < m->nwords; i++) {
+		blocks += __builtin_popcountll(__atomic_load_n(&m->words[i], __ATOMIC_ACQUIRE));
+	}
+	return blocks;
+}
+
 static void
 map_free(struct map *m)
 {
@@ -401,18 +412,12 @@ dump_info_json(void *arg, struct spdk_json_write_ctx *w)
 	spdk_json_write_named_bool(w, "paused", vol->paused);
 	spdk_json_write_named_array_begin(w, "maps");
 	for (int i = 0; i < FLINT_VOLUME_MAX_MAPS; i++) {
-		uint64_t blocks = 0;
-
 		if (vol->maps[i] == NULL) {
 			continue;
 		}
-		for (uint64_t j = 0; j < vol->maps[i]->nwords; j++) {
-			blocks += __builtin_popcountll(__atomic_load_n(&vol->maps[i]->words[j],
-						       __ATOMIC_RELAXED));
-		}
 		spdk_json_write_object_begin(w);
 		spdk_json_write_named_string(w, "member", vol->maps[i]->member);
-		spdk_json_write_named_uint64(w, "dirty_blocks", blocks);
+		spdk_json_write_named_uint64(w, "dirty_blocks", map_dirty_blocks(vol->maps[i]));
 		spdk_json_write_named_bool(w, "grown", vol->maps[i]->grown);
 		spdk_json_write_object_end(w);
 	}
@@ -968,9 +973,7 @@ flint_volume_map(struct flint_volume *vol, const char *member, struct flint_volu
 	st->copied_blocks = m->copied;
 	st->copy_rc = m->copy_rc;
 	st->copy_msg = m->copy_msg;
-	for (uint64_t i = 0; i < m->nwords; i++) {
-		st->dirty_blocks += __builtin_popcountll(__atomic_load_n(&m->words[i], __ATOMIC_ACQUIRE));
-	}
+	st->dirty_blocks = map_dirty_blocks(m);
 	/* Runs of set bits, read without clearing them, while fn wants them. */
 	while (more && b <= count) {
 		uint64_t w = b < count ? __atomic_load_n(&m->words[b / 64], __ATOMIC_ACQUIRE) : 0;
