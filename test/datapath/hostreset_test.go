@@ -211,14 +211,7 @@ func chainHost(ctx context.Context, t *testing.T, h *client.Client, target stora
 	_, err := h.BdevNvmeAttachController(ctx, types.BdevNvmeAttachControllerRequest{Name: "hv", Trtype: "tcp", Adrfam: "ipv4",
 		Traddr: target.Address, Trsvcid: strconv.Itoa(target.Port), Subnqn: agentv1.VolumeNQN(volume), Hostnqn: hostNQN})
 	must(t, err)
-	chain := storage.Subsystem{NQN: "nqn.2016-06.io.spdk:chain", Transport: "tcp", Address: "127.0.0.1"}
-	must(t, h.NvmfCreateSubsystem(ctx, types.NvmfCreateSubsystemRequest{NQN: chain.NQN, AllowAnyHost: true}))
-	_, err = h.NvmfSubsystemAddNs(ctx, chain.NQN, types.NvmfNamespaceRequest{BdevName: "hvn1"})
-	must(t, err)
-	port := spdklab.FreePort(t)
-	chain.Port, _ = strconv.Atoi(port)
-	must(t, h.NvmfSubsystemAddListener(ctx, chain.NQN, types.ListenAddress{Trtype: "tcp", Adrfam: "ipv4", Traddr: chain.Address, Trsvcid: port}))
-	return chain
+	return serveBdev(ctx, t, h, "hvn1", "chain")
 }
 
 // disableController has SPDK's bdev_nvme on socket send its controller
