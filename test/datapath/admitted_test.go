@@ -56,7 +56,8 @@ func TestAMemberAnswersItsTargetOnlyWhileItsExportAdmitsIt(t *testing.T) {
 		defer cancel()
 		cmd := make([]byte, 64)
 		cmd[0] = types.NvmeOpcodeKeepAlive
-		return sendAdmin(kctx, lab.Targets[0].Client.Socket(), member, cmd)
+		_, err := sendCommand(kctx, lab.Targets[0].Client.Socket(), member, "admin", cmd)
+		return err
 	}
 	state := func() string {
 		c, err := target.BdevNvmeGetControllers(ctx, member)

@@ -19,6 +19,7 @@ package datapath
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -408,5 +409,75 @@ func TestAJoinCutShortIsPutRight(t *testing.T) {
 	dd.write(target, hostNQN, data, 0)
 	if got := dd.read(target, hostNQN, chunk); !bytes.Equal(got, data) {
 		t.Error("the re-assembled volume does not read back what was written")
+	}
+}
+
+// A target re-assembled from its remote replica alone (its own replica
+// out of sync: it moved there, or its SPDK restarted) gets the local lvol
+// back by a rebuild, and with it a raid that no longer takes FLUSH: SPDK's
+// raid1 takes it only while every member does, and lvols keep no volatile
+// cache. A host's FLUSH through the volume still completes. The kernel
+// host sends one with every synchronous write: failed, each came back as
+// an I/O error for as long as the target served (the e2e storm's round
+// that stopped the target's SPDK until its restart).
+func TestAHostFlushesThroughATargetThatRebuiltItsOwnReplica(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
+	if !lab.Real {
+		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	const nvmeFlush = 0x00 // the NVM command set's Flush
+	osds := startOSDs(ctx, t, lab)
+	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
+		Members: []storage.MemberSpec{exportTo(ctx, t, osds, 0, 0, false, storage.Keys{}), exportTo(ctx, t, osds, 1, 0, true, storage.Keys{})}}
+	ensureUntil(ctx, t, osds[0], spec, "the local replica rebuilt", func(st storage.Target) bool { return !st.Degraded() })
+	chainHost(ctx, t, lab.Targets[2].Client, osds[0].Endpoint())
+
+	flush := make([]byte, 64)
+	flush[0] = nvmeFlush
+	binary.LittleEndian.PutUint32(flush[4:], 1) // the namespace
+	status, err := sendCommand(ctx, lab.Targets[2].Client.Socket(), "hv", "io", flush)
+	must(t, err)
+	if status != 0 {
+		t.Fatalf("a host's FLUSH through the target completed with %s, want success", status)
+	}
+}
+
+// A flint_volume made over a raid that takes FLUSH is attached, by a
+// delta resync's join, to the raid made again with a member that does
+// not, an lvol: the attach succeeds, else the join leaves the volume
+// paused without a base. Malloc bdevs take FLUSH; lvols take all else.
+func TestAFlintVolumeTakesARaidWithoutFlushAfterOneWithIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lab := spdklab.NewOf(t, 1, spdklab.FlintTgt)
+	if !lab.Real {
+		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	c := lab.Targets[0].Client
+	for _, m := range []struct {
+		name   string
+		blocks uint64
+	}{{"m0", fvBlocks}, {"m1", fvBlocks}, {"dev", 4 * fvBlocks}} {
+		_, err := c.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: m.name, NumBlocks: m.blocks, BlockSize: fvBlockSize})
+		must(t, err)
+	}
+	_, err := c.BdevLvolCreateLvstore(ctx, types.BdevLvolCreateLvstoreRequest{BdevName: "dev", LvsName: "lvs"})
+	must(t, err)
+	lvol, err := c.BdevLvolCreate(ctx, types.BdevLvolCreateRequest{LvsName: "lvs", LvolName: "l0", SizeInMiB: fvBlocks * fvBlockSize >> 20})
+	must(t, err)
+	must(t, c.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: "r", RaidLevel: "raid1", BaseBdevs: []string{"m0", "m1"}}))
+	must(t, c.FlintVolumeCreate(ctx, types.FlintVolumeCreateRequest{Name: "fv", BaseBdev: "r"}))
+
+	must(t, c.FlintVolumePause(ctx, "fv"))
+	must(t, c.BdevRaidDelete(ctx, "r"))
+	must(t, c.BdevRaidCreate(ctx, types.BdevRaidCreateRequest{Name: "r", RaidLevel: "raid1", BaseBdevs: []string{"m0", lvol}}))
+	if err := c.FlintVolumeAttach(ctx, types.FlintVolumeAttachRequest{Name: "fv", BaseBdev: "r"}); err != nil {
+		t.Fatalf("attaching the flint_volume to a raid without FLUSH: %v", err)
+	}
+	must(t, c.FlintVolumeResume(ctx, "fv"))
+	if info := flintVolumeInfo(ctx, t, c, "fv"); info.BaseBdev != "r" || info.Paused {
+		t.Errorf("after the attach and the resume the flint_volume reads %+v, want on r and not paused", info)
 	}
 }

@@ -228,16 +228,35 @@ func disableController(ctx context.Context, t *testing.T, socket, ctrlr string) 
 	cmd[0] = fabricsOpcode // fctype 0 (byte 4): Property Set, 4 bytes (byte 40)
 	binary.LittleEndian.PutUint32(cmd[44:], ccOffset)
 	binary.LittleEndian.PutUint64(cmd[48:], ccDisabled)
-	must(t, sendAdmin(ctx, socket, ctrlr, cmd))
+	_, err := sendCommand(ctx, socket, ctrlr, "admin", cmd)
+	must(t, err)
 }
 
-// sendAdmin has SPDK's bdev_nvme on socket send the 64-byte admin command
-// cmd, which moves no data, to controller ctrlr's target, and answers
-// once it completed.
-func sendAdmin(ctx context.Context, socket, ctrlr string, cmd []byte) error {
+// sendCommand has SPDK's bdev_nvme on socket send the 64-byte command
+// cmd, which moves no data, to controller ctrlr's target on its admin
+// queue ("admin") or an I/O queue ("io"), and answers once it completed:
+// with the completion's status, 0 for success.
+func sendCommand(ctx context.Context, socket, ctrlr, queue string, cmd []byte) (nvmeStatus, error) {
 	c := jsonrpc.NewClient(socket)
 	defer func() { _ = c.Close() }()
-	var out any
-	return c.Call(ctx, "bdev_nvme_send_cmd", map[string]any{"name": ctrlr, "cmd_type": "admin", "data_direction": "c2h",
-		"cmdbuf": base64.URLEncoding.EncodeToString(cmd), "timeout_ms": 5000}, &out)
+	var out struct {
+		Cpl string `json:"cpl"`
+	}
+	if err := c.Call(ctx, "bdev_nvme_send_cmd", map[string]any{"name": ctrlr, "cmd_type": queue, "data_direction": "c2h",
+		"cmdbuf": base64.URLEncoding.EncodeToString(cmd), "timeout_ms": 5000}, &out); err != nil {
+		return 0, err
+	}
+	cpl, err := base64.URLEncoding.DecodeString(out.Cpl)
+	if err != nil || len(cpl) != 16 {
+		return 0, fmt.Errorf("bdev_nvme_send_cmd answered the completion %q, want 16 bytes in base64: %v", out.Cpl, err)
+	}
+	// The status field is the last 16 bits, after the phase tag.
+	return nvmeStatus(binary.LittleEndian.Uint16(cpl[14:]) >> 1), nil
+}
+
+// nvmeStatus is a completion's status field: its type (SCT) and code (SC).
+type nvmeStatus uint16
+
+func (s nvmeStatus) String() string {
+	return fmt.Sprintf("SCT %#x SC %#x", uint16(s)>>8&0x7, uint16(s)&0xff)
 }

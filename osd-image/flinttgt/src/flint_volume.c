@@ -55,7 +55,7 @@ struct flint_volume {
 	struct spdk_bdev bdev;
 	struct spdk_bdev_desc *base_desc; /* NULL while no base is attached */
 	/* The I/O types the namespace was offered at creation; a base
-	 * attached later must support them all. */
+	 * attached later must support them all, FLUSH aside (flush_needed). */
 	bool supports[SPDK_BDEV_NUM_IO_TYPES];
 	struct map *maps[FLINT_VOLUME_MAX_MAPS];
 	bool paused;
@@ -254,6 +254,20 @@ base_io_done(struct spdk_bdev_io *base_io, bool success, void *arg)
 
 static void pass_on(struct spdk_io_channel *_ch, struct spdk_bdev_io *io);
 
+/* flush_needed says whether the base has a volatile cache to flush. A
+ * raid1 offers FLUSH only while every member does, and its members
+ * change under the volume: re-assembled from a remote replica (an NVMe
+ * bdev, which flushes) it gains the local lvol (which has no cache, and
+ * no FLUSH) by a rebuild. The volume offers FLUSH throughout, as nvmf
+ * tells hosts it has a volatile write cache anyway, and completes one the
+ * base does not take at once: every write it completed is on the media. */
+static bool
+flush_needed(struct flint_volume *vol, struct spdk_bdev_io *io)
+{
+	return io->type != SPDK_BDEV_IO_TYPE_FLUSH ||
+	       spdk_bdev_io_type_supported(spdk_bdev_desc_get_bdev(vol->base_desc), SPDK_BDEV_IO_TYPE_FLUSH);
+}
+
 static void
 resubmit(void *arg)
 {
@@ -276,6 +290,10 @@ pass_on(struct spdk_io_channel *_ch, struct spdk_bdev_io *io)
 		SPDK_ERRLOG("flint_volume %s has no base: I/O failed\n", vol->bdev.name);
 		untrack(ch, io);
 		spdk_bdev_io_complete(io, SPDK_BDEV_IO_STATUS_FAILED);
+		return;
+	}
+	if (!flush_needed(vol, io)) {
+		spdk_bdev_io_complete(io, SPDK_BDEV_IO_STATUS_SUCCESS);
 		return;
 	}
 	if (changes_data(io->type) && !ctx->tracked) {
@@ -578,7 +596,8 @@ open_base(struct flint_volume *vol, const char *base_name, const char **msg)
 		rc = -EINVAL;
 	} else {
 		for (int t = 0; t < SPDK_BDEV_NUM_IO_TYPES; t++) {
-			if (vol->supports[t] && !spdk_bdev_io_type_supported(base, t)) {
+			if (t != SPDK_BDEV_IO_TYPE_FLUSH && vol->supports[t] &&
+			    !spdk_bdev_io_type_supported(base, t)) {
 				*msg = "the base_bdev does not support an I/O type the flint_volume offers";
 				rc = -EINVAL;
 			}
@@ -602,8 +621,8 @@ flint_volume_create(const char *name, const char *base_name, const struct spdk_u
 		    const char **msg)
 {
 	static const enum spdk_bdev_io_type offered[] = {
-		SPDK_BDEV_IO_TYPE_READ, SPDK_BDEV_IO_TYPE_WRITE, SPDK_BDEV_IO_TYPE_FLUSH,
-		SPDK_BDEV_IO_TYPE_UNMAP, SPDK_BDEV_IO_TYPE_WRITE_ZEROES,
+		SPDK_BDEV_IO_TYPE_READ, SPDK_BDEV_IO_TYPE_WRITE, SPDK_BDEV_IO_TYPE_UNMAP,
+		SPDK_BDEV_IO_TYPE_WRITE_ZEROES,
 	};
 	struct flint_volume *vol;
 	struct spdk_bdev *base;
@@ -627,6 +646,7 @@ flint_volume_create(const char *name, const char *base_name, const struct spdk_u
 	for (size_t t = 0; t < SPDK_COUNTOF(offered); t++) {
 		vol->supports[offered[t]] = spdk_bdev_io_type_supported(base, offered[t]);
 	}
+	vol->supports[SPDK_BDEV_IO_TYPE_FLUSH] = true; /* whatever the base: flush_needed */
 	vol->bdev.name = strdup(name);
 	vol->bdev.product_name = "Flint volume";
 	vol->bdev.write_cache = base->write_cache;
