@@ -52,10 +52,7 @@ const (
 func TestFlintVolumeCatchesUpAMemberByItsMap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab := spdklab.NewOf(t, 1, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
+	lab := flintTgtLab(t, 1)
 	c := lab.Targets[0].Client
 	for _, m := range []string{"m0", "m1", "back"} {
 		_, err := c.BdevMallocCreate(ctx, types.BdevMallocCreateRequest{Name: m, NumBlocks: fvBlocks, BlockSize: fvBlockSize})
@@ -134,6 +131,17 @@ func TestFlintVolumeCatchesUpAMemberByItsMap(t *testing.T) {
 			t.Errorf("member %s differs from what was written at byte %s", m, firstDifference(got, expected))
 		}
 	}
+}
+
+// flintTgtLab is a lab of n flint_tgt, whose flint_volume module the
+// double does not model: the test is skipped there.
+func flintTgtLab(t *testing.T, n int) *spdklab.Lab {
+	t.Helper()
+	lab := spdklab.NewOf(t, n, spdklab.FlintTgt)
+	if !lab.Real {
+		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
+	}
+	return lab
 }
 
 // copyMember copies member's dirty blocks of flint_volume fv to bdev and
@@ -274,10 +282,7 @@ type anOutage struct {
 
 func outage(ctx context.Context, t *testing.T) *anOutage {
 	t.Helper()
-	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
+	lab := flintTgtLab(t, 2)
 	t.Cleanup(func() { lab.Targets[1].Freeze(false) })
 	osds, spec := twoReplicas(ctx, t, lab)
 	o := &anOutage{t: t, lab: lab, osds: osds, spec: spec, dd: newHost(t, lab), target: osds[0].Endpoint(), want: make([]byte, volSize)}
@@ -346,10 +351,7 @@ func (o *anOutage) check(ctx context.Context) {
 func TestAMemberLetGoMidRebuildGetsNoMap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
+	lab := flintTgtLab(t, 2)
 	osds := startOSDs(ctx, t, lab)
 	replica := exportTo(ctx, t, osds, 1, 0, false, storage.Keys{})
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN}, RebuildMaxMiBPerSec: 1,
@@ -375,10 +377,7 @@ func TestAMemberLetGoMidRebuildGetsNoMap(t *testing.T) {
 func TestAJoinCutShortIsPutRight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lab := spdklab.NewOf(t, 2, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
+	lab := flintTgtLab(t, 2)
 	osds, spec := twoReplicas(ctx, t, lab)
 	c, fv := lab.Targets[0].Client, "volume_"+volume
 	dd := newHost(t, lab)
@@ -423,10 +422,7 @@ func TestAJoinCutShortIsPutRight(t *testing.T) {
 func TestAHostFlushesThroughATargetThatRebuiltItsOwnReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab := spdklab.NewOf(t, 3, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
+	lab := flintTgtLab(t, 3)
 	const nvmeFlush = 0x00 // the NVM command set's Flush
 	osds := startOSDs(ctx, t, lab)
 	spec := storage.TargetSpec{Volume: volume, Epoch: 1, Hosts: []string{hostNQN},
@@ -451,10 +447,7 @@ func TestAHostFlushesThroughATargetThatRebuiltItsOwnReplica(t *testing.T) {
 func TestAFlintVolumeTakesARaidWithoutFlushAfterOneWithIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lab := spdklab.NewOf(t, 1, spdklab.FlintTgt)
-	if !lab.Real {
-		t.Skip("flint_volume is flint_tgt's module, which the double does not model: run with FLINT_SPDK_DIR (make test-spdk)")
-	}
+	lab := flintTgtLab(t, 1)
 	c := lab.Targets[0].Client
 	for _, m := range []struct {
 		name   string
